@@ -1,0 +1,3 @@
+"""MCP tool servers for document-processing agents."""
+
+__version__ = "0.6.0"
