@@ -1,0 +1,43 @@
+"""The one exception family of doc-processing-std-tools.
+
+Every error says what was wrong, where, and how to fix it. The MCP glue turns a
+`StdToolsError` into the SDK's `ToolError`, so its message reaches the client intact.
+"""
+
+from __future__ import annotations
+
+
+class StdToolsError(Exception):
+    """Base class of every error raised by doc-processing-std-tools."""
+
+
+class ConfigError(StdToolsError):
+    """A DPTTOOLS_* setting (or a command-line override) has a bad value."""
+
+
+class InvalidArgumentError(StdToolsError):
+    """A tool argument breaks a documented rule (a skill name, an empty field, ...)."""
+
+
+class PathOutsideRootError(StdToolsError):
+    """A path leads outside the folder it is confined to."""
+
+
+class NotFoundError(StdToolsError):
+    """A skill, file or folder that a tool was asked about does not exist."""
+
+
+class AlreadyExistsError(StdToolsError):
+    """Something that a tool would create exists already; nothing was overwritten."""
+
+
+class FileTooLargeError(StdToolsError):
+    """A file is larger than DPTTOOLS_MAX_FILE_SIZE_MB allows."""
+
+
+class BinaryFileError(StdToolsError):
+    """A file that should be text is binary or not UTF-8."""
+
+
+class MissingExtraError(StdToolsError):
+    """An optional dependency group is not installed."""

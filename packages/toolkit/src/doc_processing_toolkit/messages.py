@@ -1,0 +1,131 @@
+"""Provider-neutral conversation data: what the agent loop and every model share.
+
+A conversation is a list of `Message`s. A user message holds `TextPart`s and, after a tool
+round, `ToolResultPart`s; an assistant message holds `TextPart`s and `ToolCallPart`s.
+Providers translate these to and from their own wire formats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "Message",
+    "ModelResponse",
+    "Part",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "ToolSpec",
+    "Usage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """Plain text from the user or the model."""
+
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """The model asks for one tool call. `id` pairs it with its `ToolResultPart`."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """The result of one tool call, sent back to the model in the next user message."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    kind: Literal["tool_result"] = "tool_result"
+
+
+Part = TextPart | ToolCallPart | ToolResultPart
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One turn of the conversation."""
+
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts of this message."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The tool calls in this message, in order."""
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message holding one text part."""
+        return cls(role="user", parts=(TextPart(text),))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: a name, a description and a JSON schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts, summed over the model requests of a run."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+        )
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """One reply of a model: text and/or tool calls, with its usage."""
+
+    parts: tuple[TextPart | ToolCallPart, ...]
+    usage: Usage = field(default_factory=Usage)
+    model_name: str = ""
+    stop_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts of the reply."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The tool calls of the reply, in order."""
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    def to_message(self) -> Message:
+        """The reply as an assistant message for the history."""
+        return Message(role="assistant", parts=tuple(self.parts))
