@@ -7,6 +7,7 @@ UV := $(BIN)/uv
 STAMP := $(VENV)/.synced-dev
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: demo test lint typecheck docs pytest bench clean
 
