@@ -18,6 +18,30 @@ class ModelError(ToolkitError):
     """A model provider could not be used or its API returned an error."""
 
 
+class ModelAPIError(ModelError):
+    """A provider's API answered with an error, or could not be reached.
+
+    Attributes:
+        provider: ``"anthropic"`` or ``"openai"``.
+        status_code: the HTTP status, or None when no response arrived (connection
+            refused, timeout).
+        api_message: the error message from the API's response body, when it had one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        status_code: int | None = None,
+        api_message: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status_code = status_code
+        self.api_message = api_message
+
+
 class MissingDependencyError(ModelError):
     """An optional extra (a provider SDK) is not installed."""
 

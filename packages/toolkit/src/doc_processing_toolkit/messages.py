@@ -32,12 +32,18 @@ class TextPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
-    """The model asks for one tool call. `id` pairs it with its `ToolResultPart`."""
+    """The model asks for one tool call. `id` pairs it with its `ToolResultPart`.
+
+    When the model's arguments were not a JSON object, `arguments` is
+    ``{"_raw": <the text as sent>}`` and `arguments_error` says what was wrong; the loop
+    should then answer with an error result instead of calling the tool.
+    """
 
     id: str
     name: str
     arguments: dict[str, Any]
     kind: Literal["tool_call"] = "tool_call"
+    arguments_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
