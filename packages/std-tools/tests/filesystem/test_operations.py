@@ -1,0 +1,371 @@
+"""The file operations, called directly: confinement, limits, atomic writes, searching."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from doc_processing_std_tools.errors import (
+    BinaryFileError,
+    FileTooLargeError,
+    InvalidArgumentError,
+    NotFoundError,
+    PathOutsideRootError,
+)
+from doc_processing_std_tools.filesystem import operations as ops
+from doc_processing_std_tools.filesystem.operations import Workspace, glob_to_regex
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+# read_file
+
+
+def test_read_file_returns_the_whole_text(ws: Workspace, root: Path) -> None:
+    (root / "notes.md").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    assert ops.read_file(ws, "notes.md") == "one\ntwo\nthree\n"
+
+
+def test_read_file_returns_an_inclusive_line_range(ws: Workspace, root: Path) -> None:
+    (root / "notes.md").write_text("one\ntwo\nthree\nfour\n", encoding="utf-8")
+    assert ops.read_file(ws, "notes.md", 2, 3) == "two\nthree\n"
+    assert ops.read_file(ws, "notes.md", start_line=3) == "three\nfour\n"
+    assert ops.read_file(ws, "notes.md", end_line=1) == "one\n"
+
+
+def test_read_file_refuses_a_range_past_the_end(ws: Workspace, root: Path) -> None:
+    (root / "notes.md").write_text("one\ntwo\n", encoding="utf-8")
+    with pytest.raises(InvalidArgumentError, match="has 2 lines"):
+        ops.read_file(ws, "notes.md", 5)
+    with pytest.raises(InvalidArgumentError, match="before start_line"):
+        ops.read_file(ws, "notes.md", 2, 1)
+    with pytest.raises(InvalidArgumentError, match="1 or more"):
+        ops.read_file(ws, "notes.md", 0)
+
+
+def test_read_file_strips_a_byte_order_mark(ws: Workspace, root: Path) -> None:
+    (root / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\r\n")
+    assert ops.read_file(ws, "bom.txt") == "hello\r\n"
+
+
+def test_read_file_cuts_long_text_and_says_where_to_go_on(ws: Workspace, root: Path) -> None:
+    lines = [f"line {i:04d} " + "x" * 40 for i in range(1, 201)]
+    (root / "long.txt").write_text("\n".join(lines), encoding="utf-8")
+    out = ops.read_file(ws, "long.txt")
+    assert len(out) <= ws.output_limit
+    assert "truncated" in out
+    next_line = int(out.rsplit("start_line=", 1)[1].split()[0])
+    shown = out.split("\n[... truncated")[0]
+    complete_lines = shown.count("\n")
+    # Reading on from the named line skips nothing and repeats only a few lines.
+    assert complete_lines - 10 <= next_line <= complete_lines + 1
+    assert ops.read_file(ws, "long.txt", next_line, next_line).startswith(f"line {next_line:04d}")
+
+
+def test_read_file_refuses_binary_and_non_utf8_files(ws: Workspace, root: Path) -> None:
+    (root / "image.bin").write_bytes(b"\x89PNG\x00\x00\x01")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(BinaryFileError, match="binary"):
+        ops.read_file(ws, "image.bin")
+    with pytest.raises(BinaryFileError, match="not UTF-8"):
+        ops.read_file(ws, "latin1.txt")
+
+
+def test_read_file_refuses_a_file_over_the_size_limit(ws: Workspace, root: Path) -> None:
+    (root / "big.txt").write_bytes(b"a" * (ws.max_file_bytes + 1))
+    with pytest.raises(FileTooLargeError, match="DPTTOOLS_MAX_FILE_SIZE_MB"):
+        ops.read_file(ws, "big.txt")
+
+
+def test_read_file_names_missing_files_and_folders(ws: Workspace, root: Path) -> None:
+    (root / "sub").mkdir()
+    with pytest.raises(NotFoundError, match="list_directory"):
+        ops.read_file(ws, "missing.txt")
+    with pytest.raises(InvalidArgumentError, match="is a folder"):
+        ops.read_file(ws, "sub")
+
+
+def test_paths_outside_the_workspace_are_refused(ws: Workspace, root: Path, outside: Path) -> None:
+    for bad in ("../secret.txt", str(outside), "sub/../../secret.txt"):
+        with pytest.raises(PathOutsideRootError):
+            ops.read_file(ws, bad)
+    (root / "link.txt").symlink_to(outside)
+    (root / "linkdir").symlink_to(outside.parent)
+    with pytest.raises(PathOutsideRootError, match="outside"):
+        ops.read_file(ws, "link.txt")
+    with pytest.raises(PathOutsideRootError):
+        ops.write_file(ws, "link.txt", "overwritten")
+    with pytest.raises(PathOutsideRootError):
+        ops.write_file(ws, "linkdir/new.txt", "x")
+    with pytest.raises(PathOutsideRootError):
+        ops.edit_file(ws, "link.txt", "top", "bottom")
+    with pytest.raises(PathOutsideRootError):
+        ops.get_file_info(ws, "link.txt")
+    with pytest.raises(PathOutsideRootError):
+        ops.list_directory(ws, "linkdir")
+    assert outside.read_text(encoding="utf-8") == "top secret\n"
+    assert not (outside.parent / "new.txt").exists()
+
+
+def test_a_symlink_inside_the_workspace_is_followed(ws: Workspace, root: Path) -> None:
+    (root / "real.txt").write_text("real\n", encoding="utf-8")
+    (root / "alias.txt").symlink_to(root / "real.txt")
+    assert ops.read_file(ws, "alias.txt") == "real\n"
+    ops.write_file(ws, "alias.txt", "changed\n")
+    assert (root / "alias.txt").is_symlink()
+    assert (root / "real.txt").read_text(encoding="utf-8") == "changed\n"
+
+
+# write_file
+
+
+def test_write_file_creates_a_file_and_missing_folders(ws: Workspace, root: Path) -> None:
+    message = ops.write_file(ws, "skills/new/SKILL.md", "---\nname: new\n---\n")
+    assert "created" in message
+    assert (root / "skills/new/SKILL.md").read_text(encoding="utf-8") == "---\nname: new\n---\n"
+
+
+def test_write_file_replaces_content_and_keeps_permissions(ws: Workspace, root: Path) -> None:
+    target = root / "run.sh"
+    target.write_text("old", encoding="utf-8")
+    target.chmod(0o750)
+    message = ops.write_file(ws, "run.sh", "new")
+    assert "replaced" in message
+    assert target.read_text(encoding="utf-8") == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o750
+    assert sorted(p.name for p in root.iterdir()) == ["run.sh"]
+
+
+def test_write_file_refuses_content_over_the_limit_and_writes_nothing(
+    ws: Workspace, root: Path
+) -> None:
+    (root / "keep.txt").write_text("keep", encoding="utf-8")
+    before = snapshot(root)
+    with pytest.raises(FileTooLargeError, match="nothing was written"):
+        ops.write_file(ws, "keep.txt", "x" * (ws.max_file_bytes + 1))
+    assert snapshot(root) == before
+
+
+def test_write_file_refuses_a_folder(ws: Workspace, root: Path) -> None:
+    (root / "sub").mkdir()
+    with pytest.raises(InvalidArgumentError, match="is a folder"):
+        ops.write_file(ws, "sub", "x")
+
+
+def test_a_failed_atomic_write_leaves_the_target_and_no_temporary(
+    ws: Workspace, root: Path
+) -> None:
+    folder = root / "folder"
+    folder.mkdir()
+    (folder / "inside.txt").write_text("kept", encoding="utf-8")
+    with pytest.raises(OSError):
+        ops.atomic_write(folder, b"new content")
+    assert sorted(p.name for p in root.iterdir()) == ["folder"]
+    assert (folder / "inside.txt").read_text(encoding="utf-8") == "kept"
+
+
+def test_write_file_in_a_read_only_folder_fails_without_leftovers(
+    ws: Workspace, root: Path
+) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root ignores folder permissions")
+    locked = root / "locked"
+    locked.mkdir()
+    (locked / "a.txt").write_text("a", encoding="utf-8")
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(PermissionError):
+            ops.write_file(ws, "locked/a.txt", "b")
+        assert [p.name for p in locked.iterdir()] == ["a.txt"]
+        assert (locked / "a.txt").read_text(encoding="utf-8") == "a"
+    finally:
+        locked.chmod(0o700)
+
+
+# edit_file
+
+
+def test_edit_file_replaces_the_one_occurrence(ws: Workspace, root: Path) -> None:
+    (root / "doc.md").write_text("# Title\n\nTODO: fill in\n", encoding="utf-8")
+    message = ops.edit_file(ws, "doc.md", "TODO: fill in", "Done.")
+    assert "line 3" in message
+    assert (root / "doc.md").read_text(encoding="utf-8") == "# Title\n\nDone.\n"
+
+
+def test_edit_file_says_how_often_the_text_was_found(ws: Workspace, root: Path) -> None:
+    (root / "doc.md").write_text("a b a b a\n", encoding="utf-8")
+    with pytest.raises(InvalidArgumentError, match="found 3 times"):
+        ops.edit_file(ws, "doc.md", "a", "z")
+    with pytest.raises(InvalidArgumentError, match=r"not found \(0 times\)"):
+        ops.edit_file(ws, "doc.md", "q", "z")
+    with pytest.raises(InvalidArgumentError, match="empty"):
+        ops.edit_file(ws, "doc.md", "", "z")
+    assert (root / "doc.md").read_text(encoding="utf-8") == "a b a b a\n"
+
+
+def test_edit_file_keeps_windows_line_endings_and_bom(ws: Workspace, root: Path) -> None:
+    (root / "win.txt").write_bytes(b"\xef\xbb\xbffirst\r\nsecond\r\nthird\r\n")
+    ops.edit_file(ws, "win.txt", "first\nsecond", "one\ntwo")
+    assert (root / "win.txt").read_bytes() == b"\xef\xbb\xbfone\r\ntwo\r\nthird\r\n"
+
+
+def test_edit_file_refuses_a_result_over_the_limit(ws: Workspace, root: Path) -> None:
+    (root / "doc.md").write_text("marker", encoding="utf-8")
+    with pytest.raises(FileTooLargeError, match="nothing was changed"):
+        ops.edit_file(ws, "doc.md", "marker", "y" * (ws.max_file_bytes + 1))
+    assert (root / "doc.md").read_text(encoding="utf-8") == "marker"
+
+
+# list_directory, find_files
+
+
+def test_list_directory_shows_folders_first_then_files(ws: Workspace, root: Path) -> None:
+    (root / "b.txt").write_text("12345", encoding="utf-8")
+    (root / "a-dir").mkdir()
+    (root / "A.md").write_text("", encoding="utf-8")
+    lines = ops.list_directory(ws).splitlines()
+    assert lines[0] == ".: 1 folders, 2 files"
+    assert lines[1:] == ["a-dir/", "A.md  0 bytes", "b.txt  5 bytes"]
+    assert ops.list_directory(ws, "a-dir") == "a-dir: empty folder"
+
+
+def test_list_directory_marks_symlinks_and_never_follows_them_out(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
+    (root / "real.txt").write_text("x", encoding="utf-8")
+    (root / "inner").symlink_to(root / "real.txt")
+    (root / "escape").symlink_to(outside)
+    listing = ops.list_directory(ws)
+    assert "escape  (symbolic link leading outside the workspace)" in listing
+    assert "inner  (symbolic link to real.txt)" in listing
+    assert "secret" not in listing
+
+
+def test_find_files_matches_globs_across_folders(ws: Workspace, root: Path) -> None:
+    for rel in ("a.md", "docs/b.md", "docs/deep/c.md", "docs/d.txt", ".git/e.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x", encoding="utf-8")
+    assert ops.find_files(ws, "*.md").splitlines() == ["a.md"]
+    assert ops.find_files(ws, "**/*.md").splitlines() == ["a.md", "docs/b.md", "docs/deep/c.md"]
+    assert ops.find_files(ws, "*.md", "docs").splitlines() == ["docs/b.md"]
+    assert ops.find_files(ws, "docs/?.[tm][xd]*").splitlines() == ["docs/b.md", "docs/d.txt"]
+    assert "No files" in ops.find_files(ws, "*.pdf")
+
+
+def test_find_files_refuses_patterns_that_leave_the_folder(ws: Workspace) -> None:
+    with pytest.raises(PathOutsideRootError):
+        ops.find_files(ws, "../*")
+    with pytest.raises(PathOutsideRootError):
+        ops.find_files(ws, "/etc/*")
+    with pytest.raises(InvalidArgumentError):
+        ops.find_files(ws, "  ")
+
+
+def test_find_files_skips_symlinks_that_lead_out(ws: Workspace, root: Path, outside: Path) -> None:
+    (root / "escape.txt").symlink_to(outside)
+    (root / "escape-dir").symlink_to(outside.parent)
+    assert "No files" in ops.find_files(ws, "**/*.txt")
+
+
+def test_glob_to_regex_keeps_single_stars_inside_one_folder() -> None:
+    assert glob_to_regex("*.py").match("a.py")
+    assert not glob_to_regex("*.py").match("x/a.py")
+    assert glob_to_regex("**/a.py").match("a.py")
+    assert glob_to_regex("src/**").match("src/x/y.txt")
+    assert glob_to_regex("[!a]b").match("cb")
+    assert not glob_to_regex("[!a]b").match("ab")
+    assert glob_to_regex("a[b").match("a[b")
+
+
+# search_text
+
+
+def test_search_text_reports_path_line_and_text(ws: Workspace, root: Path) -> None:
+    (root / "docs").mkdir()
+    (root / "docs/a.md").write_text("alpha\nInvoice total: 12\n", encoding="utf-8")
+    (root / "b.txt").write_text("invoice\n", encoding="utf-8")
+    (root / "blob.bin").write_bytes(b"\x00invoice")
+    assert ops.search_text(ws, r"total: \d+") == "docs/a.md:2: Invoice total: 12"
+    assert ops.search_text(ws, "invoice", ignore_case=True).splitlines() == [
+        "b.txt:1: invoice",
+        "docs/a.md:2: Invoice total: 12",
+    ]
+    assert ops.search_text(ws, "invoice", include="*.md", ignore_case=True).splitlines() == [
+        "docs/a.md:2: Invoice total: 12"
+    ]
+    assert ops.search_text(ws, "alpha", path="docs/a.md") == "docs/a.md:1: alpha"
+
+
+def test_search_text_is_bounded(ws: Workspace, root: Path) -> None:
+    (root / "many.txt").write_text("hit\n" * 50 + "x" * 1000 + "hit\n", encoding="utf-8")
+    out = ops.search_text(ws, "hit", max_results=5).splitlines()
+    assert out[:5] == [f"many.txt:{i}: hit" for i in range(1, 6)]
+    assert "stopped after 5 matches" in out[5]
+    long_line = ops.search_text(ws, "x+hit")
+    assert long_line.endswith("…") and len(long_line) < 400
+    with pytest.raises(InvalidArgumentError, match="between 1 and"):
+        ops.search_text(ws, "hit", max_results=0)
+
+
+def test_search_text_explains_a_bad_pattern_and_no_match(ws: Workspace, root: Path) -> None:
+    (root / "a.txt").write_text("x\n", encoding="utf-8")
+    with pytest.raises(InvalidArgumentError, match="not a valid regular expression"):
+        ops.search_text(ws, "(unclosed")
+    assert ops.search_text(ws, "nothing-here") == (
+        "No match for 'nothing-here' under . (1 files searched)."
+    )
+
+
+def test_search_text_skips_files_outside_through_symlinks(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
+    (root / "escape.txt").symlink_to(outside)
+    assert ops.search_text(ws, "secret").startswith("No match")
+
+
+# get_file_info
+
+
+def test_get_file_info_describes_files_and_folders(ws: Workspace, root: Path) -> None:
+    (root / "sub").mkdir()
+    (root / "sub/a.md").write_text("one\ntwo\n", encoding="utf-8")
+    (root / "link.md").symlink_to(root / "sub/a.md")
+    info = json.loads(ops.get_file_info(ws, "sub/a.md"))
+    assert info["type"] == "file"
+    assert info["size_bytes"] == 8
+    assert info["line_count"] == 2
+    assert info["is_text"] is True
+    assert info["permissions"].startswith("-rw")
+    folder = json.loads(ops.get_file_info(ws, "sub"))
+    assert folder["type"] == "directory" and folder["entries"] == 1
+    link = json.loads(ops.get_file_info(ws, "link.md"))
+    assert link["symbolic_link_to"] == "sub/a.md"
+    assert json.loads(ops.get_file_info(ws, "."))["path"] == "."
+    with pytest.raises(NotFoundError):
+        ops.get_file_info(ws, "nope")
+
+
+def test_get_file_info_says_when_a_file_is_binary_or_too_big(ws: Workspace, root: Path) -> None:
+    (root / "blob").write_bytes(b"\x00\x01")
+    (root / "big.txt").write_bytes(b"a" * (ws.max_file_bytes + 1))
+    assert json.loads(ops.get_file_info(ws, "blob"))["is_text"] is False
+    big = json.loads(ops.get_file_info(ws, "big.txt"))
+    assert big["within_size_limit"] is False and "line_count" not in big
+
+
+def test_nothing_is_ever_deleted(ws: Workspace, root: Path) -> None:
+    (root / "a.txt").write_text("alpha beta\n", encoding="utf-8")
+    ops.write_file(ws, "b.txt", "new\n")
+    ops.edit_file(ws, "a.txt", "beta", "gamma")
+    ops.write_file(ws, "a.txt", "")
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt", "b.txt"]
