@@ -1,0 +1,289 @@
+"""`AnthropicModel`: Claude through the official ``anthropic`` SDK's Messages API.
+
+Needs the ``[anthropic]`` extra. The SDK reads its own environment variables
+(``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_BASE_URL``, profiles); an
+explicit ``api_key`` or ``base_url`` option wins over them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from ..errors import MissingCredentialsError, MissingDependencyError, ModelError
+from ..messages import (
+    Message,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+)
+from ._common import RequestExtras, api_error, connection_error, split_provider_kwargs
+from .base import ModelRequest, TextDelta
+
+try:
+    import anthropic
+except ImportError as exc:  # pragma: no cover - exercised with the SDK hidden
+    raise MissingDependencyError(
+        "the anthropic provider needs the anthropic SDK: "
+        'pip install "doc-processing-toolkit[anthropic]"'
+    ) from exc
+
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOKENS = 8192
+"""Reply length cap sent when none is given; the Messages API requires one."""
+
+_PROVIDER = "anthropic"
+
+
+class AnthropicModel:
+    """A Claude model behind Anthropic's Messages API.
+
+    Args:
+        model_name: the API's model id, for example ``"claude-sonnet-5"``.
+        api_key: the API key; without it the SDK reads ``ANTHROPIC_API_KEY`` (or
+            ``ANTHROPIC_AUTH_TOKEN``, or an SDK profile).
+        base_url: the API's address; without it the SDK reads ``ANTHROPIC_BASE_URL``,
+            then uses Anthropic's own.
+        max_tokens: the reply length cap sent with every request (``max_tokens`` in
+            ``provider_kwargs`` overrides it per request).
+        timeout: seconds per request; None keeps the SDK's default.
+        max_retries: retries of connection errors, 408, 409, 429 and 5xx answers.
+        client: an ``anthropic.AsyncAnthropic`` to use as is; the options above (other
+            than `max_tokens`) are then not used, and `aclose` leaves it open.
+
+    ``provider_kwargs`` of a request are merged into the JSON body unchanged, with three
+    exceptions: ``betas`` (a list) is sent as the ``anthropic-beta`` header through the
+    SDK's beta client, ``tools`` are appended after the agent's tools (server tools such
+    as code execution), and ``extra_headers`` / ``extra_query`` go to the HTTP request.
+
+    Raises:
+        MissingDependencyError: the anthropic SDK is not installed (on import).
+        MissingCredentialsError: no API key, token or profile could be found.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout: float | None = None,
+        max_retries: int = 2,
+        client: anthropic.AsyncAnthropic | None = None,
+    ) -> None:
+        self._model_name = model_name
+        self._max_tokens = max_tokens
+        self._owns_client = client is None
+        if client is None:
+            client = _make_client(
+                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            )
+        self._client = client
+
+    @property
+    def name(self) -> str:
+        """``anthropic:<model>``."""
+        return f"{_PROVIDER}:{self._model_name}"
+
+    @property
+    def model_name(self) -> str:
+        """The model id sent to the API."""
+        return self._model_name
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client this model sends its requests through."""
+        return self._client
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Send one Messages API request and return the whole reply.
+
+        Raises:
+            ModelAPIError: the API answered with an error or could not be reached.
+        """
+        api, params = self._prepare(request)
+        try:
+            message = await api.create(**params)
+        except (anthropic.AnthropicError, ValueError) as exc:
+            raise self._translate_error(exc) from exc
+        return self._to_response(message)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelResponse]:
+        """Stream one Messages API request: text deltas as they arrive, then the reply.
+
+        Raises:
+            ModelAPIError: the API answered with an error, sent an error event or could
+                not be reached.
+        """
+        api, params = self._prepare(request)
+        try:
+            async with api.stream(**params) as events:
+                async for text in events.text_stream:
+                    if text:
+                        yield TextDelta(text)
+                message = await events.get_final_message()
+        except (anthropic.AnthropicError, ValueError) as exc:
+            raise self._translate_error(exc) from exc
+        yield self._to_response(message)
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections, unless the client was given to us."""
+        if self._owns_client:
+            await self._client.close()
+
+    def _prepare(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
+        """The SDK resource (plain or beta messages) and the keyword arguments of the call."""
+        provider_kwargs = dict(request.provider_kwargs)
+        betas = provider_kwargs.pop("betas", None)
+        extras: RequestExtras = split_provider_kwargs(provider_kwargs)
+        params: dict[str, Any] = {
+            "model": self._model_name,
+            "max_tokens": self._max_tokens,
+            "messages": to_anthropic_messages(request.messages),
+        }
+        if request.system:
+            params["system"] = request.system
+        tools: list[Any] = [to_anthropic_tool(spec) for spec in request.tools]
+        tools.extend(extras.tools)
+        if tools:
+            params["tools"] = tools
+        if extras.body:
+            params["extra_body"] = extras.body
+        if extras.headers:
+            params["extra_headers"] = extras.headers
+        if extras.query:
+            params["extra_query"] = extras.query
+        if betas is None:
+            return self._client.messages, params
+        params["betas"] = list(betas)
+        return self._client.beta.messages, params
+
+    def _to_response(self, message: Any) -> ModelResponse:
+        parts: list[TextPart | ToolCallPart] = []
+        for block in message.content:
+            if block.type == "text":
+                parts.append(TextPart(block.text))
+            elif block.type == "tool_use":
+                parts.append(_tool_call(block.id, block.name, block.input))
+            else:
+                logger.debug("anthropic: %s block left out of the reply", block.type)
+        usage = message.usage
+        input_tokens = (
+            usage.input_tokens
+            + (usage.cache_creation_input_tokens or 0)
+            + (usage.cache_read_input_tokens or 0)
+        )
+        return ModelResponse(
+            parts=tuple(parts),
+            usage=Usage(input_tokens=input_tokens, output_tokens=usage.output_tokens, requests=1),
+            model_name=message.model or self._model_name,
+            stop_reason=message.stop_reason,
+        )
+
+    def _translate_error(self, exc: Exception) -> ModelError:
+        if isinstance(exc, anthropic.APIStatusError):
+            return api_error(
+                _PROVIDER,
+                status_code=exc.status_code,
+                api_message=exc.api_message or _body_text(exc.body),
+                error_type=exc.type,
+                key_env="ANTHROPIC_API_KEY",
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            return connection_error(_PROVIDER, str(self._client.base_url), exc.message)
+        return ModelError(f"{_PROVIDER} request failed: {exc}")
+
+
+def _make_client(
+    *, api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int
+) -> anthropic.AsyncAnthropic:
+    options: dict[str, Any] = {"max_retries": max_retries}
+    if api_key is not None:
+        options["api_key"] = api_key
+    if base_url is not None:
+        options["base_url"] = base_url
+    if timeout is not None:
+        options["timeout"] = timeout
+    try:
+        client = anthropic.AsyncAnthropic(**options)
+    except anthropic.AnthropicError as exc:
+        raise MissingCredentialsError(
+            f"the anthropic SDK could not load its credentials: {exc}"
+        ) from exc
+    has_credentials = (
+        client.api_key is not None
+        or client.auth_token is not None
+        or getattr(client, "credentials", None) is not None
+    )
+    if not has_credentials:
+        raise MissingCredentialsError(
+            "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key= "
+            "(for example AnthropicModel('claude-sonnet-5', api_key=...))."
+        )
+    logger.debug("anthropic: client for %s", client.base_url)
+    return client
+
+
+def _body_text(body: object) -> str | None:
+    return None if body is None else str(body)
+
+
+def _tool_call(call_id: str, name: str, arguments: object) -> ToolCallPart:
+    if isinstance(arguments, dict):
+        return ToolCallPart(id=call_id, name=name, arguments=dict(arguments))
+    return ToolCallPart(
+        id=call_id,
+        name=name,
+        arguments={"_raw": repr(arguments)},
+        arguments_error=f"tool input is not a JSON object: {arguments!r}",
+    )
+
+
+def to_anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
+    """A `ToolSpec` as a Messages API tool definition."""
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages as Messages API turns.
+
+    Tool results go first in their user turn (the API asks for that), each one a
+    ``tool_result`` block with ``is_error`` when the tool failed. Empty text is left out.
+    """
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        results: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = []
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                if part.text:
+                    blocks.append({"type": "text", "text": part.text})
+            elif isinstance(part, ToolCallPart):
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": part.id,
+                        "name": part.name,
+                        "input": part.arguments,
+                    }
+                )
+            elif isinstance(part, ToolResultPart):
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": part.call_id,
+                    "content": part.content,
+                }
+                if part.is_error:
+                    result["is_error"] = True
+                results.append(result)
+        content = results + blocks
+        turns.append({"role": message.role, "content": content or [{"type": "text", "text": ""}]})
+    return turns
