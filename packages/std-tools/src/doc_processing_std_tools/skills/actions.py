@@ -1,0 +1,346 @@
+"""The five skills operations as plain functions, free of MCP.
+
+Each function takes the `Settings` to honour and either returns the text a tool answers
+with or raises a `StdToolsError` whose message says what was wrong and how to fix it.
+`server.py` only wraps these for MCP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Final
+from xml.sax.saxutils import escape, quoteattr
+
+import yaml
+
+from .._text import truncate
+from ..config import Settings
+from ..errors import (
+    AlreadyExistsError,
+    BinaryFileError,
+    FileTooLargeError,
+    InvalidArgumentError,
+    NotFoundError,
+)
+from ..paths import confine
+from .catalog import SKILL_FILE, Catalog, SkillCatalog, is_hidden_name
+from .frontmatter import (
+    MAX_DESCRIPTION_LENGTH,
+    NAME_RULE,
+    check_fields,
+    is_valid_name,
+    parse_skill_md,
+)
+from .scripts import run_script, split_args
+
+__all__ = [
+    "MAX_LISTED_RESOURCES",
+    "check_skill_name",
+    "create_skill",
+    "execute_skill_script",
+    "list_resources",
+    "list_skills",
+    "load_skill",
+    "load_skill_resource",
+    "render_template",
+    "scan",
+]
+
+MAX_LISTED_RESOURCES: Final = 50
+"""At most this many files are named in load_skill's resource list."""
+_MIN_BODY_CHARS: Final = 200
+_BINARY_SNIFF_BYTES: Final = 8192
+
+_catalog = SkillCatalog()
+
+
+def scan(settings: Settings) -> Catalog:
+    """The catalog of ``settings.skills_dir`` from the process-wide, mtime-keyed cache."""
+    return _catalog.scan(settings.skills_dir, max_bytes=settings.max_file_size_bytes)
+
+
+def list_skills(settings: Settings) -> str:
+    """The `list_skills` JSON text."""
+    return scan(settings).json
+
+
+def check_skill_name(skill_name: str) -> str:
+    """Return `skill_name` when it follows the naming rule.
+
+    Raises:
+        InvalidArgumentError: the name breaks the rule; the message states the rule.
+    """
+    if not isinstance(skill_name, str) or not is_valid_name(skill_name):
+        raise InvalidArgumentError(
+            f"skill_name {skill_name!r} is not a valid skill name: use {NAME_RULE}, the "
+            "same as the skill's folder name (for example 'invoice-extraction'). Call "
+            "list_skills to see the available names."
+        )
+    return skill_name
+
+
+def _skill_folder(settings: Settings, skill_name: str) -> Path:
+    check_skill_name(skill_name)
+    folder = settings.skills_dir / skill_name
+    if not (folder / SKILL_FILE).is_file():
+        raise NotFoundError(
+            f"There is no skill named '{skill_name}' in {settings.skills_dir}; call "
+            "list_skills to see the available names (the name is the skill's folder name)."
+        )
+    confine(settings.skills_dir, skill_name, what="skill folder")
+    return folder
+
+
+def _inside_skill(settings: Settings, skill_name: str, relative: str, what: str) -> Path:
+    """Resolve `relative` inside the skill's folder; symlinks may not leave the skills folder."""
+    text = relative.strip().replace("\\", "/")
+    is_absolute = (
+        PurePosixPath(text).is_absolute() or PureWindowsPath(relative.strip()).is_absolute()
+    )
+    if "\x00" in relative or not text or is_absolute or ".." in PurePosixPath(text).parts:
+        # confine() states precisely what is wrong with these before touching the disk.
+        confine(settings.skills_dir / skill_name, relative, what=what)
+    return confine(settings.skills_dir, f"{skill_name}/{text}", what=what)
+
+
+def _read_text(path: Path, settings: Settings, what: str) -> str:
+    size = path.stat().st_size
+    if size > settings.max_file_size_bytes:
+        raise FileTooLargeError(
+            f"{what} is {size / 1048576:.1f} MB, more than the {settings.max_file_size_mb:g} MB "
+            "that DPTTOOLS_MAX_FILE_SIZE_MB allows; read a smaller file or raise that limit."
+        )
+    data = path.read_bytes()
+    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        raise BinaryFileError(
+            f"{what} is a binary file and cannot be shown as text; only text files "
+            "(Markdown, JSON, CSV, source code, ...) can be read."
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BinaryFileError(
+            f"{what} is not UTF-8 text and cannot be shown; save it as UTF-8, or use a tool "
+            "made for its format."
+        ) from None
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+
+
+def list_resources(folder: Path, skills_dir: Path) -> list[str]:
+    """Every file of a skill folder and its immediate subfolders, relative and sorted.
+
+    Hidden names, ``__pycache__``, ``node_modules``, the SKILL.md itself and symbolic links
+    leading outside `skills_dir` are left out.
+    """
+    real_root = skills_dir.resolve()
+    found: list[str] = []
+
+    def visible_files(directory: Path, prefix: str, depth: int) -> None:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for entry in entries:
+            if is_hidden_name(entry.name):
+                continue
+            try:
+                if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(real_root):
+                    continue
+                if entry.is_file():
+                    if depth or entry.name != SKILL_FILE:
+                        found.append(prefix + entry.name)
+                elif entry.is_dir() and depth == 0:
+                    visible_files(Path(entry.path), f"{entry.name}/", 1)
+            except OSError:
+                continue
+
+    visible_files(folder, "", 0)
+    found.sort()
+    return found
+
+
+def load_skill(settings: Settings, skill_name: str) -> str:
+    """The skill's SKILL.md wrapped in ``<skill_content>``, with its resource list."""
+    folder = _skill_folder(settings, skill_name)
+    text = _read_text(folder / SKILL_FILE, settings, f"The SKILL.md of '{skill_name}'")
+    resources = list_resources(folder, settings.skills_dir)
+    shown = resources[:MAX_LISTED_RESOURCES]
+    lines = [f"<skill_resources count={quoteattr(str(len(resources)))}>"]
+    lines.extend(f"<file>{escape(path)}</file>" for path in shown)
+    if len(resources) > len(shown):
+        lines.append(
+            f"<more>{len(resources) - len(shown)} more files are not listed; read any file "
+            "with load_skill_resource.</more>"
+        )
+    lines.append("</skill_resources>")
+    head = f"<skill_content name={quoteattr(skill_name)} directory={quoteattr(str(folder))}>\n"
+    tail = (
+        "\n\n" + "\n".join(lines) + "\n"
+        f"Relative paths in these instructions resolve against {escape(str(folder))}; read "
+        "files with load_skill_resource and run scripts with execute_skill_script.\n"
+        "</skill_content>"
+    )
+    budget = max(settings.output_truncation_limit - len(head) - len(tail), _MIN_BODY_CHARS)
+    body = truncate(
+        text.rstrip("\n"),
+        budget,
+        hint=f"read the whole file with load_skill_resource('{skill_name}', 'SKILL.md')",
+    )
+    return head + body + tail
+
+
+def load_skill_resource(settings: Settings, skill_name: str, resource_path: str) -> str:
+    """The text of one file inside the skill's folder."""
+    _skill_folder(settings, skill_name)
+    path = _inside_skill(settings, skill_name, resource_path, "resource_path")
+    what = f"resource_path {resource_path!r}"
+    if path.is_dir():
+        raise InvalidArgumentError(
+            f"{what} is a folder in skill '{skill_name}'; pass the path of a file in it "
+            "(load_skill lists the skill's files)."
+        )
+    if not path.is_file():
+        raise NotFoundError(
+            f"{what} does not exist in skill '{skill_name}'; load_skill lists the skill's "
+            "files, with paths relative to its folder."
+        )
+    return truncate(
+        _read_text(path, settings, what),
+        settings.output_truncation_limit,
+        hint="the file is longer than DPTTOOLS_OUTPUT_TRUNCATION_LIMIT allows",
+    )
+
+
+async def execute_skill_script(
+    settings: Settings, skill_name: str, script_path: str, args: str = ""
+) -> str:
+    """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` as JSON."""
+    _skill_folder(settings, skill_name)
+    path = _inside_skill(settings, skill_name, script_path, "script_path")
+    if path.suffix != ".py":
+        raise InvalidArgumentError(
+            f"script_path {script_path!r} is not a Python file; only .py scripts of the "
+            "skill can be run (load_skill lists its files)."
+        )
+    if not path.is_file():
+        raise NotFoundError(
+            f"script_path {script_path!r} does not exist in skill '{skill_name}'; load_skill "
+            "lists the skill's files, with paths relative to its folder."
+        )
+    argv = split_args(args)
+    result = await run_script(
+        path,
+        argv,
+        time_limit=settings.sandbox_timeout,
+        output_limit=settings.output_truncation_limit,
+    )
+    return json.dumps(result.to_payload(), ensure_ascii=False)
+
+
+def render_template(skill_name: str, description: str) -> str:
+    """The template SKILL.md that create_skill writes: frontmatter and a TODO body."""
+    frontmatter = yaml.safe_dump(
+        {"name": skill_name, "description": description},
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,
+    )
+    title = skill_name.replace("-", " ").capitalize()
+    return (
+        f"---\n{frontmatter}---\n\n# {title}\n\n"
+        "TODO: write the instructions an agent follows when this skill applies.\n\n"
+        "## When to use\n\nTODO: the tasks and inputs this skill is meant for.\n\n"
+        "## Steps\n\n1. TODO: the first step.\n\n"
+        "## Files\n\nTODO: name the files under scripts/ and references/ and when to use "
+        "each.\n"
+    )
+
+
+def _check_description(description: str) -> str:
+    text = description.strip() if isinstance(description, str) else ""
+    if not text:
+        raise InvalidArgumentError(
+            "description is empty; pass one or two sentences saying what the skill does "
+            "and when to use it."
+        )
+    if len(text) > MAX_DESCRIPTION_LENGTH:
+        raise InvalidArgumentError(
+            f"description is {len(text)} characters long; the limit is "
+            f"{MAX_DESCRIPTION_LENGTH}. Shorten it and move details into the instructions."
+        )
+    return text
+
+
+def _publish(temporary: Path, target: Path, skill_name: str, skills_dir: Path) -> None:
+    """Give the complete temporary file its final name, failing if the name is taken."""
+    taken = AlreadyExistsError(
+        f"A skill named '{skill_name}' was created in {skills_dir} at the same time; "
+        "nothing was overwritten."
+    )
+    try:
+        # A hard link publishes the whole file in one step and fails when SKILL.md exists.
+        os.link(temporary, target)
+    except FileExistsError:
+        raise taken from None
+    except OSError:
+        # Some file systems have no hard links: check, then rename in one step.
+        if os.path.lexists(target):
+            raise taken from None
+        temporary.replace(target)
+
+
+def create_skill(settings: Settings, skill_name: str, description: str) -> str:
+    """Create ``<skills_dir>/<skill_name>/SKILL.md`` from the template; never overwrite."""
+    check_skill_name(skill_name)
+    text = _check_description(description)
+    content = render_template(skill_name, text)
+    parsed = parse_skill_md(content)
+    fields, problems = check_fields(parsed.fields or {}, skill_name)
+    if fields is None or parsed.diagnostics or problems:
+        raise InvalidArgumentError(
+            "description cannot be written as SKILL.md frontmatter; use plain text."
+        )
+    skills_dir = settings.skills_dir
+    folder = skills_dir / skill_name
+    target = folder / SKILL_FILE
+    if os.path.lexists(target) or (folder.is_symlink() and not folder.is_dir()):
+        raise AlreadyExistsError(
+            f"A skill named '{skill_name}' already exists in {skills_dir}; nothing was "
+            "changed. Pick another name, or edit that skill's SKILL.md."
+        )
+    skills_dir.mkdir(parents=True, exist_ok=True)
+    created_folder = False
+    try:
+        folder.mkdir()
+        created_folder = True
+    except FileExistsError:
+        if not folder.is_dir():
+            raise AlreadyExistsError(
+                f"{folder} exists and is not a folder; nothing was changed. Pick another "
+                "name for the skill."
+            ) from None
+        confine(skills_dir, skill_name, what="skill folder")
+    temporary = folder / f".{SKILL_FILE}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(temporary, "x", encoding="utf-8", newline="\n") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        _publish(temporary, target, skill_name, skills_dir)
+    except BaseException:
+        if created_folder:
+            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    finally:
+        temporary.unlink(missing_ok=True)
+    return (
+        f"Created skill '{skill_name}' in {folder}: {target} holds the frontmatter and a TODO "
+        "body. Replace the TODO sections with the real instructions using a file tool; "
+        "list_skills shows the skill from its next call."
+    )

@@ -1,0 +1,389 @@
+"""A skills folder -> skill records and diagnostics, cached by file modification times.
+
+A skill is a folder directly under the skills folder that holds a ``SKILL.md``; hidden
+folders (a leading dot), ``__pycache__`` and ``node_modules`` are never skills. A
+`SkillCatalog` remembers what it read: a second scan of an unchanged folder costs one
+``stat`` of the folder and one per ``SKILL.md``, while a skill that was added, edited or
+removed is read again. A file modified within the last moments before it was read is
+read once more on the next scan, because coarse file-system clocks could otherwise hide a
+second edit made in the same tick.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Final
+
+from .frontmatter import Diagnostic, Level, check_fields, read_skill_md_text
+
+__all__ = [
+    "SKILL_FILE",
+    "Catalog",
+    "SkillCatalog",
+    "SkillDiagnostic",
+    "SkillRecord",
+    "is_hidden_name",
+    "read_skill",
+    "scan_once",
+]
+
+logger = logging.getLogger(__name__)
+
+SKILL_FILE: Final = "SKILL.md"
+"""The file whose presence makes a folder a skill."""
+
+_SKIPPED_NAMES: Final = frozenset({"__pycache__", "node_modules"})
+# A stamp newer than this, relative to the moment it was taken, is not trusted on the next
+# scan: file-system clocks tick in steps of a few milliseconds.
+_RACY_NS: Final = 100_000_000
+_MAX_CACHED_FOLDERS: Final = 16
+
+
+def is_hidden_name(name: str) -> bool:
+    """True for names the skills server never lists: dot-names, __pycache__, node_modules."""
+    return name.startswith(".") or name in _SKIPPED_NAMES
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRecord:
+    """One listed skill: what `list_skills` reports about it."""
+
+    name: str
+    """The skill's folder name, which tool calls use."""
+    description: str
+    """What the skill does and when to use it."""
+    path: Path
+    """Absolute path of the skill's SKILL.md."""
+    directory: Path
+    """Absolute path of the skill's folder."""
+    license: str | None = None
+    """The frontmatter's ``license``, when present."""
+    compatibility: str | None = None
+    """The frontmatter's ``compatibility``, when present."""
+    metadata: dict[str, str] | None = None
+    """The frontmatter's ``metadata`` with string values, when present."""
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON object `list_skills` shows for this skill."""
+        payload: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "path": str(self.path),
+            "directory": str(self.directory),
+        }
+        if self.license is not None:
+            payload["license"] = self.license
+        if self.compatibility is not None:
+            payload["compatibility"] = self.compatibility
+        if self.metadata is not None:
+            payload["metadata"] = dict(self.metadata)
+        return payload
+
+
+@dataclass(frozen=True, slots=True)
+class SkillDiagnostic:
+    """A `Diagnostic` attributed to the skill folder it was found in."""
+
+    skill: str
+    """The skill's folder name."""
+    level: Level
+    """``"error"`` (the skill is skipped) or ``"warning"`` (it is listed)."""
+    code: str
+    """A stable identifier such as ``missing_description``."""
+    message: str
+    """What is wrong and how to fix it."""
+
+    @classmethod
+    def of(cls, skill: str, diagnostic: Diagnostic) -> SkillDiagnostic:
+        """Attribute `diagnostic` to the skill folder named `skill`."""
+        return cls(skill, diagnostic.level, diagnostic.code, diagnostic.message)
+
+    def to_payload(self) -> dict[str, str]:
+        """The JSON object `list_skills` shows in its ``diagnostics`` array."""
+        return {
+            "skill": self.skill,
+            "level": self.level,
+            "code": self.code,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The skills of one folder at one moment, with every diagnostic found."""
+
+    skills_dir: Path
+    """The absolute skills folder that was scanned."""
+    skills: tuple[SkillRecord, ...] = ()
+    """Listed skills, sorted by name."""
+    diagnostics: tuple[SkillDiagnostic, ...] = ()
+    """Problems found, sorted by skill folder; errors mean the skill is not in `skills`."""
+    note: str | None = None
+    """Set when the skills folder does not exist (or is not a folder)."""
+
+    @property
+    def count(self) -> int:
+        """How many skills are listed."""
+        return len(self.skills)
+
+    def get(self, name: str) -> SkillRecord | None:
+        """The listed skill named `name`, or None."""
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, SkillRecord]:
+        return {record.name: record for record in self.skills}
+
+    def to_payload(self) -> dict[str, Any]:
+        """The `list_skills` JSON object."""
+        payload: dict[str, Any] = {
+            "skills": [record.to_payload() for record in self.skills],
+            "skills_dir": str(self.skills_dir),
+            "count": self.count,
+        }
+        if self.diagnostics:
+            payload["diagnostics"] = [d.to_payload() for d in self.diagnostics]
+        if self.note is not None:
+            payload["note"] = self.note
+        return payload
+
+    @cached_property
+    def json(self) -> str:
+        """`to_payload` serialised once; an unchanged catalog reuses it."""
+        return json.dumps(self.to_payload(), ensure_ascii=False, indent=2)
+
+
+def _read_diagnostic(folder: Path, code: str, message: str) -> list[SkillDiagnostic]:
+    return [SkillDiagnostic(folder.name, "error", code, message)]
+
+
+def read_skill(
+    folder: Path, *, max_bytes: int, name: str | None = None
+) -> tuple[SkillRecord | None, list[SkillDiagnostic]]:
+    """Read one skill folder's SKILL.md into a record (None when skipped) and diagnostics.
+
+    `name` is the folder name used for the record and the name checks (default: the last
+    part of `folder`). A SKILL.md larger than `max_bytes` is an error, as is one that
+    cannot be read.
+    """
+    name = folder.name if name is None else name
+    skill_md = folder / SKILL_FILE
+    try:
+        with open(skill_md, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                return None, _read_diagnostic(
+                    folder,
+                    "skill_md_too_large",
+                    f"SKILL.md is {size} bytes, more than the {max_bytes} bytes "
+                    "DPTTOOLS_MAX_FILE_SIZE_MB allows; move long material into files under "
+                    "references/.",
+                )
+            data = handle.read()
+    except OSError as exc:
+        return None, _read_diagnostic(
+            folder,
+            "unreadable",
+            f"SKILL.md could not be read ({exc.strerror or exc}); check that it is a "
+            "readable file.",
+        )
+    parsed = read_skill_md_text(data)
+    diagnostics = [SkillDiagnostic.of(name, d) for d in parsed.diagnostics]
+    if parsed.fields is None:
+        return None, diagnostics
+    fields, field_diagnostics = check_fields(parsed.fields, name)
+    diagnostics.extend(SkillDiagnostic.of(name, d) for d in field_diagnostics)
+    if fields is None:
+        return None, diagnostics
+    directory = folder.absolute()
+    record = SkillRecord(
+        name=fields.name,
+        description=fields.description,
+        path=directory / SKILL_FILE,
+        directory=directory,
+        license=fields.license,
+        compatibility=fields.compatibility,
+        metadata=fields.metadata,
+    )
+    return record, diagnostics
+
+
+_Stamp = tuple[int, int, int, int]
+
+
+def _stamp(st: os.stat_result) -> _Stamp:
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def _is_racy(st: os.stat_result, taken_ns: int) -> bool:
+    return taken_ns - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS
+
+
+@dataclass(slots=True)
+class _Entry:
+    stamp: _Stamp | None
+    racy: bool
+    record: SkillRecord | None = None
+    diagnostics: list[SkillDiagnostic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _FolderCache:
+    stamp: _Stamp
+    racy: bool
+    folders: list[str]
+    outside: list[str]
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    catalog: Catalog | None = None
+
+
+class SkillCatalog:
+    """Scans skills folders and remembers what it read, keyed by modification times.
+
+    One instance can serve several skills folders; it is safe to share between threads.
+    """
+
+    def __init__(self) -> None:
+        """Start with an empty cache."""
+        self._lock = threading.Lock()
+        self._folders: dict[Path, _FolderCache] = {}
+
+    def clear(self) -> None:
+        """Forget everything read so far; the next scan reads every SKILL.md again."""
+        with self._lock:
+            self._folders.clear()
+
+    def scan(self, skills_dir: Path, *, max_bytes: int) -> Catalog:
+        """The catalog of `skills_dir` (absolute), re-reading only what changed on disk.
+
+        `max_bytes` is the largest SKILL.md accepted. A missing folder gives an empty
+        catalog with a note; no input makes this raise.
+        """
+        with self._lock:
+            return self._scan(skills_dir, max_bytes)
+
+    def _scan(self, skills_dir: Path, max_bytes: int) -> Catalog:
+        try:
+            dir_stat = skills_dir.stat()
+        except OSError:
+            self._folders.pop(skills_dir, None)
+            return Catalog(
+                skills_dir,
+                note=f"The skills folder {skills_dir} does not exist; create it (or call "
+                "create_skill) to add skills, or point DPTTOOLS_SKILLS_DIR at an existing "
+                "folder.",
+            )
+        if not stat.S_ISDIR(dir_stat.st_mode):
+            self._folders.pop(skills_dir, None)
+            return Catalog(
+                skills_dir,
+                note=f"The skills path {skills_dir} is a file, not a folder; point "
+                "DPTTOOLS_SKILLS_DIR at a folder that holds one subfolder per skill.",
+            )
+        cache = self._folders.get(skills_dir)
+        changed = False
+        if cache is None or cache.racy or cache.stamp != _stamp(dir_stat):
+            changed = True
+            taken = time.time_ns()
+            folders, outside = _list_folders(skills_dir)
+            old_entries = cache.entries if cache is not None else {}
+            cache = _FolderCache(
+                _stamp(dir_stat),
+                _is_racy(dir_stat, taken),
+                folders,
+                outside,
+                {name: old_entries[name] for name in folders if name in old_entries},
+            )
+            self._remember(skills_dir, cache)
+        prefix = f"{skills_dir}{os.sep}"
+        for name in cache.folders:
+            entry = cache.entries.get(name)
+            try:
+                # A string path: this loop is the whole cost of a warm scan.
+                st = os.stat(f"{prefix}{name}{os.sep}{SKILL_FILE}")  # noqa: PTH116
+            except OSError:
+                if entry is None or entry.stamp is not None:
+                    cache.entries[name] = _Entry(None, False)
+                    changed = True
+                continue
+            if entry is not None and not entry.racy and entry.stamp == _stamp(st):
+                continue
+            taken = time.time_ns()
+            record, diagnostics = read_skill(skills_dir / name, max_bytes=max_bytes)
+            cache.entries[name] = _Entry(_stamp(st), _is_racy(st, taken), record, diagnostics)
+            changed = True
+        if changed or cache.catalog is None:
+            cache.catalog = _assemble(skills_dir, cache)
+        return cache.catalog
+
+    def _remember(self, skills_dir: Path, cache: _FolderCache) -> None:
+        self._folders.pop(skills_dir, None)
+        while len(self._folders) >= _MAX_CACHED_FOLDERS:
+            self._folders.pop(next(iter(self._folders)))
+        self._folders[skills_dir] = cache
+
+
+def _list_folders(skills_dir: Path) -> tuple[list[str], list[str]]:
+    """Candidate skill folders, and symlinked ones that lead outside `skills_dir`."""
+    folders: list[str] = []
+    outside: list[str] = []
+    real_root = skills_dir.resolve()
+    try:
+        entries = list(os.scandir(skills_dir))
+    except OSError as exc:
+        logger.warning("cannot list the skills folder %s: %s", skills_dir, exc)
+        return folders, outside
+    for entry in entries:
+        if is_hidden_name(entry.name):
+            continue
+        try:
+            if not entry.is_dir():
+                continue
+            if entry.is_symlink():
+                target = Path(entry.path).resolve()
+                if not target.is_relative_to(real_root):
+                    if (target / SKILL_FILE).is_file():
+                        outside.append(entry.name)
+                    continue
+        except OSError:
+            continue
+        folders.append(entry.name)
+    return folders, outside
+
+
+def _assemble(skills_dir: Path, cache: _FolderCache) -> Catalog:
+    records: list[SkillRecord] = []
+    diagnostics: list[SkillDiagnostic] = []
+    for name in cache.folders:
+        entry = cache.entries.get(name)
+        if entry is None or entry.stamp is None:
+            continue
+        if entry.record is not None:
+            records.append(entry.record)
+        diagnostics.extend(entry.diagnostics)
+    diagnostics.extend(
+        SkillDiagnostic(
+            name,
+            "error",
+            "outside_skills_dir",
+            f"'{name}' is a symbolic link to a folder outside {skills_dir}; skills must live "
+            "inside the skills folder, so copy the skill there instead of linking it.",
+        )
+        for name in cache.outside
+    )
+    records.sort(key=lambda r: r.name)
+    diagnostics.sort(key=lambda d: d.skill)
+    return Catalog(skills_dir, tuple(records), tuple(diagnostics))
+
+
+def scan_once(skills_dir: Path, *, max_bytes: int) -> Catalog:
+    """Scan `skills_dir` without any cache (one-off tools such as the command line)."""
+    return SkillCatalog().scan(skills_dir, max_bytes=max_bytes)

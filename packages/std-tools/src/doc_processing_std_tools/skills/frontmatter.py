@@ -1,0 +1,530 @@
+"""SKILL.md text -> frontmatter fields and diagnostics.
+
+This module is pure: it never touches the file system. `parse_skill_md` splits a SKILL.md
+into its YAML frontmatter and Markdown body and parses the YAML defensively; `check_fields`
+applies the Agent Skills field rules to the parsed mapping. Both report problems as
+`Diagnostic` values instead of raising, so one broken skill never hides the others.
+
+The YAML is read with the safe loader (the C one when PyYAML was built with libyaml), and
+only after a streaming pass over its events has checked that the document is small, shallow
+and free of alias bombs. A hostile document therefore costs bounded time and memory.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import yaml
+
+__all__ = [
+    "MAX_COMPATIBILITY_LENGTH",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_FRONTMATTER_CHARS",
+    "MAX_NAME_LENGTH",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "NAME_RULE",
+    "Diagnostic",
+    "ParsedSkillMd",
+    "SkillFields",
+    "check_fields",
+    "decode_skill_md",
+    "is_valid_name",
+    "parse_skill_md",
+    "read_skill_md_text",
+]
+
+Level = Literal["warning", "error"]
+
+MAX_FRONTMATTER_CHARS: Final = 64 * 1024
+"""Frontmatter longer than this is refused before any YAML is parsed."""
+MAX_YAML_DEPTH: Final = 32
+"""Deepest nesting of lists and mappings accepted, counting what aliases expand to."""
+MAX_YAML_NODES: Final = 10_000
+"""Most YAML nodes accepted once every alias is expanded (defeats "billion laughs")."""
+MAX_NAME_LENGTH: Final = 64
+"""Longest skill name the Agent Skills specification allows."""
+MAX_DESCRIPTION_LENGTH: Final = 1024
+"""Longest description the Agent Skills specification allows."""
+MAX_COMPATIBILITY_LENGTH: Final = 500
+"""Longest compatibility note the Agent Skills specification allows."""
+NAME_RULE: Final = (
+    "1-64 characters of lowercase letters (a-z), digits and single hyphens, "
+    "not starting or ending with a hyphen"
+)
+"""The skill-name rule in words, for error messages."""
+
+_NAME_PATTERN: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_BOM: Final = "\ufeff"
+
+# The safe loader (in C when PyYAML was built with libyaml), with YAML 1.1 timestamps kept
+# as plain strings: a catalog wants "2025-01-01", not a date object.
+_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Loader: Any = type("_Loader", (_SafeBase,), {})
+_Loader.yaml_implicit_resolvers = {
+    key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in _SafeBase.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem found in a SKILL.md: an `error` skips the skill, a `warning` does not."""
+
+    level: Level
+    """``"error"`` or ``"warning"``."""
+    code: str
+    """A stable, machine-readable identifier such as ``missing_description``."""
+    message: str
+    """What is wrong and how to fix it, in one or two sentences."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSkillMd:
+    """The outcome of `parse_skill_md`: the frontmatter mapping (None on error) and body."""
+
+    fields: dict[str, Any] | None
+    """The parsed frontmatter, or None when it is missing or unusable."""
+    body: str
+    """The Markdown after the frontmatter (the whole text when there is none)."""
+    diagnostics: tuple[Diagnostic, ...] = ()
+    """Problems found while parsing; at most one of them is an error."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFields:
+    """The catalog fields of one skill after the Agent Skills rules were applied."""
+
+    name: str
+    """The name tool calls use: always the skill's folder name."""
+    description: str
+    """What the skill does and when to use it."""
+    license: str | None = None
+    """The frontmatter's ``license``, when present."""
+    compatibility: str | None = None
+    """The frontmatter's ``compatibility``, when present."""
+    metadata: dict[str, str] | None = field(default=None)
+    """The frontmatter's ``metadata`` with every value turned into a string, when present."""
+
+
+def is_valid_name(name: str) -> bool:
+    """True when `name` follows the skill-name rule (`NAME_RULE`)."""
+    return len(name) <= MAX_NAME_LENGTH and _NAME_PATTERN.fullmatch(name) is not None
+
+
+def decode_skill_md(data: bytes) -> str | Diagnostic:
+    """Decode SKILL.md bytes as UTF-8 (a byte-order mark is dropped) with LF line endings.
+
+    Returns the text, or an error `Diagnostic` (code ``not_utf8``) when the bytes are not
+    UTF-8.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Diagnostic(
+            "error",
+            "not_utf8",
+            f"SKILL.md is not valid UTF-8 (byte {exc.start} cannot be decoded); "
+            "save the file with UTF-8 encoding.",
+        )
+    return text.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_skill_md_text(data: bytes) -> ParsedSkillMd:
+    """Decode SKILL.md bytes and parse them: `decode_skill_md` then `parse_skill_md`."""
+    text = decode_skill_md(data)
+    if isinstance(text, Diagnostic):
+        return ParsedSkillMd(None, "", (text,))
+    return parse_skill_md(text)
+
+
+def _error(code: str, message: str, body: str) -> ParsedSkillMd:
+    return ParsedSkillMd(None, body, (Diagnostic("error", code, message),))
+
+
+def _split(text: str) -> tuple[str, str] | ParsedSkillMd:
+    """Return (frontmatter, body), or a `ParsedSkillMd` carrying the error."""
+    text = text.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
+    start = len(text) - len(text.lstrip("\n"))
+    first_end = text.find("\n", start)
+    first_line = text[start:] if first_end == -1 else text[start:first_end]
+    if first_line.rstrip() != "---":
+        return _error(
+            "missing_frontmatter",
+            "SKILL.md does not start with YAML frontmatter; begin the file with a '---' "
+            "line, then 'name:' and 'description:' lines, then a closing '---' line.",
+            text,
+        )
+    # The closing delimiter must appear within the size bound; looking further would let
+    # a huge file cost time and memory before being refused anyway.
+    window_end = first_end + 1 + MAX_FRONTMATTER_CHARS + 8
+    match = re.compile(r"^---[ \t]*$", re.MULTILINE).search(text, first_end + 1, window_end)
+    if match is None:
+        if len(text) > window_end:
+            return _error(
+                "frontmatter_too_large",
+                f"SKILL.md frontmatter has no closing '---' line within the first "
+                f"{MAX_FRONTMATTER_CHARS} characters; keep the frontmatter short and move "
+                "long text into the Markdown body.",
+                "",
+            )
+        return _error(
+            "missing_frontmatter",
+            "SKILL.md frontmatter is never closed; add a '---' line after the last field.",
+            text,
+        )
+    frontmatter = text[first_end + 1 : match.start()]
+    if len(frontmatter) > MAX_FRONTMATTER_CHARS:
+        return _error(
+            "frontmatter_too_large",
+            f"SKILL.md frontmatter is {len(frontmatter)} characters long, more than the "
+            f"{MAX_FRONTMATTER_CHARS} allowed; move long text into the Markdown body.",
+            "",
+        )
+    return frontmatter, text[match.end() :].removeprefix("\n")
+
+
+class _TooComplex(Exception):
+    """The YAML document is too deep or expands to too many nodes."""
+
+
+def _check_complexity(frontmatter: str) -> None:
+    """Walk the YAML events once, bounding nesting depth and alias-expanded node count.
+
+    Each anchor remembers the size and height of the node it names, so an alias costs what
+    its expansion would cost, without expanding anything.
+
+    Raises:
+        _TooComplex: a bound is exceeded.
+        yaml.YAMLError: the text is not valid YAML.
+    """
+    loader = _Loader(frontmatter)
+    anchors: dict[str, tuple[int, int]] = {}
+    # One frame per open collection: [anchor, expanded node count, height of children].
+    stack: list[list[Any]] = []
+    total = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.CollectionStartEvent):
+                stack.append([event.anchor, 1, 0])
+                if len(stack) > MAX_YAML_DEPTH:
+                    raise _TooComplex(f"nesting deeper than {MAX_YAML_DEPTH} levels")
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                anchor, size, child_height = stack.pop()
+                height = child_height + 1
+            elif isinstance(event, yaml.ScalarEvent):
+                anchor, size, height = event.anchor, 1, 0
+            elif isinstance(event, yaml.AliasEvent):
+                anchor = None
+                size, height = anchors.get(event.anchor or "", (1, 0))
+            else:
+                continue
+            if anchor:
+                anchors[anchor] = (size, height)
+            if len(stack) + height > MAX_YAML_DEPTH:
+                raise _TooComplex(f"nesting deeper than {MAX_YAML_DEPTH} levels")
+            if stack:
+                frame = stack[-1]
+                frame[1] += size
+                frame[2] = max(frame[2], height)
+                size = frame[1]
+            else:
+                total += size
+                size = total
+            if size > MAX_YAML_NODES:
+                raise _TooComplex(f"more than {MAX_YAML_NODES} values once aliases are expanded")
+    finally:
+        loader.dispose()
+
+
+def _load(frontmatter: str) -> Any:
+    """Parse YAML text after `_check_complexity` accepted it."""
+    _check_complexity(frontmatter)
+    loader = _Loader(frontmatter)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+_TOP_LEVEL_SCALAR: Final = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(\S.*?)[ \t]*")
+_NOT_PLAIN: Final = frozenset("'\"|>[{&*!%@`#")
+
+
+def _quote_colon_values(frontmatter: str) -> tuple[str, list[str]]:
+    """Single-quote top-level plain values that contain ``": "`` (a YAML error otherwise).
+
+    Indented lines that follow such a value are its continuation and are folded into the
+    quoted value with spaces, as YAML would have folded them. Returns the new text and the
+    keys whose values were quoted.
+    """
+    lines = frontmatter.split("\n")
+    out: list[str] = []
+    repaired: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        match = _TOP_LEVEL_SCALAR.fullmatch(line)
+        if match is None or match.group(2)[0] in _NOT_PLAIN:
+            out.append(line)
+            continue
+        value = match.group(2)
+        parts = [value]
+        while index < len(lines) and lines[index][:1] in (" ", "\t") and lines[index].strip():
+            parts.append(lines[index].strip())
+            index += 1
+        joined = " ".join(parts)
+        if ": " not in joined and not joined.endswith(":"):
+            out.extend([line, *lines[index - len(parts) + 1 : index]])
+            continue
+        out.append(f"{match.group(1)}: '" + joined.replace("'", "''") + "'")
+        repaired.append(match.group(1))
+    return "\n".join(out), repaired
+
+
+def _yaml_problem(exc: BaseException) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" (frontmatter line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    return f"{problem}{where}"
+
+
+def parse_skill_md(text: str) -> ParsedSkillMd:
+    """Split SKILL.md text into frontmatter and body and parse the frontmatter safely.
+
+    A byte-order mark and CRLF line endings are accepted. An unquoted ``": "`` in a
+    top-level value, which strict YAML rejects, is repaired by quoting and reported as a
+    warning (code ``unquoted_colon``). Errors (skill skipped): ``missing_frontmatter``,
+    ``frontmatter_too_large``, ``yaml_too_complex``, ``invalid_yaml``,
+    ``frontmatter_not_mapping``.
+    """
+    split = _split(text)
+    if isinstance(split, ParsedSkillMd):
+        return split
+    frontmatter, body = split
+    diagnostics: list[Diagnostic] = []
+    try:
+        try:
+            data = _load(frontmatter)
+        except yaml.YAMLError as first_error:
+            repaired_text, keys = _quote_colon_values(frontmatter)
+            if not keys:
+                raise
+            try:
+                data = _load(repaired_text)
+            except yaml.YAMLError:
+                raise first_error from None
+            for key in keys:
+                diagnostics.append(
+                    Diagnostic(
+                        "warning",
+                        "unquoted_colon",
+                        f"The '{key}' value contains an unquoted ': ', which is invalid "
+                        "YAML; it was quoted automatically. Put the value in quotes in "
+                        "SKILL.md so that every client reads it.",
+                    )
+                )
+    except _TooComplex as exc:
+        return _error(
+            "yaml_too_complex",
+            f"SKILL.md frontmatter was refused: {exc}. Frontmatter holds a few short "
+            "fields; remove the deep nesting or the repeated aliases.",
+            body,
+        )
+    except (yaml.YAMLError, ValueError, RecursionError, OverflowError) as exc:
+        if "nesting depth" in str(exc):
+            # libyaml's own depth guard fired before the event walk reached its bound.
+            return _error(
+                "yaml_too_complex",
+                f"SKILL.md frontmatter was refused: nesting deeper than {MAX_YAML_DEPTH} "
+                "levels. Frontmatter holds a few short fields; remove the deep nesting.",
+                body,
+            )
+        return _error(
+            "invalid_yaml",
+            f"SKILL.md frontmatter is not valid YAML: {_yaml_problem(exc)}. Fix the YAML, "
+            "quoting values that contain ': ' or start with a special character.",
+            body,
+        )
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return _error(
+            "frontmatter_not_mapping",
+            f"SKILL.md frontmatter is a YAML {type(data).__name__}, not a mapping; write "
+            "it as 'key: value' lines such as 'name:' and 'description:'.",
+            body,
+        )
+    return ParsedSkillMd({str(k): v for k, v in data.items()}, body, tuple(diagnostics))
+
+
+def _as_string(value: Any) -> str:
+    """Turn a YAML value into the string a catalog shows."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _text_field(
+    fields: Mapping[str, Any], key: str, limit: int | None, diagnostics: list[Diagnostic]
+) -> str | None:
+    if key not in fields or fields[key] is None:
+        return None
+    value = fields[key]
+    if isinstance(value, dict | list):
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                f"invalid_{key}",
+                f"'{key}' is a YAML {type(value).__name__}, not text; it was ignored. "
+                f"Write '{key}' as a single line of text.",
+            )
+        )
+        return None
+    text = _as_string(value).strip()
+    if limit is not None and len(text) > limit:
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                f"{key}_too_long",
+                f"'{key}' is {len(text)} characters long; the Agent Skills limit is "
+                f"{limit}. It was loaded in full, but shorten it so other clients accept it.",
+            )
+        )
+    return text
+
+
+def check_fields(
+    fields: Mapping[str, Any], folder_name: str
+) -> tuple[SkillFields | None, list[Diagnostic]]:
+    """Apply the Agent Skills field rules to parsed frontmatter.
+
+    Returns the catalog fields (None when the skill must be skipped) and the diagnostics.
+    The listed name is always `folder_name`, the name that tool calls accept.
+
+    Error (skill skipped): ``missing_description``. Warnings (skill loaded):
+    ``missing_name``, ``name_mismatch``, ``invalid_name``, ``name_too_long``,
+    ``description_too_long``, ``compatibility_too_long``, ``invalid_metadata``,
+    ``invalid_license``, ``invalid_compatibility``.
+    """
+    diagnostics: list[Diagnostic] = []
+    raw_description = fields.get("description")
+    description = (
+        _as_string(raw_description).strip()
+        if isinstance(raw_description, str | int | float) and not isinstance(raw_description, bool)
+        else ""
+    )
+    if not description:
+        shown = "" if raw_description is None else f" (found {type(raw_description).__name__})"
+        diagnostics.append(
+            Diagnostic(
+                "error",
+                "missing_description",
+                "SKILL.md frontmatter is missing a non-empty 'description' field"
+                f"{shown}; add 'description:' with one line saying what the skill does and "
+                "when to use it.",
+            )
+        )
+        return None, diagnostics
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                "description_too_long",
+                f"'description' is {len(description)} characters long; the Agent Skills "
+                f"limit is {MAX_DESCRIPTION_LENGTH}. It was loaded in full, but shorten it "
+                "so other clients accept it.",
+            )
+        )
+    diagnostics.extend(_name_diagnostics(fields.get("name"), folder_name))
+    license_text = _text_field(fields, "license", None, diagnostics)
+    compatibility = _text_field(fields, "compatibility", MAX_COMPATIBILITY_LENGTH, diagnostics)
+    metadata: dict[str, str] | None = None
+    if "metadata" in fields and fields["metadata"] is not None:
+        raw_metadata = fields["metadata"]
+        if isinstance(raw_metadata, dict):
+            metadata = {_as_string(k): _as_string(v) for k, v in raw_metadata.items()}
+        else:
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "invalid_metadata",
+                    f"'metadata' is a YAML {type(raw_metadata).__name__}, not a mapping, so "
+                    "it was dropped; write it as indented 'key: value' lines.",
+                )
+            )
+    return (
+        SkillFields(
+            folder_name, description, license_text or None, compatibility or None, metadata
+        ),
+        diagnostics,
+    )
+
+
+def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
+    diagnostics: list[Diagnostic] = []
+    if raw_name is None or (isinstance(raw_name, str) and not raw_name.strip()):
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                "missing_name",
+                f"SKILL.md frontmatter has no 'name'; the folder name '{folder_name}' is "
+                f"used. Add 'name: {folder_name}'.",
+            )
+        )
+    else:
+        name = _as_string(raw_name).strip()
+        if len(name) > MAX_NAME_LENGTH:
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "name_too_long",
+                    f"'name' is {len(name)} characters long, more than {MAX_NAME_LENGTH}; "
+                    "shorten it and rename the folder to match.",
+                )
+            )
+        elif not is_valid_name(name):
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "invalid_name",
+                    f"'name' {name!r} breaks the naming rule ({NAME_RULE}); rename the "
+                    "skill and its folder to follow it.",
+                )
+            )
+        if name != folder_name:
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "name_mismatch",
+                    f"'name' {name[:100]!r} differs from the folder name '{folder_name}'; "
+                    f"the skill is listed as '{folder_name}', the name tool calls accept. "
+                    "Make the two the same.",
+                )
+            )
+    if not is_valid_name(folder_name) and (raw_name is None or folder_name != raw_name):
+        diagnostics.append(
+            Diagnostic(
+                "warning",
+                "invalid_name",
+                f"The folder name '{folder_name}' breaks the naming rule ({NAME_RULE}), so "
+                "tool calls cannot reach this skill; rename the folder.",
+            )
+        )
+    return diagnostics
