@@ -319,6 +319,7 @@ async def test_an_error_event_inside_a_stream_is_a_model_api_error(
 
     with pytest.raises(ModelAPIError) as caught:
         await collect(model_for(stand_in), ask())
+    assert caught.value.status_code is None
     assert caught.value.api_message == "Overloaded"
     assert "overloaded_error" in str(caught.value)
 

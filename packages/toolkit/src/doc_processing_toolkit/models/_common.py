@@ -54,17 +54,18 @@ def split_provider_kwargs(provider_kwargs: Mapping[str, Any]) -> RequestExtras:
 def api_error(
     provider: str,
     *,
-    status_code: int,
+    status_code: int | None,
     api_message: str | None,
     error_type: str | None,
     key_env: str,
 ) -> ModelAPIError:
-    """A `ModelAPIError` for an error status (or an error event inside a stream)."""
+    """A `ModelAPIError` for an error status, or (`status_code` None) for an error the
+    API sent inside a stream that had begun well."""
     kind = f", {error_type}" if error_type else ""
-    where = f"HTTP {status_code}" if status_code >= 400 else "error event in the stream"
+    where = "error event in the stream" if status_code is None else f"HTTP {status_code}"
     text = f"{provider} API error ({where}{kind}): {api_message or 'no message'}"
-    hint = _STATUS_HINTS.get(status_code)
-    if hint is None and status_code >= 500:
+    hint = _STATUS_HINTS.get(status_code) if status_code is not None else None
+    if hint is None and (status_code is None or status_code >= 500):
         hint = "the provider failed on its side; retry later, or raise max_retries"
     if hint:
         text += f" ({hint.format(key_env=key_env)})"

@@ -192,7 +192,7 @@ class AnthropicModel:
         if isinstance(exc, anthropic.APIStatusError):
             return api_error(
                 _PROVIDER,
-                status_code=exc.status_code,
+                status_code=exc.status_code if exc.status_code >= 400 else None,
                 api_message=exc.api_message or _body_text(exc.body),
                 error_type=exc.type,
                 key_env="ANTHROPIC_API_KEY",
