@@ -109,7 +109,7 @@ async def run_script(
     env = dict(os.environ)
     env.setdefault("PYTHONIOENCODING", "utf-8")
     command = [sys.executable, str(script), *argv]
-    logger.info("running skill script %s with %d argument(s)", script, len(argv))
+    logger.debug("running skill script %s with %d argument(s)", script, len(argv))
     out = _Capture(output_limit)
     err = _Capture(output_limit)
     timed_out = False

@@ -72,9 +72,7 @@ def register_skills_tools(server: MCPServer) -> None:
         folder; after the configured timeout it is killed and exit_code is -1.
         """
         with tool_errors():
-            return await actions.execute_skill_script(
-                get_settings(), skill_name, script_path, args
-            )
+            return await actions.execute_skill_script(get_settings(), skill_name, script_path, args)
 
     @server.tool(structured_output=False)
     def create_skill(skill_name: str, description: str) -> str:

@@ -1,0 +1,159 @@
+"""``dpt-skills``: list, validate and create Agent Skills from the command line.
+
+``dpt-skills list`` prints the catalog the skills server would serve (``--json`` prints
+the exact list_skills payload), ``dpt-skills validate PATH...`` prints every diagnostic
+and exits with status 1 when any is an error, and ``dpt-skills new NAME --description
+TEXT`` writes a template skill. The MCP SDK is never imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import __version__
+from ..config import Settings, get_settings
+from ..errors import StdToolsError
+from . import actions
+from .catalog import SKILL_FILE, SkillDiagnostic, read_skill, scan_once
+
+__all__ = ["main"]
+
+
+def _settings(skills_dir: str | None) -> Settings:
+    settings = get_settings()
+    if skills_dir is None:
+        return settings
+    return dataclasses.replace(settings, skills_dir=Path(skills_dir).expanduser().resolve())
+
+
+def _shorten(text: str, width: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: max(width - 3, 0)] + "..."
+
+
+def _print_diagnostic(where: str, diagnostic: SkillDiagnostic) -> None:
+    print(f"{where}: {diagnostic.level} [{diagnostic.code}] {diagnostic.message}")
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    settings = _settings(args.skills_dir)
+    catalog = actions.scan(settings)
+    if args.json:
+        print(catalog.json)
+        return 0
+    if catalog.note:
+        print(catalog.note)
+        return 0
+    if catalog.skills:
+        name_width = max(len("NAME"), *(len(s.name) for s in catalog.skills))
+        total = shutil.get_terminal_size((100, 24)).columns
+        description_width = max(total - name_width - 2, 20)
+        print(f"{'NAME'.ljust(name_width)}  DESCRIPTION")
+        for skill in catalog.skills:
+            print(
+                f"{skill.name.ljust(name_width)}  {_shorten(skill.description, description_width)}"
+            )
+    print(f"{catalog.count} skill(s) in {catalog.skills_dir}")
+    for diagnostic in catalog.diagnostics:
+        _print_diagnostic(diagnostic.skill, diagnostic)
+    return 0
+
+
+def _validate_one(path: Path, max_bytes: int) -> tuple[int, list[tuple[str, SkillDiagnostic]]]:
+    """(skills checked, diagnostics with where they were found) for one PATH argument."""
+    if path.is_file():
+        if path.name != SKILL_FILE:
+            problem = (
+                f"{path} is a file but not a {SKILL_FILE}; pass a skill folder or its SKILL.md."
+            )
+            return 0, [(str(path), SkillDiagnostic(path.name, "error", "not_a_skill", problem))]
+        path = path.parent
+    if not path.exists():
+        problem = f"{path} does not exist; pass a skill folder, a SKILL.md or a skills folder."
+        return 0, [(str(path), SkillDiagnostic(path.name, "error", "not_found", problem))]
+    if (path / SKILL_FILE).is_file():
+        _, diagnostics = read_skill(path.absolute(), max_bytes=max_bytes)
+        return 1, [(str(path), d) for d in diagnostics]
+    catalog = scan_once(path.absolute(), max_bytes=max_bytes)
+    checked = catalog.count + len({d.skill for d in catalog.diagnostics if d.level == "error"})
+    if checked == 0:
+        problem = (
+            f"{path} holds no skill: no {SKILL_FILE} in it nor in any folder directly "
+            "under it (hidden folders are skipped)."
+        )
+        return 0, [(str(path), SkillDiagnostic(path.name, "error", "no_skills", problem))]
+    return checked, [(str(path / d.skill), d) for d in catalog.diagnostics]
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    max_bytes = get_settings().max_file_size_bytes
+    checked = errors = warnings = 0
+    for raw in args.paths:
+        count, found = _validate_one(Path(raw).expanduser(), max_bytes)
+        checked += count
+        for where, diagnostic in found:
+            _print_diagnostic(where, diagnostic)
+            if diagnostic.level == "error":
+                errors += 1
+            else:
+                warnings += 1
+    print(f"Checked {checked} skill(s): {errors} error(s), {warnings} warning(s).")
+    return 1 if errors else 0
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    print(actions.create_skill(_settings(args.skills_dir), args.name, args.description))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpt-skills",
+        description="List, validate and create Agent Skills (SKILL.md folders).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    skills_dir_help = "the skills folder (default: DPTTOOLS_SKILLS_DIR, else ./.agent_skills)"
+
+    listing = commands.add_parser("list", help="list the skills the server would serve")
+    listing.add_argument("--skills-dir", help=skills_dir_help)
+    listing.add_argument("--json", action="store_true", help="print the list_skills JSON")
+    listing.set_defaults(handler=_cmd_list)
+
+    validate = commands.add_parser(
+        "validate", help="check skills and print every diagnostic (exit 1 on any error)"
+    )
+    validate.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a skill folder, its SKILL.md, or a skills folder"
+    )
+    validate.set_defaults(handler=_cmd_validate)
+
+    new = commands.add_parser("new", help="create a skill folder with a template SKILL.md")
+    new.add_argument("name", metavar="NAME", help="1-64 lowercase letters, digits and hyphens")
+    new.add_argument("--description", required=True, help="what the skill does and when to use it")
+    new.add_argument("--skills-dir", help=skills_dir_help)
+    new.set_defaults(handler=_cmd_new)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dpt-skills`` with `argv` (default: the process arguments); return the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except StdToolsError as exc:
+        print(f"dpt-skills: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"dpt-skills: {exc}", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
