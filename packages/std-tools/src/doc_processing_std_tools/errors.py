@@ -41,3 +41,15 @@ class BinaryFileError(StdToolsError):
 
 class MissingExtraError(StdToolsError):
     """An optional dependency group is not installed."""
+
+
+class DocumentError(StdToolsError):
+    """A document cannot be read: it is empty, damaged, or not what its name says."""
+
+
+class EncryptedDocumentError(DocumentError):
+    """A document is protected by a password, so its content cannot be read."""
+
+
+class UnsupportedFormatError(DocumentError):
+    """A file's format is not one the document tools read."""

@@ -1,0 +1,275 @@
+"""The four document tools as plain functions: workspace and path in, text out."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+from ..errors import InvalidArgumentError
+from ..filesystem.operations import Workspace
+from . import flow, pdf, sheets
+from .flow import FlowDocument
+from .markup import load_html, load_markdown
+from .render import Chunk, Table, assemble, table_to_csv, table_to_markdown
+from .selection import parse_ranges
+from .source import Source, decode_text, open_source
+
+__all__ = [
+    "MAX_SEARCH_RESULTS",
+    "TableFormat",
+    "extract_tables",
+    "get_file_overview",
+    "read_document",
+    "search_document",
+]
+
+TableFormat = Literal["markdown", "csv"]
+#: Upper bound of `search_document`'s `max_results`.
+MAX_SEARCH_RESULTS = 500
+_MATCH_CHARS = 300
+_PREVIEW_CHARS = 500
+
+
+def _fit(payload: dict[str, object], limit: int) -> str:
+    """`payload` as JSON of at most `limit` characters, halving its longest list (and
+    finally dropping the preview) until it fits; each cut is stated in the payload."""
+    original = {k: len(v) for k, v in payload.items() if isinstance(v, list)}
+    text = json.dumps(payload, indent=2, ensure_ascii=False)
+    while len(text) > limit:
+        lists = [(k, v) for k, v in payload.items() if isinstance(v, list) and len(v) > 1]
+        if lists:
+            key, value = max(lists, key=lambda kv: len(json.dumps(kv[1], ensure_ascii=False)))
+            payload[key] = value[: len(value) // 2]
+            payload[f"{key}_cut"] = (
+                f"only the first {len(value) // 2} of {original[key]} entries fit the output "
+                "limit (DPTTOOLS_OUTPUT_TRUNCATION_LIMIT)"
+            )
+        elif payload.get("preview"):
+            payload["preview"] = ""
+        else:
+            break
+        text = json.dumps(payload, indent=2, ensure_ascii=False)
+    return text
+
+
+def _flow(source: Source) -> tuple[FlowDocument, str | None]:
+    if source.format == "docx":
+        from . import word
+
+        return word.load(source), None
+    text, encoding = decode_text(source)
+    loader = load_html if source.format == "html" else load_markdown
+    return loader(text), encoding
+
+
+def _lines(source: Source) -> tuple[list[str], str]:
+    text, encoding = decode_text(source)
+    return text.splitlines(), encoding
+
+
+def get_file_overview(ws: Workspace, path: str) -> str:
+    """JSON: format, size, page/sheet/section count, metadata, outline and a preview.
+
+    Bounded work: a PDF is looked at through its first `pdf.OVERVIEW_PAGES` pages, an
+    XLSX through the used ranges its sheets record and the first rows of one sheet.
+    """
+    source = open_source(ws, path)
+    result: dict[str, object] = {
+        "path": source.name,
+        "format": source.format,
+        "size_bytes": source.size,
+    }
+    if source.format == "pdf":
+        result.update(pdf.overview(source))
+    elif source.format == "xlsx":
+        result.update(sheets.xlsx_overview(source))
+    elif source.format == "csv":
+        result.update(sheets.csv_overview(sheets.load_csv(source)))
+    elif source.format == "text":
+        lines, encoding = _lines(source)
+        body = "\n".join(lines)
+        result.update(
+            {
+                "line_count": len(lines),
+                "word_count": len(body.split()),
+                "character_count": len(body),
+                "encoding": encoding,
+                "preview": body[:_PREVIEW_CHARS],
+            }
+        )
+    else:
+        document, flow_encoding = _flow(source)
+        result.update(flow.overview(document))
+        if flow_encoding:
+            result["encoding"] = flow_encoding
+    return _fit(result, ws.output_limit)
+
+
+def _units(source: Source, pages: str) -> tuple[str, Iterator[Chunk]]:
+    """What `pages` counts in this format, and the selected content as chunks."""
+    if source.format == "pdf":
+        numbers = parse_ranges(pages, pdf.page_count(source), "page")
+        return "pages", pdf.read(source, numbers)
+    if source.format == "xlsx":
+        selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
+        return "sheets", sheets.xlsx_rows(source, selection)
+    if source.format == "csv":
+        table = sheets.load_csv(source)
+        numbers = parse_ranges(pages, len(table.rows), "row")
+        return "rows", sheets.csv_rows(table, numbers)
+    if source.format == "text":
+        lines, _ = _lines(source)
+        numbers = parse_ranges(pages, len(lines), "line")
+        return "lines", (Chunk(f"{n}-", lines[n - 1] + "\n") for n in numbers)
+    document, _ = _flow(source)
+    numbers = parse_ranges(pages, len(document.sections), "section")
+    return "sections", flow.read(document, numbers)
+
+
+def read_document(ws: Workspace, path: str, pages: str = "") -> str:
+    """The document, or the selected part of it, as Markdown.
+
+    `pages` selects pages (PDF), sheets (XLSX: numbers or names, optionally `!rows`),
+    sections (DOCX, HTML, Markdown: as numbered in the overview's outline), data rows
+    (CSV) or lines (text). Output stops at the output limit with a marker naming the
+    `pages` value that reads on.
+    """
+    source = open_source(ws, path)
+    _, chunks = _units(source, pages)
+    return assemble(
+        chunks,
+        ws.output_limit,
+        hint=lambda restart: f'call read_document with pages="{restart}" to read on',
+    )
+
+
+def _table_chunks(tables: Iterator[Table], style: TableFormat) -> Iterator[Chunk]:
+    for number, table in enumerate(tables, start=1):
+        if style == "csv":
+            text = f"Table {number} ({table.where}):\n{table_to_csv(table.rows)}\n"
+        else:
+            text = f"### Table {number} ({table.where})\n\n{table_to_markdown(table.rows)}\n\n"
+        yield Chunk(table.restart, text)
+
+
+def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "markdown") -> str:
+    """The document's tables as Markdown or CSV, each labelled with where it was found.
+
+    `pages` selects pages, sheets or sections as for `read_document`. A sheet (XLSX) or
+    the whole file (CSV) counts as one table.
+    """
+    if format not in ("markdown", "csv"):
+        raise InvalidArgumentError(f"format must be 'markdown' or 'csv', not {format!r}.")
+    style: TableFormat = "csv" if format == "csv" else "markdown"
+    source = open_source(ws, path)
+    chunks: Iterator[Chunk]
+    if source.format == "pdf":
+        numbers = parse_ranges(pages, pdf.page_count(source), "page")
+        chunks = _table_chunks(pdf.tables(source, numbers), style)
+    elif source.format == "xlsx":
+        selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
+        chunks = sheets.xlsx_rows(source, selection, style)
+    elif source.format == "csv":
+        table = sheets.load_csv(source)
+        numbers = parse_ranges(pages, len(table.rows), "row")
+        chunks = sheets.csv_rows(table, numbers, style)
+    elif source.format == "text":
+        return f"{source.name} is plain text, which has no tables."
+    else:
+        document, _ = _flow(source)
+        numbers = parse_ranges(pages, len(document.sections), "section")
+        chunks = _table_chunks(flow.tables(document, numbers), style)
+    text = assemble(
+        chunks,
+        ws.output_limit,
+        hint=lambda restart: f'call extract_tables with pages="{restart}" to read on',
+    )
+    if not text:
+        where = f" in the selected part ({pages})" if pages.strip() else ""
+        return f"No tables were found in {source.name}{where}."
+    return text
+
+
+def _matcher(query: str, regex: bool, ignore_case: bool) -> Callable[[str], bool]:
+    if not query.strip():
+        raise InvalidArgumentError("query is empty; pass the text to look for.")
+    if regex:
+        try:
+            pattern = re.compile(query, re.IGNORECASE if ignore_case else 0)
+        except re.error as exc:
+            raise InvalidArgumentError(
+                f"query {query!r} is not a valid regular expression: {exc}."
+            ) from None
+        return lambda text: pattern.search(text) is not None
+    if ignore_case:
+        folded = query.casefold()
+        return lambda text: folded in text.casefold()
+    return lambda text: query in text
+
+
+def search_document(
+    ws: Workspace,
+    path: str,
+    query: str,
+    pages: str = "",
+    regex: bool = False,
+    ignore_case: bool = True,
+    max_results: int = 50,
+) -> str:
+    """JSON list of the matches and where they are: page and line (PDF), sheet and cell
+    (XLSX), row and column (CSV), section and heading (DOCX, HTML, Markdown) or line
+    (text)."""
+    if not 1 <= max_results <= MAX_SEARCH_RESULTS:
+        raise InvalidArgumentError(
+            f"max_results must be between 1 and {MAX_SEARCH_RESULTS}, not {max_results}."
+        )
+    match = _matcher(query, regex, ignore_case)
+    source = open_source(ws, path)
+    found: Iterator[dict[str, object]]
+    no_text: list[int] = []
+    if source.format == "pdf":
+        numbers = parse_ranges(pages, pdf.page_count(source), "page")
+        found = pdf.search(source, numbers, match, no_text)
+    elif source.format == "xlsx":
+        selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
+        found = sheets.xlsx_search(source, selection, match)
+    elif source.format == "csv":
+        table = sheets.load_csv(source)
+        found = sheets.csv_search(table, parse_ranges(pages, len(table.rows), "row"), match)
+    elif source.format == "text":
+        lines, _ = _lines(source)
+        found = (
+            {"line": n, "text": lines[n - 1]}
+            for n in parse_ranges(pages, len(lines), "line")
+            if match(lines[n - 1])
+        )
+    else:
+        document, _ = _flow(source)
+        found = flow.search(document, parse_ranges(pages, len(document.sections), "section"), match)
+    matches: list[dict[str, object]] = []
+    stopped = False
+    for item in found:
+        if len(matches) == max_results:
+            stopped = True
+            break
+        text = str(item["text"])
+        if len(text) > _MATCH_CHARS:
+            item["text"] = text[:_MATCH_CHARS] + "…"
+        matches.append(item)
+    payload: dict[str, object] = {
+        "path": source.name,
+        "query": query,
+        "count": len(matches),
+        "matches": matches,
+    }
+    if stopped:
+        payload["stopped"] = f"more matches exist; only the first {max_results} are listed"
+    if no_text:
+        payload["pages_without_text"] = no_text
+        payload["note"] = (
+            "some pages have no text layer (probably scanned images); their text cannot be "
+            "searched without OCR"
+        )
+    return _fit(payload, ws.output_limit)

@@ -1,0 +1,217 @@
+"""PDF through PDFium (pypdfium2) for text and metadata, pdfplumber for tables.
+
+A page is read only when it is asked for, so an overview of a long PDF touches the first
+few pages and the document catalog, not the whole file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import DocumentError, EncryptedDocumentError
+from .render import Chunk, Table
+from .source import Source, missing_extra
+
+__all__ = ["OVERVIEW_PAGES", "overview", "page_count", "read", "search", "tables"]
+
+#: Pages whose first line and text layer an overview looks at.
+OVERVIEW_PAGES = 20
+_OUTLINE_MAX = 50
+_PREVIEW_CHARS = 500
+_SCANNED_NOTE = (
+    "[page {n} has no text layer: it is probably a scanned image, and reading it needs OCR]"
+)
+_BLANK_NOTE = "[page {n} has no text]"
+_DATE = re.compile(r"D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?")
+
+
+@contextmanager
+def _open(source: Source) -> Iterator[Any]:
+    try:
+        import pypdfium2 as pdfium  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise missing_extra("PDF") from exc
+    try:
+        document = pdfium.PdfDocument(source.path)
+    except pdfium.PdfiumError as exc:
+        code = getattr(exc, "err_code", None)
+        if code in (pdfium.raw.FPDF_ERR_PASSWORD, pdfium.raw.FPDF_ERR_SECURITY):
+            raise EncryptedDocumentError(
+                f"{source.name!r} is a password-protected PDF; its text cannot be read "
+                "without the password. Save an unprotected copy and read that."
+            ) from None
+        if code == pdfium.raw.FPDF_ERR_SUCCESS:
+            raise DocumentError(f"{source.name!r} is a PDF without any page.") from None
+        raise DocumentError(
+            f"{source.name!r} could not be opened as a PDF: the file is damaged or "
+            "incomplete (PDFium reports a format error)."
+        ) from None
+    try:
+        yield document
+    finally:
+        document.close()
+
+
+def _page_text(document: Any, index: int) -> tuple[str, bool]:
+    """The page's text (with `\\n` line ends) and whether the page holds images."""
+    import pypdfium2 as pdfium
+
+    page = document[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            text = str(textpage.get_text_range())
+        finally:
+            textpage.close()
+        text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+        has_images = False
+        if not text:
+            images = page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=3)
+            has_images = next(iter(images), None) is not None
+        return text, has_images
+    finally:
+        page.close()
+
+
+def _date(raw: str) -> str:
+    match = _DATE.match(raw)
+    if not match:
+        return raw
+    year, month, day, hour, minute, second = match.groups()
+    date = f"{year}-{month or '01'}-{day or '01'}"
+    return f"{date}T{hour}:{minute or '00'}:{second or '00'}" if hour else date
+
+
+def _metadata(document: Any) -> dict[str, str]:
+    names = {
+        "Title": "title",
+        "Author": "author",
+        "Subject": "subject",
+        "Keywords": "keywords",
+        "Creator": "creator",
+        "Producer": "producer",
+        "CreationDate": "created",
+        "ModDate": "modified",
+    }
+    found: dict[str, str] = {}
+    for key, value in document.get_metadata_dict(skip_empty=True).items():
+        if key in names and str(value).strip():
+            text = str(value).strip()
+            found[names[key]] = _date(text) if key.endswith("Date") else text
+    return found
+
+
+def _bookmarks(document: Any) -> list[dict[str, object]]:
+    outline: list[dict[str, object]] = []
+    for bookmark in document.get_toc(max_depth=4):
+        if len(outline) >= _OUTLINE_MAX:
+            break
+        entry: dict[str, object] = {"level": bookmark.level + 1, "title": bookmark.get_title()}
+        dest = bookmark.get_dest()
+        index = dest.get_index() if dest is not None else None
+        if index is not None:
+            entry["page"] = index + 1
+        outline.append(entry)
+    return outline
+
+
+def overview(source: Source) -> dict[str, object]:
+    """Page count, metadata, outline (bookmarks, else first lines of the first pages),
+    text-layer status and a preview; reads at most `OVERVIEW_PAGES` pages."""
+    with _open(source) as document:
+        count = len(document)
+        sampled = min(count, OVERVIEW_PAGES)
+        first_lines: list[dict[str, object]] = []
+        no_text: list[int] = []
+        scanned: list[int] = []
+        preview = ""
+        for index in range(sampled):
+            text, has_images = _page_text(document, index)
+            if not text:
+                no_text.append(index + 1)
+                if has_images:
+                    scanned.append(index + 1)
+                continue
+            first_lines.append({"page": index + 1, "first_line": text.splitlines()[0][:120]})
+            if len(preview) < _PREVIEW_CHARS:
+                preview = (preview + "\n\n" + text).strip()[:_PREVIEW_CHARS]
+        result: dict[str, object] = {
+            "page_count": count,
+            "metadata": _metadata(document),
+        }
+        bookmarks = _bookmarks(document)
+        if bookmarks:
+            result["outline"] = bookmarks
+        else:
+            result["outline"] = first_lines
+            result["outline_kind"] = "first line of each page"
+        if sampled < count:
+            result["pages_examined"] = sampled
+    if len(no_text) == sampled:
+        result["text_layer"] = (
+            "none: the pages examined are scanned images without text; reading them needs OCR"
+            if scanned
+            else "none: the pages examined hold no text"
+        )
+    elif no_text:
+        result["text_layer"] = "partial"
+        result["pages_without_text"] = no_text
+    else:
+        result["text_layer"] = "present"
+    result["preview"] = preview
+    return result
+
+
+def read(source: Source, pages: list[int]) -> Iterator[Chunk]:
+    """Each selected page as Markdown under a `## Page N` heading."""
+    with _open(source) as document:
+        for number in pages:
+            text, has_images = _page_text(document, number - 1)
+            if not text:
+                text = (_SCANNED_NOTE if has_images else _BLANK_NOTE).format(n=number)
+            yield Chunk(restart=f"{number}-", text=f"## Page {number}\n\n{text}\n\n")
+
+
+def page_count(source: Source) -> int:
+    """The number of pages (opening the document, reading no page)."""
+    with _open(source) as document:
+        return len(document)
+
+
+def tables(source: Source, pages: list[int]) -> Iterator[Table]:
+    """The ruled or aligned tables pdfplumber finds on the selected pages.
+
+    Call `page_count` first: it turns an encrypted or damaged file into a clear error.
+    """
+    try:
+        import pdfplumber
+    except ImportError as exc:
+        raise missing_extra("PDF") from exc
+    with pdfplumber.open(source.path) as document:
+        for number in pages:
+            page = document.pages[number - 1]
+            for found in page.extract_tables():
+                rows = [[cell or "" for cell in row] for row in found]
+                if rows:
+                    yield Table(rows=rows, where=f"page {number}", restart=f"{number}-")
+            page.close()
+
+
+def search(
+    source: Source, pages: list[int], match: Callable[[str], bool], no_text: list[int]
+) -> Iterator[dict[str, object]]:
+    """Lines of the selected pages for which `match` is true, with page and line number.
+
+    The numbers of searched pages without any text are appended to `no_text`.
+    """
+    with _open(source) as document:
+        for number in pages:
+            text, _ = _page_text(document, number - 1)
+            if not text:
+                no_text.append(number)
+            for line_number, line in enumerate(text.splitlines(), start=1):
+                if match(line):
+                    yield {"page": number, "line": line_number, "text": line}

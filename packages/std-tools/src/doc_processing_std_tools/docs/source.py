@@ -1,0 +1,174 @@
+"""Find a document inside the workspace, check it, and tell its format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import (
+    DocumentError,
+    EncryptedDocumentError,
+    FileTooLargeError,
+    InvalidArgumentError,
+    MissingExtraError,
+    NotFoundError,
+    UnsupportedFormatError,
+)
+from ..filesystem.operations import Workspace
+
+__all__ = [
+    "INSTALL_HINT",
+    "Format",
+    "Source",
+    "decode_text",
+    "missing_extra",
+    "open_source",
+]
+
+Format = Literal["pdf", "docx", "xlsx", "csv", "html", "markdown", "text"]
+
+#: The command that installs the libraries behind the PDF, DOCX and XLSX readers.
+INSTALL_HINT = 'pip install "doc-processing-std-tools[docs]"'
+
+_SUFFIXES: dict[str, Format] = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".log": "text",
+    ".rst": "text",
+}
+_LEGACY = {
+    ".doc": "DOCX",
+    ".xls": "XLSX",
+    ".ppt": "PDF",
+    ".pptx": "PDF",
+    ".odt": "DOCX",
+    ".ods": "XLSX",
+    ".rtf": "DOCX",
+}
+_ZIP_MAGIC = b"PK\x03\x04"
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A document that passed the checks: inside the workspace, present, not empty, not
+    over the size limit, and of a supported format."""
+
+    path: Path
+    """Absolute, symlink-free path."""
+    name: str
+    """The path relative to the workspace, as shown to the caller."""
+    format: Format
+    size: int
+    """Size in bytes."""
+
+
+def missing_extra(what: str) -> MissingExtraError:
+    """The error raised when a reader of `what` (e.g. "PDF") is not installed."""
+    return MissingExtraError(f"Reading {what} files needs the docs extra: {INSTALL_HINT}")
+
+
+def _sniff(head: bytes) -> Format | None:
+    if b"%PDF-" in head[:1024]:
+        return "pdf"
+    if b"\x00" in head:
+        return None
+    lowered = head[:512].lstrip().lower()
+    if lowered.startswith((b"<!doctype html", b"<html")):
+        return "html"
+    return "text"
+
+
+def open_source(ws: Workspace, path: str) -> Source:
+    """Check the document at `path` and tell its format.
+
+    Raises:
+        PathOutsideRootError, NotFoundError, InvalidArgumentError: bad path.
+        FileTooLargeError: the file is over DPTTOOLS_MAX_FILE_SIZE_MB.
+        DocumentError: the file is empty or its content does not match its name.
+        UnsupportedFormatError: a format the tools do not read.
+    """
+    target = ws.resolve(path)
+    if not target.exists():
+        raise NotFoundError(
+            f"There is no document {path!r} in the workspace {ws.root}; "
+            "use find_files or list_directory to see what exists."
+        )
+    if not target.is_file():
+        raise InvalidArgumentError(f"{path!r} is a folder, not a document.")
+    size = target.stat().st_size
+    name = ws.relative(target)
+    if size == 0:
+        raise DocumentError(f"{name!r} is empty (0 bytes); there is nothing to read.")
+    if size > ws.max_file_bytes:
+        raise FileTooLargeError(
+            f"{name!r} is {size:,} bytes, over the limit of {ws.max_file_bytes:,} bytes "
+            f"(DPTTOOLS_MAX_FILE_SIZE_MB={ws.max_file_bytes / 1048576:g}); "
+            "raise the limit to read it."
+        )
+    with target.open("rb") as handle:
+        head = handle.read(4096)
+    suffix = target.suffix.lower()
+    if suffix in _LEGACY:
+        raise UnsupportedFormatError(
+            f"{name!r} is a {suffix} file, which the document tools do not read; "
+            f"save it as {_LEGACY[suffix]} and try again."
+        )
+    fmt = _SUFFIXES.get(suffix) or _sniff(head)
+    if fmt is None:
+        raise UnsupportedFormatError(
+            f"{name!r} is a binary file of a format the document tools do not read; they read "
+            "PDF, DOCX, XLSX, CSV, HTML, Markdown and plain text."
+        )
+    if fmt == "pdf" and b"%PDF-" not in head[:1024]:
+        raise DocumentError(
+            f"{name!r} is not a PDF: it lacks the PDF header, so it is damaged or another "
+            "format renamed to .pdf."
+        )
+    if fmt in ("docx", "xlsx") and head.startswith(_OLE_MAGIC):
+        raise EncryptedDocumentError(
+            f"{name!r} is not a plain {fmt.upper()} package: Office stores password-protected "
+            "files (and some legacy ones) in this container. Save an unprotected "
+            f"{fmt.upper()} copy and read that."
+        )
+    if fmt in ("docx", "xlsx") and not head.startswith(_ZIP_MAGIC):
+        raise DocumentError(
+            f"{name!r} is not a valid {fmt.upper()} file (it is not a ZIP package); it is "
+            f"damaged or another format renamed to {suffix}."
+        )
+    return Source(path=target, name=name, format=fmt, size=size)
+
+
+def decode_text(source: Source) -> tuple[str, str]:
+    """The text of a text-based document and the encoding it was read with.
+
+    UTF-8 (with or without a byte-order mark) first, then Windows-1252, then Latin-1.
+
+    Raises:
+        DocumentError: the file holds NUL bytes, so it is binary.
+    """
+    data = source.path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise DocumentError(
+            f"{source.name!r} holds binary data, not {source.format} text; it is damaged "
+            "or another format under a text file's name."
+        )
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return text, "utf-8" if encoding == "utf-8-sig" else encoding
+    return data.decode("latin-1"), "latin-1"
