@@ -1,3 +1,71 @@
-"""An agent toolkit for MCP tools, model providers and Agent Skills."""
+"""An agent toolkit for MCP tools, model providers and Agent Skills.
+
+```python
+from doc_processing_toolkit import Agent
+
+agent = Agent("anthropic:claude-sonnet-5", instructions="Be brief.", tools=[server])
+result = agent.run_sync("Summarise report.pdf")
+```
+
+Importing this package loads no provider SDK and no fastmcp; they are imported when used.
+"""
+
+from .agent import Agent, RunResult
+from .builder import AgentBuilder
+from .errors import (
+    ConfigError,
+    MaxTurnsExceededError,
+    MissingCredentialsError,
+    MissingDependencyError,
+    ModelError,
+    ToolkitError,
+    ToolNameConflictError,
+    ToolServerError,
+)
+from .events import (
+    AgentEvent,
+    FinalResultEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolCallRecord,
+    ToolResultEvent,
+)
+from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Usage
+from .models import Model, ModelRequest, TestModel
+from .tools.loader import ToolLoader
+from .tools.local import LocalFunctionSession, tool
 
 __version__ = "0.5.3"
+
+__all__ = [
+    "Agent",
+    "AgentBuilder",
+    "AgentEvent",
+    "ConfigError",
+    "FinalResultEvent",
+    "LocalFunctionSession",
+    "MaxTurnsExceededError",
+    "Message",
+    "MissingCredentialsError",
+    "MissingDependencyError",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "RunResult",
+    "TestModel",
+    "TextDeltaEvent",
+    "TextPart",
+    "ToolCallEvent",
+    "ToolCallPart",
+    "ToolCallRecord",
+    "ToolLoader",
+    "ToolNameConflictError",
+    "ToolResultEvent",
+    "ToolResultPart",
+    "ToolServerError",
+    "ToolSpec",
+    "ToolkitError",
+    "Usage",
+    "__version__",
+    "tool",
+]

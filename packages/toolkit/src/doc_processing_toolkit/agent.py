@@ -1,0 +1,653 @@
+"""`Agent`, `RunResult` and the run loop.
+
+A run: connect the servers not yet connected (sessions are kept across runs) ->
+`Agent._prepare_run` (the system prompt and the tools the model may see for this run) ->
+model / tool loop -> `RunResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import logging
+import os
+import re
+import time
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, aclosing
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+from mcp.types import CallToolResult, Tool
+
+from . import config as _config
+from ._loop_thread import LoopThread
+from .errors import (
+    ConfigError,
+    MaxTurnsExceededError,
+    ToolkitError,
+    ToolNameConflictError,
+    ToolServerError,
+)
+from .events import (
+    AgentEvent,
+    FinalResultEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolCallRecord,
+    ToolResultEvent,
+)
+from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
+from .models import Model, ModelRequest, TextDelta, resolve_model
+from .tools.base import TOOL_NAME_PATTERN, ToolServer, ToolSession
+from .tools.connections import ConnectionPool, ListedServer, describe_error
+from .tools.loader import ToolLoader
+
+if TYPE_CHECKING:
+    from .builder import AgentBuilder
+
+__all__ = ["Agent", "RunResult", "ToolRoute"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_TURNS = 20
+DEFAULT_TOOL_TIMEOUT = 120.0
+DEFAULT_SKILLS_TIMEOUT = 5.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+
+_INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What a run produced.
+
+    Attributes:
+        output: the model's final text.
+        messages: the whole conversation: the history passed in, the prompt and every
+            message of this run. Pass it as ``message_history`` to continue.
+        tool_calls: every tool call of the run, in the order the model made them.
+        usage: tokens and requests, summed over the run's model requests.
+        warnings: what went wrong without failing the run (an optional server that could
+            not connect, a server that had to be reconnected, ...).
+        model_name: the model that answered.
+    """
+
+    output: str
+    messages: list[Message]
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    warnings: list[str] = field(default_factory=list)
+    model_name: str = ""
+    new_message_index: int = 0
+
+    @property
+    def new_messages(self) -> list[Message]:
+        """The messages of this run only (the prompt onwards)."""
+        return self.messages[self.new_message_index :]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRoute:
+    """Where a tool name the model may use goes.
+
+    Attributes:
+        name: the name the model sees and calls.
+        listed: the server (descriptor, session, tools) the tool belongs to.
+        tool: the tool as its session lists it; `tool.name` is what the session is called
+            with.
+    """
+
+    name: str
+    listed: ListedServer
+    tool: Tool
+
+    @property
+    def server(self) -> ToolServer:
+        """The server descriptor."""
+        return self.listed.server
+
+    @property
+    def session(self) -> ToolSession:
+        """The session the call goes through."""
+        return self.listed.session
+
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it."""
+        return ToolSpec(
+            name=self.name,
+            description=self.tool.description or "",
+            input_schema=dict(self.tool.input_schema),
+        )
+
+
+@dataclass(slots=True)
+class _RunSetup:
+    """The per-run view computed by `Agent._prepare_run`.
+
+    Attributes:
+        system_prompt: the system prompt of every model request of the run.
+        servers: the connected servers in loaded order, each with its session and the
+            tools it lists now.
+        tools: the tools the model may see and call, by model-visible name.
+        warnings: what went wrong without failing the run.
+    """
+
+    system_prompt: str | None
+    servers: tuple[ListedServer, ...]
+    tools: dict[str, ToolRoute]
+    warnings: list[str]
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The visible tools, as the model receives them."""
+        return [route.spec() for route in self.tools.values()]
+
+
+def _model_tool_name(name: str) -> str:
+    if TOOL_NAME_PATTERN.fullmatch(name):
+        return name
+    return (_INVALID_NAME_CHARS.sub("_", name) or "tool")[:64]
+
+
+def build_tool_routes(servers: Sequence[ListedServer]) -> dict[str, ToolRoute]:
+    """Map every tool name the model may call to its server.
+
+    Names that providers would refuse (characters outside ``[a-zA-Z0-9_-]`` or longer
+    than 64) are rewritten to fit.
+
+    Raises:
+        ToolNameConflictError: two servers expose the same name; the message names both
+            servers and the tool.
+    """
+    routes: dict[str, ToolRoute] = {}
+    for listed in servers:
+        for tool in listed.tools:
+            name = _model_tool_name(tool.name)
+            if name != tool.name:
+                logger.info(
+                    "server %s: tool %r is shown to the model as %r",
+                    listed.server.describe(),
+                    tool.name,
+                    name,
+                )
+            previous = routes.get(name)
+            if previous is not None:
+                if previous.listed is listed:
+                    raise ToolNameConflictError(
+                        f"server {listed.server.describe()} lists two tools named {name!r}."
+                    )
+                raise ToolNameConflictError(
+                    f"servers {previous.server.describe()} and {listed.server.describe()} both "
+                    f"expose a tool named {name!r}; give one of them a tool_prefix."
+                )
+            routes[name] = ToolRoute(name=name, listed=listed, tool=tool)
+    return routes
+
+
+def _content_text(result: CallToolResult) -> str:
+    pieces: list[str] = []
+    for block in result.content:
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            pieces.append(text)
+            continue
+        resource = getattr(block, "resource", None)
+        resource_text = getattr(resource, "text", None)
+        if isinstance(resource_text, str):
+            pieces.append(resource_text)
+        elif block.type in ("image", "audio"):
+            pieces.append(f"[{block.type} content, {getattr(block, 'mime_type', 'unknown type')}]")
+        else:
+            pieces.append(block.model_dump_json(by_alias=True, exclude_none=True))
+    if not pieces and result.structured_content is not None:
+        pieces.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(pieces)
+
+
+class Agent:
+    """An LLM agent that uses tools from MCP servers and Python functions.
+
+    Args:
+        model: ``"provider:model"``, a bare model name whose provider is inferred
+            (``claude-*``, ``gpt-*``, ``o1*``/``o3*``/``o4*``, ``test``) or a `Model`.
+            Resolved at the first run.
+        instructions: the system prompt.
+        tools: tool servers and functions (see `ToolLoader` for what is accepted).
+        auto_inject_skills: find a skills server and add its catalog to the system
+            prompt on every run.
+        provider_kwargs: merged unchanged into every provider request.
+        max_turns: the most model requests of one run; a run still calling tools after
+            that many raises `MaxTurnsExceededError`.
+        model_options: passed to the provider when `model` is a name (``api_key``,
+            ``base_url``, ...).
+        tool_timeout: seconds one tool call may take before it is answered with an error
+            result (None: no limit).
+        skills_timeout: seconds the skills catalog fetch may take on each run.
+        connect_timeout: seconds a server may take to start and answer.
+        name: the agent's name, for logs.
+
+    Raises:
+        ConfigError: an argument or a tools entry is invalid.
+    """
+
+    def __init__(
+        self,
+        model: str | Model | None = None,
+        *,
+        instructions: str | None = None,
+        tools: Iterable[Any] = (),
+        auto_inject_skills: bool = True,
+        provider_kwargs: Mapping[str, Any] | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        model_options: Mapping[str, Any] | None = None,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+        skills_timeout: float = DEFAULT_SKILLS_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        name: str | None = None,
+    ) -> None:
+        if max_turns < 1:
+            raise ConfigError(f"max_turns must be at least 1, got {max_turns}.")
+        for key, value in (
+            ("tool_timeout", tool_timeout),
+            ("skills_timeout", skills_timeout),
+            ("connect_timeout", connect_timeout),
+        ):
+            if value is not None and value <= 0:
+                raise ConfigError(f"{key} must be a positive number of seconds, got {value}.")
+        self._model_spec = model
+        self._model: Model | None = None
+        self.instructions = instructions
+        self.auto_inject_skills = auto_inject_skills
+        self.provider_kwargs: dict[str, Any] = dict(provider_kwargs or {})
+        self.max_turns = max_turns
+        self.model_options: dict[str, Any] = dict(model_options or {})
+        self.tool_timeout = tool_timeout
+        self.skills_timeout = skills_timeout
+        self.connect_timeout = connect_timeout
+        self.name = name or "agent"
+        self._loader = ToolLoader(tools)
+        self._pool = ConnectionPool(self._loader.servers, connect_timeout=connect_timeout)
+        self._loop_token: object | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._loop_thread: LoopThread | None = None
+        if isinstance(model, str) or model is None:
+            self._check_model_options(model)
+
+    def _check_model_options(self, model: str | None) -> None:
+        if model is None and self.model_options:
+            raise ConfigError("model_options are given but no model; set model as well.")
+
+    # -- construction helpers -------------------------------------------------------------
+
+    @classmethod
+    def builder(cls) -> AgentBuilder:
+        """A fluent `AgentBuilder`, one method per constructor argument."""
+        from .builder import AgentBuilder
+
+        return AgentBuilder()
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, Any], **overrides: Any) -> Agent:
+        """An agent from a configuration mapping with the constructor's keys.
+
+        `overrides` (constructor keywords) replace the mapping's values; a ``tools``
+        override is added after the configured tools.
+
+        Raises:
+            ConfigError: a key is unknown, a value has the wrong type, or a ``${VAR}``
+                is not set.
+        """
+        return cls._from_validated(_config.load_config_dict(data), overrides)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str], **overrides: Any) -> Agent:
+        """An agent from a YAML file with the constructor's keys (see `from_config`).
+
+        Raises:
+            ConfigError: the file is missing, is not YAML, or is invalid; the message
+                names the file and the key.
+        """
+        return cls._from_validated(_config.load_yaml(path), overrides)
+
+    @classmethod
+    def _from_validated(cls, config: _config.AgentConfig, overrides: dict[str, Any]) -> Agent:
+        values: dict[str, Any] = config.model_dump(exclude={"tools"})
+        tools: list[Any] = list(config.tools)
+        tools.extend(overrides.pop("tools", ()))
+        values.update(overrides)
+        return cls(tools=tools, **values)
+
+    # -- properties -----------------------------------------------------------------------
+
+    @property
+    def model(self) -> Model:
+        """The resolved model.
+
+        Raises:
+            ConfigError: no model was given, or the name names no known provider.
+            MissingDependencyError: the provider's SDK is not installed.
+        """
+        if self._model is None:
+            if self._model_spec is None:
+                raise ConfigError(
+                    "this agent has no model; pass model='provider:name' (for example "
+                    "'anthropic:claude-sonnet-5', or 'test' for the offline test model)."
+                )
+            self._model = resolve_model(self._model_spec, **self.model_options)
+        return self._model
+
+    @property
+    def servers(self) -> tuple[ToolServer, ...]:
+        """The tool servers in loaded order (see `ToolLoader`)."""
+        return self._loader.servers
+
+    def __repr__(self) -> str:
+        spec = self._model_spec if isinstance(self._model_spec, str | None) else self.model.name
+        return f"Agent(name={self.name!r}, model={spec!r}, servers={len(self.servers)})"
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Agent:
+        """Open every server's session now; they stay open until the block ends."""
+        if self._exit_stack is not None:
+            raise ToolkitError("this agent is already entered with `async with`.")
+        self._bind_loop()
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            task_group = await stack.enter_async_context(anyio.create_task_group())
+            self._pool.attach(task_group)
+            stack.push_async_callback(self._detach)
+            await self.connect()
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._exit_stack = stack
+        return self
+
+    async def _detach(self) -> None:
+        await self._pool.aclose()
+        self._pool.attach(None)
+        self._loop_token = None
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close every session the agent opened."""
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is not None:
+            await stack.__aexit__(exc_type, exc, traceback)
+
+    async def connect(self) -> list[str]:
+        """Open the session of every server not yet connected and check the tool names.
+
+        Returns the warnings (optional servers that could not connect).
+
+        Raises:
+            ToolServerError: a required server could not connect.
+            ToolNameConflictError: two servers expose the same tool name.
+        """
+        setup = await self._prepare_run()
+        return setup.warnings
+
+    async def aclose(self) -> None:
+        """Close every session the agent opened (pre-built sessions are left open)."""
+        if self._exit_stack is not None:
+            await self.__aexit__(None, None, None)
+            return
+        await self._pool.aclose()
+        self._loop_token = None
+
+    def close(self) -> None:
+        """Close the sessions opened by `run_sync` and stop its event loop thread."""
+        thread, self._loop_thread = self._loop_thread, None
+        if thread is not None:
+            try:
+                thread.call(self.aclose)
+            finally:
+                thread.stop()
+
+    def _bind_loop(self) -> None:
+        token = anyio.lowlevel.current_token()
+        if self._loop_token is None:
+            self._loop_token = token
+        elif self._loop_token != token:
+            raise ToolkitError(
+                "this agent's sessions were opened in another event loop; close them there "
+                "first (`await agent.aclose()`, or `agent.close()` after `run_sync`)."
+            )
+
+    # -- the per-run view -----------------------------------------------------------------
+
+    async def _prepare_run(self) -> _RunSetup:
+        """Compute the system prompt and the visible tools of one run.
+
+        Connects what is not connected (reconnecting dead sessions), lists every server's
+        tools, fails on an unreachable required server, and checks tool names.
+        """
+        self._bind_loop()
+        listing = await self._pool.list_servers()
+        warnings: list[str] = []
+        for server, message in listing.failed:
+            if server.required:
+                raise ToolServerError(message)
+            warnings.append(f"{message} (required: false, so the run goes on without it)")
+            logger.warning("%s; continuing without it", message)
+        warnings.extend(
+            f"server {c.describe()} had lost its connection and was reconnected"
+            for c in listing.reconnected
+        )
+        servers = tuple(listing.listed)
+        tools = build_tool_routes(servers)
+        return _RunSetup(
+            system_prompt=self.instructions,
+            servers=servers,
+            tools=tools,
+            warnings=warnings,
+        )
+
+    # -- running --------------------------------------------------------------------------
+
+    async def run(
+        self, prompt: str, *, message_history: Sequence[Message] | None = None
+    ) -> RunResult:
+        """Run the agent on `prompt` until the model gives a final answer.
+
+        Args:
+            prompt: the user's message.
+            message_history: earlier messages to continue from (a previous
+                `RunResult.messages`).
+
+        Raises:
+            MaxTurnsExceededError: the model still called tools after `max_turns` requests.
+            ToolServerError: a required server could not be reached.
+            ToolNameConflictError: two servers expose the same tool name.
+            ModelError: the model provider failed.
+        """
+        result: RunResult | None = None
+        async with aclosing(self._iterate(prompt, message_history, stream=False)) as events:
+            async for event in events:
+                if isinstance(event, FinalResultEvent):
+                    result = event.result
+        assert result is not None
+        return result
+
+    async def run_stream(
+        self, prompt: str, *, message_history: Sequence[Message] | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Run the agent and yield its events as they happen.
+
+        Text arrives as `TextDeltaEvent`s (the model is streamed); each tool call is a
+        `ToolCallEvent` before it runs and a `ToolResultEvent` once it ends; the last event
+        is a `FinalResultEvent` holding the `RunResult`. Errors are raised as in `run`.
+        """
+        async with aclosing(self._iterate(prompt, message_history, stream=True)) as events:
+            async for event in events:
+                yield event
+
+    def run_sync(
+        self, prompt: str, *, message_history: Sequence[Message] | None = None
+    ) -> RunResult:
+        """`run` for code without an event loop.
+
+        Sessions live in a private event loop thread and stay open across calls; close
+        them with `close()` (done for you at interpreter exit).
+
+        Raises:
+            ToolkitError: called from inside a running event loop (use `await agent.run`).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise ToolkitError(
+                "run_sync() cannot be called from a running event loop; use `await agent.run()`."
+            )
+        if self._loop_thread is None:
+            self._loop_thread = LoopThread(f"dpt-agent-{self.name}")
+            atexit.register(_close_at_exit, weakref.ref(self))
+        history = message_history
+
+        async def call() -> RunResult:
+            return await self.run(prompt, message_history=history)
+
+        return self._loop_thread.call(call)
+
+    async def _iterate(
+        self, prompt: str, history: Sequence[Message] | None, *, stream: bool
+    ) -> AsyncGenerator[AgentEvent, None]:
+        model = self.model
+        setup = await self._prepare_run()
+        messages: list[Message] = list(history or ())
+        start = len(messages)
+        messages.append(Message.user(prompt))
+        records: list[ToolCallRecord] = []
+        usage = Usage()
+        specs = setup.tool_specs()
+        for turn in range(1, self.max_turns + 1):
+            request = ModelRequest(
+                system=setup.system_prompt,
+                messages=tuple(messages),
+                tools=specs,
+                provider_kwargs=self.provider_kwargs,
+            )
+            if stream:
+                response: ModelResponse | None = None
+                async for item in model.stream(request):
+                    if isinstance(item, TextDelta):
+                        yield TextDeltaEvent(item.text)
+                    else:
+                        response = item
+                if response is None:
+                    raise ToolkitError(f"model {model.name} ended its stream without a reply.")
+            else:
+                response = await model.request(request)
+            usage = usage + response.usage
+            messages.append(response.to_message())
+            calls = response.tool_calls
+            if not calls:
+                result = RunResult(
+                    output=response.text,
+                    messages=messages,
+                    tool_calls=records,
+                    usage=usage,
+                    warnings=setup.warnings,
+                    model_name=response.model_name or model.name,
+                    new_message_index=start,
+                )
+                yield FinalResultEvent(result)
+                return
+            if turn == self.max_turns:
+                names = ", ".join(call.name for call in calls)
+                raise MaxTurnsExceededError(
+                    f"agent {self.name!r} reached max_turns={self.max_turns}: after "
+                    f"{self.max_turns} model requests the model still asked for tools ({names}) "
+                    "instead of answering; raise max_turns or make the task smaller."
+                )
+            for call in calls:
+                route = setup.tools.get(call.name)
+                yield ToolCallEvent(call, route.server.name if route else None)
+            done = await self._call_tools(calls, setup)
+            records.extend(done)
+            for record in done:
+                yield ToolResultEvent(record)
+            messages.append(
+                Message(
+                    role="user",
+                    parts=tuple(
+                        ToolResultPart(
+                            call_id=r.call_id, name=r.name, content=r.content, is_error=r.is_error
+                        )
+                        for r in done
+                    ),
+                )
+            )
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    async def _call_tools(
+        self, calls: Sequence[ToolCallPart], setup: _RunSetup
+    ) -> list[ToolCallRecord]:
+        if len(calls) == 1:
+            return [await self._call_tool(calls[0], setup)]
+        records: list[ToolCallRecord | None] = [None] * len(calls)
+
+        async def run_one(index: int, call: ToolCallPart) -> None:
+            records[index] = await self._call_tool(call, setup)
+
+        async with anyio.create_task_group() as tg:
+            for index, call in enumerate(calls):
+                tg.start_soon(run_one, index, call)
+        return [r for r in records if r is not None]
+
+    async def _call_tool(self, call: ToolCallPart, setup: _RunSetup) -> ToolCallRecord:
+        started = time.perf_counter()
+        route = setup.tools.get(call.name)
+
+        def record(content: str, is_error: bool) -> ToolCallRecord:
+            return ToolCallRecord(
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                server=route.server.name if route else None,
+                content=content,
+                is_error=is_error,
+                duration=time.perf_counter() - started,
+            )
+
+        if route is None:
+            available = ", ".join(sorted(setup.tools)) or "none"
+            return record(f"Unknown tool {call.name!r}. Available tools: {available}.", True)
+        if call.arguments_error is not None:
+            return record(
+                f"The arguments for {call.name!r} are not a JSON object ({call.arguments_error}); "
+                "call the tool again with valid JSON arguments.",
+                True,
+            )
+        try:
+            with anyio.fail_after(self.tool_timeout):
+                result = await route.session.call_tool(route.tool.name, call.arguments)
+        except TimeoutError:
+            logger.warning("tool %r timed out after %g s", call.name, self.tool_timeout)
+            return record(f"Tool {call.name!r} timed out after {self.tool_timeout:g} s.", True)
+        except Exception as exc:
+            logger.warning("tool %r failed: %s", call.name, describe_error(exc))
+            return record(f"Tool {call.name!r} failed: {describe_error(exc)}", True)
+        return record(_content_text(result), bool(result.is_error))
+
+
+def _close_at_exit(ref: weakref.ref[Agent]) -> None:
+    agent = ref()
+    if agent is not None:
+        try:
+            agent.close()
+        except Exception:
+            logger.debug("closing agent %r at exit failed", agent, exc_info=True)

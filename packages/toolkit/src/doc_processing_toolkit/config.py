@@ -1,0 +1,253 @@
+"""Agent configuration from YAML or a dict, validated strictly.
+
+Every key of `AgentConfig` is a keyword of `Agent(...)`. Unknown keys, wrong types and
+missing environment variables are `ConfigError`s that name the key and the file.
+
+``${VAR}`` anywhere in a string value is replaced by the environment variable ``VAR``;
+``${VAR:-fallback}`` uses ``fallback`` when ``VAR`` is unset, and ``$${`` is a literal
+``${``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ConfigError
+
+__all__ = [
+    "AgentConfig",
+    "McpCommandEntry",
+    "McpHttpEntry",
+    "McpScriptEntry",
+    "SessionEntry",
+    "ToolEntryConfig",
+    "load_config_dict",
+    "load_yaml",
+    "parse_tool_entry",
+]
+
+_PREFIX_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,30}$"
+_VARIABLE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class _ServerEntry(_Strict):
+    name: str | None = None
+    """The server's name (shown in errors, warnings and `agent.servers`)."""
+    required: bool = True
+    """When false, a failure to connect is a warning in the run result, not an error."""
+    tool_prefix: Annotated[str, Field(pattern=_PREFIX_PATTERN)] | None = None
+    """Each tool of this server is exposed to the model as ``<prefix>_<tool>``."""
+
+
+class McpCommandEntry(_ServerEntry):
+    """``type: mcp_command``: start a command that speaks MCP over stdio."""
+
+    type: Literal["mcp_command"]
+    command: str
+    args: list[str] = []
+    env: dict[str, str] = {}
+    """Variables given to the child on top of the MCP SDK's safe defaults (PATH, HOME...)."""
+    cwd: str | None = None
+
+
+class McpScriptEntry(_ServerEntry):
+    """``type: mcp_script``: run a Python script, with this interpreter, over stdio."""
+
+    type: Literal["mcp_script"]
+    script: str
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+
+
+class McpHttpEntry(_ServerEntry):
+    """``type: mcp_http``: connect to an MCP server over streamable HTTP."""
+
+    type: Literal["mcp_http"]
+    url: Annotated[str, Field(pattern=r"^https?://")]
+    headers: dict[str, str] = {}
+
+
+class SessionEntry(_ServerEntry):
+    """``{"session": session, "name": ...}``: a `ClientSession` the caller opened and owns.
+
+    Only in ``Agent(tools=[...])``; a YAML file cannot hold a session.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    session: Any
+
+
+ToolEntryConfig = Annotated[
+    McpCommandEntry | McpScriptEntry | McpHttpEntry, Field(discriminator="type")
+]
+"""One ``tools:`` entry of a configuration."""
+
+_ENTRY_ADAPTER: pydantic.TypeAdapter[McpCommandEntry | McpScriptEntry | McpHttpEntry] = (
+    pydantic.TypeAdapter(ToolEntryConfig)
+)
+
+
+class AgentConfig(_Strict):
+    """The keys of an agent configuration; each is the `Agent` keyword of the same name."""
+
+    model: str | None = None
+    model_options: dict[str, Any] = {}
+    instructions: str | None = None
+    tools: list[ToolEntryConfig] = []
+    auto_inject_skills: bool = True
+    provider_kwargs: dict[str, Any] = {}
+    max_turns: Annotated[int, Field(ge=1)] = 20
+    tool_timeout: Annotated[float, Field(gt=0)] | None = 120.0
+    skills_timeout: Annotated[float, Field(gt=0)] = 5.0
+    connect_timeout: Annotated[float, Field(gt=0)] = 30.0
+    name: str | None = None
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for index, part in enumerate(loc):
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif index > 0 and isinstance(loc[index - 1], int) and part.startswith("mcp_"):
+            continue
+        else:
+            text += f".{part}" if text else part
+    return text or "(top level)"
+
+
+def _format_errors(
+    error: pydantic.ValidationError, where: str, prefix: tuple[int | str, ...] = ()
+) -> ConfigError:
+    lines = []
+    for item in error.errors():
+        key = _location((*prefix, *item["loc"]))
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif item["type"] == "missing":
+            message = "required key is missing"
+        elif item["type"] == "union_tag_invalid":
+            message = "type must be one of mcp_command, mcp_script, mcp_http"
+        elif item["type"] == "union_tag_not_found":
+            message = "missing 'type' (one of mcp_command, mcp_script, mcp_http)"
+        else:
+            message = f"{item['msg']} (got {item.get('input')!r})"
+        lines.append(f"  {key}: {message}")
+    return ConfigError(f"invalid agent configuration in {where}:\n" + "\n".join(lines))
+
+
+def _substitute(value: Any, where: str, key: str) -> Any:
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            if match.group(0) == "$${":
+                return "${"
+            variable, fallback = match.group(1), match.group(2)
+            found = os.environ.get(variable)
+            if found is not None:
+                return found
+            if fallback is not None:
+                return fallback
+            raise ConfigError(
+                f"{where}: {key or '(top level)'} uses ${{{variable}}} but the environment "
+                f"variable {variable} is not set; set it or write ${{{variable}:-default}}."
+            )
+
+        return _VARIABLE.sub(replace, value)
+    if isinstance(value, Mapping):
+        return {k: _substitute(v, where, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, where, f"{key}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def load_config_dict(
+    data: Mapping[str, Any], *, source: str = "agent configuration"
+) -> AgentConfig:
+    """Validate a configuration mapping, after ``${VAR}`` substitution.
+
+    Args:
+        data: the configuration, with the keys of `AgentConfig`.
+        source: named in error messages (the file, when read from one).
+
+    Raises:
+        ConfigError: a key is unknown, has the wrong type, or uses an unset variable.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: the configuration must be a mapping of keys to values.")
+    substituted = _substitute(data, source, "")
+    try:
+        return AgentConfig.model_validate(substituted)
+    except pydantic.ValidationError as exc:
+        raise _format_errors(exc, source) from None
+
+
+def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
+    """Read and validate an agent YAML file.
+
+    Relative ``script`` and ``cwd`` paths of stdio entries are resolved against the
+    file's folder, so a configuration works from any working directory.
+
+    Raises:
+        ConfigError: the file is missing or unreadable, is not YAML, or is invalid.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"agent configuration file {str(file)!r} does not exist.") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read agent configuration file {str(file)!r}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{file} is not valid YAML: {exc}") from None
+    config = load_config_dict({} if data is None else data, source=str(file))
+    base = file.resolve().parent
+    tools = [_resolve_paths(entry, base) for entry in config.tools]
+    return config.model_copy(update={"tools": tools})
+
+
+def _resolve_paths(
+    entry: McpCommandEntry | McpScriptEntry | McpHttpEntry, base: Path
+) -> McpCommandEntry | McpScriptEntry | McpHttpEntry:
+    update: dict[str, str] = {}
+    if isinstance(entry, McpScriptEntry) and not Path(entry.script).is_absolute():
+        update["script"] = str(base / entry.script)
+    if (
+        isinstance(entry, McpCommandEntry | McpScriptEntry)
+        and entry.cwd is not None
+        and not Path(entry.cwd).is_absolute()
+    ):
+        update["cwd"] = str(base / entry.cwd)
+    return entry.model_copy(update=update) if update else entry
+
+
+def parse_tool_entry(
+    data: Mapping[str, Any], *, index: int
+) -> McpCommandEntry | McpScriptEntry | McpHttpEntry | SessionEntry:
+    """Validate the dict at ``tools[index]`` (after ``${VAR}`` substitution).
+
+    Raises:
+        ConfigError: the entry is invalid; the message names the entry and the key.
+    """
+    substituted = _substitute(dict(data), "Agent(tools=...)", f"tools[{index}]")
+    try:
+        if "session" in data:
+            return SessionEntry.model_validate(substituted)
+        return _ENTRY_ADAPTER.validate_python(substituted)
+    except pydantic.ValidationError as exc:
+        raise _format_errors(exc, "Agent(tools=...)", ("tools", index)) from None

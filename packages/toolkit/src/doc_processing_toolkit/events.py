@@ -1,0 +1,87 @@
+"""What a run reports: tool call records and the events of `Agent.run_stream`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .messages import ToolCallPart
+
+if TYPE_CHECKING:
+    from .agent import RunResult
+
+__all__ = [
+    "AgentEvent",
+    "FinalResultEvent",
+    "TextDeltaEvent",
+    "ToolCallEvent",
+    "ToolCallRecord",
+    "ToolResultEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call of a run and what came of it.
+
+    Attributes:
+        call_id: pairs the call with its result in the message history.
+        name: the tool name the model used (prefixed when the server has a tool_prefix).
+        arguments: the arguments the model gave.
+        server: the name of the server that ran the call, or None for an unknown tool.
+        content: the text sent back to the model.
+        is_error: whether the call failed (an error result, an exception, a timeout or an
+            unknown tool); `content` then says why.
+        duration: seconds the call took.
+    """
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    server: str | None
+    content: str
+    is_error: bool
+    duration: float
+
+    @property
+    def error(self) -> str | None:
+        """The error text, or None when the call succeeded."""
+        return self.content if self.is_error else None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDeltaEvent:
+    """A piece of the model's text, as it arrives."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """The model asked for a tool call; it is about to run.
+
+    Attributes:
+        call: the call as the model made it.
+        server: the name of the server that will run it (None when no server has it).
+    """
+
+    call: ToolCallPart
+    server: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    """A tool call finished (successfully or not)."""
+
+    record: ToolCallRecord
+
+
+@dataclass(frozen=True, slots=True)
+class FinalResultEvent:
+    """The run ended with a final answer; always the last event."""
+
+    result: RunResult
+
+
+AgentEvent = TextDeltaEvent | ToolCallEvent | ToolResultEvent | FinalResultEvent
+"""Any event of `Agent.run_stream`."""

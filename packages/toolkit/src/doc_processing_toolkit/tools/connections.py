@@ -1,0 +1,422 @@
+"""Opening, keeping and reopening the sessions to tool servers.
+
+Each connected server has one owner task. The owner enters the transport and the
+session (their cancel scopes and task groups must be entered and left by one task),
+hands the session over, and waits until it is told to close. Runs borrow the session;
+they never open or close it. A session found dead is reopened by a new owner.
+
+Inside ``async with agent:`` owner tasks live in the agent's task group; otherwise (a
+lazy connect at the first run) they are plain asyncio tasks that live until
+`ConnectionPool.aclose`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import tempfile
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
+from dataclasses import dataclass, field
+from typing import IO, Any, TextIO
+
+import anyio
+import anyio.abc
+from mcp.types import CONNECTION_CLOSED, Tool
+
+from ..errors import ToolServerError
+from .base import ToolServer, ToolSession, list_all_tools
+from .prefixed import PrefixedSession
+
+__all__ = ["Connection", "ConnectionPool", "ListedServer", "Listing"]
+
+logger = logging.getLogger(__name__)
+
+_STDERR_TAIL_LINES = 20
+_STDERR_TAIL_BYTES = 16_384
+
+Spawner = Callable[[Callable[[], Coroutine[Any, Any, None]]], None]
+
+
+@dataclass(frozen=True, eq=False)
+class ListedServer:
+    """A connected server with the tools it lists for this run.
+
+    Attributes:
+        server: the descriptor (name, route, required, tool_prefix).
+        session: the session the tools are called through (prefixed when the server has
+            a tool_prefix).
+        tools: the tools as listed now, names as the model sees them.
+    """
+
+    server: ToolServer
+    session: ToolSession
+    tools: tuple[Tool, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Listing:
+    """The outcome of listing every server for one run.
+
+    Attributes:
+        listed: the reachable servers, in loaded order.
+        failed: each unreachable server with a message naming it and the cause.
+        reconnected: servers whose dead session was reopened.
+    """
+
+    listed: list[ListedServer]
+    failed: list[tuple[ToolServer, str]]
+    reconnected: list[ToolServer]
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether `exc` means the connection to a server is gone (rather than a tool failing)."""
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, BaseExceptionGroup):
+        return any(is_connection_error(e) for e in exc.exceptions)
+    if isinstance(exc, MCPError):
+        return exc.code == CONNECTION_CLOSED
+    return isinstance(
+        exc,
+        anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | OSError,
+    )
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The first leaf exception of nested exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message`` of the root cause."""
+    cause = root_cause(exc)
+    text = str(cause)
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
+def _stderr_tail(errlog: IO[str] | None) -> list[str]:
+    if errlog is None:
+        return []
+    try:
+        errlog.flush()
+        size = errlog.seek(0, 2)
+        errlog.seek(max(0, size - _STDERR_TAIL_BYTES))
+        lines = errlog.read().splitlines()
+    except (OSError, ValueError):
+        return []
+    return [line for line in lines if line.strip()][-_STDERR_TAIL_LINES:]
+
+
+@dataclass(eq=False)
+class _Owner:
+    """State shared between one owner task and the connection that spawned it."""
+
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    closing: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope | None = None
+    session: ToolSession | None = None
+    error: BaseException | None = None
+    stderr: list[str] = field(default_factory=list)
+
+
+class Connection:
+    """The session to one server: opened on demand, reused, reopened when it died.
+
+    Local functions and pre-built sessions need no owner: their session is fixed.
+    """
+
+    def __init__(self, server: ToolServer, *, connect_timeout: float) -> None:
+        self.server = server
+        self._timeout = connect_timeout
+        fixed = _fixed_session(server)
+        self._fixed = None if fixed is None else self._wrap(fixed)
+        self._owner: _Owner | None = None
+        self._session: ToolSession | None = None
+        self._lock: anyio.Lock | None = None
+        self.generation = 0
+
+    def _wrap(self, session: ToolSession) -> ToolSession:
+        prefix = self.server.tool_prefix
+        return PrefixedSession(session, prefix) if prefix else session
+
+    def _live(self) -> ToolSession | None:
+        if self._fixed is not None:
+            return self._fixed
+        owner = self._owner
+        if owner is None or owner.done.is_set():
+            return None
+        return self._session
+
+    async def session(self, spawn: Spawner) -> ToolSession:
+        """The live session, opening it first if needed.
+
+        Raises:
+            ToolServerError: the server could not be started or connected.
+        """
+        live = self._live()
+        if live is not None:
+            return live
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            live = self._live()
+            if live is not None:
+                return live
+            if self._owner is not None:
+                await self._stop(self._owner)
+            owner = await self._open(spawn)
+            assert owner.session is not None
+            self._owner, self._session = owner, self._wrap(owner.session)
+            self.generation += 1
+            return self._session
+
+    async def reconnect(self, spawn: Spawner, seen_generation: int) -> ToolSession:
+        """Drop the session of `seen_generation` (found dead) and open a new one.
+
+        Concurrent callers that saw the same dead session reconnect once.
+
+        Raises:
+            ToolServerError: the server cannot be reconnected.
+        """
+        if self._fixed is not None:
+            raise ToolServerError(
+                f"the session of server {self.server.describe()} is closed and was not opened "
+                "by the agent, so it cannot be reopened; open a new session."
+            )
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self.generation == seen_generation and self._owner is not None:
+                owner, self._owner, self._session = self._owner, None, None
+                await self._stop(owner)
+                if owner.stderr:
+                    logger.warning(
+                        "server %s lost its connection; its last stderr lines:\n%s",
+                        self.server.describe(),
+                        "\n".join(owner.stderr),
+                    )
+        return await self.session(spawn)
+
+    async def _open(self, spawn: Spawner) -> _Owner:
+        owner = _Owner()
+        spawn(lambda: self._own(owner))
+        with anyio.move_on_after(self._timeout) as timer:
+            await owner.ready.wait()
+        if timer.cancelled_caught:
+            await self._stop(owner)
+            raise ToolServerError(
+                f"server {self.server.describe()} did not connect within {self._timeout:g} s"
+                f"{_format_tail(owner.stderr)}"
+            )
+        if owner.error is not None or owner.session is None:
+            await owner.done.wait()
+            cause = describe_error(owner.error) if owner.error else "the connection closed"
+            raise ToolServerError(
+                f"server {self.server.describe()} failed to connect: {cause}"
+                f"{_format_tail(owner.stderr)}"
+            ) from (root_cause(owner.error) if owner.error else None)
+        logger.debug("connected to server %s", self.server.describe())
+        return owner
+
+    async def _own(self, owner: _Owner) -> None:
+        try:
+            with _errlog(self.server) as errlog, anyio.CancelScope() as owner.scope:
+                if owner.closing.is_set():
+                    return
+                try:
+                    async with AsyncExitStack() as stack:
+                        owner.session = await _enter_session(self.server, stack, errlog)
+                        owner.ready.set()
+                        await owner.closing.wait()
+                except Exception as exc:
+                    owner.error = exc
+                    owner.session = None
+                finally:
+                    owner.stderr = _stderr_tail(errlog)
+        finally:
+            owner.ready.set()
+            owner.done.set()
+
+    async def _stop(self, owner: _Owner) -> None:
+        owner.closing.set()
+        if not owner.ready.is_set() and owner.scope is not None:
+            owner.scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await owner.done.wait()
+
+    async def aclose(self) -> None:
+        """Close the session if the agent opened it (fixed sessions are left alone)."""
+        owner, self._owner, self._session = self._owner, None, None
+        if owner is not None:
+            await self._stop(owner)
+        self._lock = None
+
+
+def _format_tail(lines: Sequence[str]) -> str:
+    if not lines:
+        return ""
+    return "; last lines of its stderr:\n" + "\n".join(f"    {line}" for line in lines)
+
+
+def _errlog(server: ToolServer) -> AbstractContextManager[TextIO | None]:
+    """Where a stdio child's stderr goes: a temporary file, read back on failure."""
+    if server.route not in ("mcp_command", "mcp_script"):
+        return nullcontext()
+    return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+
+
+def _fixed_session(server: ToolServer) -> ToolSession | None:
+    if server.route == "local":
+        session: ToolSession = server.target
+        return session
+    if server.route == "session":
+        prebuilt: ToolSession = server.target.session
+        return prebuilt
+    return None
+
+
+async def _enter_session(
+    server: ToolServer, stack: AsyncExitStack, errlog: TextIO | None
+) -> ToolSession:
+    """Open the transport and session of `server` on `stack` (in the owner task)."""
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    target = server.target
+    if server.route == "mcp_server":
+        client = await stack.enter_async_context(Client(target))
+        return client.session
+    if server.route == "fastmcp":
+        import fastmcp
+
+        fast_client: Any = fastmcp.Client(target)
+        await stack.enter_async_context(fast_client)
+        fast_session: ToolSession = fast_client.session
+        return fast_session
+    if server.route in ("mcp_command", "mcp_script"):
+        if server.route == "mcp_command":
+            command, args = target.command, list(target.args)
+        else:
+            command, args = sys.executable, [target.script, *target.args]
+        params = StdioServerParameters(
+            command=command, args=args, env=dict(target.env) or None, cwd=target.cwd
+        )
+        assert errlog is not None
+        client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
+        return client.session
+    if server.route == "mcp_http":
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http = await stack.enter_async_context(
+            create_mcp_http_client(headers=dict(target.headers) or None)
+        )
+        client = await stack.enter_async_context(
+            Client(streamable_http_client(target.url, http_client=http))
+        )
+        return client.session
+    raise ToolServerError(f"server {server.describe()} has no connectable route")
+
+
+class ConnectionPool:
+    """The connections of one agent, in loaded order.
+
+    Args:
+        servers: the agent's servers in loaded order.
+        connect_timeout: seconds to wait for a server to start and answer.
+    """
+
+    def __init__(self, servers: Sequence[ToolServer], *, connect_timeout: float) -> None:
+        self.connections = tuple(Connection(s, connect_timeout=connect_timeout) for s in servers)
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _spawn(self, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        if self._task_group is not None:
+            self._task_group.start_soon(run)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise ToolServerError(
+                "outside asyncio, open the agent's sessions with `async with agent:` first."
+            ) from None
+
+        async def main() -> None:
+            await run()
+
+        task = loop.create_task(main())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def attach(self, task_group: anyio.abc.TaskGroup | None) -> None:
+        """Start future owner tasks in `task_group` (None: as background asyncio tasks)."""
+        self._task_group = task_group
+
+    async def list_servers(self) -> Listing:
+        """Connect what is not connected, then list every server's tools concurrently.
+
+        A dead session is reopened once.
+        """
+        results: list[ListedServer | BaseException | None] = [None] * len(self.connections)
+        reconnected: list[ToolServer] = []
+
+        async def list_one(index: int, connection: Connection) -> None:
+            try:
+                results[index] = await self._list(connection, reconnected)
+            except Exception as exc:
+                results[index] = exc
+
+        if len(self.connections) == 1:
+            await list_one(0, self.connections[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for index, connection in enumerate(self.connections):
+                    tg.start_soon(list_one, index, connection)
+        listed: list[ListedServer] = []
+        failed: list[tuple[ToolServer, str]] = []
+        for connection, result in zip(self.connections, results, strict=True):
+            if isinstance(result, ListedServer):
+                listed.append(result)
+            else:
+                assert result is not None
+                message = (
+                    str(result)
+                    if isinstance(result, ToolServerError)
+                    else (
+                        f"server {connection.server.describe()} could not list its tools: "
+                        f"{describe_error(result)}"
+                    )
+                )
+                failed.append((connection.server, message))
+        return Listing(listed=listed, failed=failed, reconnected=reconnected)
+
+    async def _list(self, connection: Connection, reconnected: list[ToolServer]) -> ListedServer:
+        session = await connection.session(self._spawn)
+        generation = connection.generation
+        try:
+            tools = await list_all_tools(session)
+        except Exception as exc:
+            if not is_connection_error(exc):
+                raise
+            logger.info(
+                "server %s: connection lost (%s); reconnecting",
+                connection.server.describe(),
+                describe_error(exc),
+            )
+            session = await connection.reconnect(self._spawn, generation)
+            reconnected.append(connection.server)
+            tools = await list_all_tools(session)
+        return ListedServer(server=connection.server, session=session, tools=tuple(tools))
+
+    async def aclose(self) -> None:
+        """Close every session the agent opened, in reverse loaded order."""
+        with anyio.CancelScope(shield=True):
+            for connection in reversed(self.connections):
+                await connection.aclose()
+            for task in list(self._tasks):
+                await asyncio.wait([task])
