@@ -55,9 +55,9 @@ def _style_name(paragraph: Any) -> str:
 def load(source: Source) -> FlowDocument:
     """The DOCX as sections: "Heading N" and "Title" styles start sections, list styles
     become bullet items, and tables are kept in reading order."""
+    document = _open(source)
     from docx.table import Table as DocxTable
 
-    document = _open(source)
     builder = FlowBuilder()
     paragraphs = words = 0
     for item in document.iter_inner_content():

@@ -1,0 +1,109 @@
+"""Bad input: each a clear error, no crash, and nothing written in the workspace."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.errors import (
+    DocumentError,
+    EncryptedDocumentError,
+    FileTooLargeError,
+    MissingExtraError,
+    NotFoundError,
+    PathOutsideRootError,
+    StdToolsError,
+    UnsupportedFormatError,
+)
+from doc_processing_std_tools.filesystem.operations import Workspace
+
+TOOLS: dict[str, Callable[[Workspace, str], str]] = {
+    "get_file_overview": api.get_file_overview,
+    "read_document": api.read_document,
+    "extract_tables": api.extract_tables,
+    "search_document": lambda ws, path: api.search_document(ws, path, "invoice"),
+}
+
+BAD_FILES = [
+    ("corrupt.pdf", DocumentError, "damaged or incomplete"),
+    ("renamed.pdf", DocumentError, "lacks the PDF header"),
+    ("encrypted.pdf", EncryptedDocumentError, "password-protected"),
+    ("empty.pdf", DocumentError, "is empty"),
+    ("empty.csv", DocumentError, "is empty"),
+    ("big.pdf", FileTooLargeError, "DPTTOOLS_MAX_FILE_SIZE_MB"),
+    ("broken.docx", DocumentError, "could not be read as DOCX"),
+    ("broken.xlsx", DocumentError, "not a valid XLSX"),
+    ("legacy.doc", UnsupportedFormatError, "save it as DOCX"),
+    ("missing.pdf", NotFoundError, "no document"),
+    ("../outside.pdf", PathOutsideRootError, "'..'"),
+    ("/etc/passwd", PathOutsideRootError, "absolute"),
+]
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        p.name: (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.parent.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def unchanged(library: Path) -> Iterator[None]:
+    """Asserts that the test wrote, changed and removed nothing around the samples."""
+    before = snapshot(library)
+    yield
+    assert snapshot(library) == before
+
+
+@pytest.mark.usefixtures("unchanged")
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+@pytest.mark.parametrize(("name", "error", "message"), BAD_FILES)
+def test_bad_files_give_clear_errors(
+    ws: Workspace, tool: str, name: str, error: type[StdToolsError], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        TOOLS[tool](ws, name)
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_a_symlink_out_of_the_workspace_is_refused(scratch: Path, library: Path, tool: str) -> None:
+    (scratch / "report.pdf").symlink_to(library / "report.pdf")
+    with pytest.raises(PathOutsideRootError, match="leads outside"):
+        TOOLS[tool](Workspace.from_settings(), "report.pdf")
+
+
+def test_an_unknown_binary_format_is_named(scratch: Path) -> None:
+    (scratch / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00")
+    with pytest.raises(UnsupportedFormatError, match="PDF, DOCX, XLSX, CSV, HTML"):
+        api.get_file_overview(Workspace.from_settings(), "photo.jpg")
+
+
+def test_a_pdf_with_an_unknown_suffix_is_recognised(scratch: Path, library: Path) -> None:
+    (scratch / "download.bin").write_bytes((library / "report.pdf").read_bytes())
+    assert '"page_count": 3' in api.get_file_overview(Workspace.from_settings(), "download.bin")
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "what"),
+    [
+        ("pypdfium2", "report.pdf", "PDF"),
+        ("docx", "handbook.docx", "DOCX"),
+        ("openpyxl", "book.xlsx", "XLSX"),
+    ],
+)
+def test_without_the_docs_extra_the_error_names_the_install_command(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, module: str, name: str, what: str
+) -> None:
+    # A None entry in sys.modules makes `import <module>` fail as if it were not installed.
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(MissingExtraError) as caught:
+        api.read_document(ws, name)
+    assert str(caught.value) == (
+        f'Reading {what} files needs the docs extra: pip install "doc-processing-std-tools[docs]"'
+    )
+    assert "Ada" in api.read_document(ws, "people.csv")

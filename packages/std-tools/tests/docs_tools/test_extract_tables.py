@@ -1,0 +1,72 @@
+"""extract_tables: every format's tables as Markdown or CSV, labelled with their place."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.errors import InvalidArgumentError
+from doc_processing_std_tools.filesystem.operations import Workspace
+
+from .samples import INVOICE_ROWS
+
+INVOICE_MARKDOWN = (
+    "| Item | Qty | Price |\n|---|---|---|\n| Widget | 2 | 3.50 |\n| Gadget | 1 | 10.00 |"
+)
+
+
+def test_pdf_table_as_markdown_with_its_page(ws: Workspace) -> None:
+    text = api.extract_tables(ws, "report.pdf")
+    assert text == f"### Table 1 (page 2)\n\n{INVOICE_MARKDOWN}\n\n"
+
+
+def test_pdf_table_as_csv(ws: Workspace) -> None:
+    text = api.extract_tables(ws, "report.pdf", format="csv")
+    label, body = text.split("\n", 1)
+    assert label == "Table 1 (page 2):"
+    assert [tuple(r) for r in csv.reader(io.StringIO(body.strip()))] == INVOICE_ROWS
+
+
+def test_pages_without_tables_say_so(ws: Workspace) -> None:
+    assert api.extract_tables(ws, "report.pdf", "1") == (
+        "No tables were found in report.pdf in the selected part (1)."
+    )
+    assert api.extract_tables(ws, "plain.txt") == "plain.txt is plain text, which has no tables."
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [("handbook.docx", "section 3 (Price list)"), ("notes.md", "section 3 (Fixes)")],
+)
+def test_tables_of_flowing_documents_name_their_section(
+    ws: Workspace, name: str, where: str
+) -> None:
+    assert api.extract_tables(ws, name).startswith(f"### Table 1 ({where})\n\n| ")
+
+
+def test_docx_table_content(ws: Workspace) -> None:
+    assert INVOICE_MARKDOWN in api.extract_tables(ws, "handbook.docx")
+
+
+def test_html_table_keeps_escaped_pipes_in_markdown_and_raw_in_csv(ws: Workspace) -> None:
+    assert "| Europe | 9 \\| EUR |" in api.extract_tables(ws, "policy.html")
+    text = api.extract_tables(ws, "policy.html", format="csv")
+    assert "Europe,9 | EUR\n" in text
+
+
+def test_each_sheet_is_a_table(ws: Workspace) -> None:
+    text = api.extract_tables(ws, "book.xlsx", "Notes", format="csv")
+    assert text == "## Sheet 2: Notes\n\nTopic,Note\nAudit,South numbers need a second look\n\n"
+
+
+def test_a_csv_file_is_one_table(ws: Workspace) -> None:
+    text = api.extract_tables(ws, "people.csv", format="csv")
+    assert text == "name,city,amount\nAda,Zürich,12.5\nBob,Oslo,7\nCleo,Lima,3\n"
+
+
+def test_an_unknown_output_format_is_refused(ws: Workspace) -> None:
+    with pytest.raises(InvalidArgumentError, match="'markdown' or 'csv'"):
+        api.extract_tables(ws, "report.pdf", format="json")

@@ -1,0 +1,130 @@
+"""get_file_overview on every format: counts, metadata, outline, preview, bounded work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from doc_processing_std_tools.docs import api, pdf
+from doc_processing_std_tools.filesystem.operations import Workspace
+
+from .samples import write_book_xlsx, write_long_pdf
+
+
+def overview(ws: Workspace, name: str) -> dict[str, object]:
+    result = json.loads(api.get_file_overview(ws, name))
+    assert isinstance(result, dict)
+    return result
+
+
+def test_pdf_overview_has_pages_metadata_bookmarks_and_preview(ws: Workspace) -> None:
+    result = overview(ws, "report.pdf")
+    assert result["format"] == "pdf"
+    assert result["page_count"] == 3
+    assert result["metadata"] == {
+        "title": "Quarterly report",
+        "author": "Ada Finance",
+        "created": "2026-03-01T09:30:00",
+    }
+    assert result["outline"] == [
+        {"level": 1, "title": "Summary", "page": 1},
+        {"level": 1, "title": "Invoice lines", "page": 2},
+    ]
+    assert result["text_layer"] == "present"
+    assert str(result["preview"]).startswith("Quarterly report\nRevenue grew")
+
+
+def test_scanned_pdf_is_reported_as_having_no_text_layer(ws: Workspace) -> None:
+    result = overview(ws, "scanned.pdf")
+    assert result["page_count"] == 1
+    assert "scanned" in str(result["text_layer"]) and "OCR" in str(result["text_layer"])
+    assert result["preview"] == ""
+
+
+def test_pdf_overview_looks_only_at_the_first_pages(scratch: Path) -> None:
+    write_long_pdf(scratch / "long.pdf", pages=45, lines_per_page=3)
+    result = overview(Workspace.from_settings(), "long.pdf")
+    assert result["page_count"] == 45
+    assert result["pages_examined"] == pdf.OVERVIEW_PAGES
+    assert result["outline_kind"] == "first line of each page"
+    outline = result["outline"]
+    assert isinstance(outline, list) and len(outline) == pdf.OVERVIEW_PAGES
+    assert outline[-1] == {
+        "page": pdf.OVERVIEW_PAGES,
+        "first_line": f"Page {pdf.OVERVIEW_PAGES} line 1: lorem ipsum dolor sit amet",
+    }
+
+
+def test_docx_overview_lists_headings_tables_and_properties(ws: Workspace) -> None:
+    result = overview(ws, "handbook.docx")
+    assert result["format"] == "docx"
+    assert result["section_count"] == 3
+    assert result["table_count"] == 1
+    metadata = result["metadata"]
+    assert isinstance(metadata, dict)
+    assert (metadata["title"], metadata["author"]) == ("Supplier handbook", "Procurement")
+    assert [(o["level"], o["title"]) for o in result["outline"]] == [  # type: ignore[attr-defined]
+        (1, "Supplier handbook"),
+        (1, "Payment terms"),
+        (2, "Price list"),
+    ]
+    assert "How we pay our suppliers." in str(result["preview"])
+
+
+def test_xlsx_overview_names_sheets_with_used_ranges(ws: Workspace) -> None:
+    result = overview(ws, "book.xlsx")
+    assert result["sheet_count"] == 2
+    assert result["outline"] == [
+        {"sheet": 1, "name": "Sales", "used_range": "A1:C4", "rows": 4, "columns": 3},
+        {"sheet": 2, "name": "Notes", "used_range": "A1:B2", "rows": 2, "columns": 2},
+    ]
+    assert result["metadata"]["title"] == "Sales book"  # type: ignore[index]
+    assert str(result["preview"]).splitlines()[2] == "| North | 100 | 2026-01-01 |"
+
+
+def test_xlsx_overview_of_a_long_sheet_shows_only_its_first_rows(scratch: Path) -> None:
+    write_book_xlsx(scratch / "long.xlsx", sales_rows=3000)
+    result = overview(Workspace.from_settings(), "long.xlsx")
+    assert result["outline"][0]["used_range"] == "A1:C3001"  # type: ignore[index]
+    assert len(str(result["preview"]).splitlines()) == 2 + 4
+
+
+def test_csv_overview_detects_the_delimiter(ws: Workspace) -> None:
+    result = overview(ws, "people.csv")
+    assert (result["row_count"], result["column_count"]) == (3, 3)
+    assert result["columns"] == ["name", "city", "amount"]
+    assert result["delimiter"] == "semicolon"
+    assert "| Ada | Zürich | 12.5 |" in str(result["preview"])
+
+
+def test_html_overview_has_title_author_and_headings(ws: Workspace) -> None:
+    result = overview(ws, "policy.html")
+    assert result["metadata"] == {
+        "language": "en",
+        "title": "Shipping policy",
+        "author": "Logistics team",
+    }
+    titles = [o["title"] for o in result["outline"]]  # type: ignore[attr-defined]
+    assert titles == ["(text before the first heading)", "Shipping policy", "Rates"]
+    assert "do not show" not in json.dumps(result)
+
+
+def test_markdown_overview_skips_code_and_reads_front_matter(ws: Workspace) -> None:
+    result = overview(ws, "notes.md")
+    assert result["metadata"] == {"title": "Release notes", "author": "Dev team"}
+    titles = [o["title"] for o in result["outline"]]  # type: ignore[attr-defined]
+    assert titles == ["(text before the first heading)", "Version 2", "Fixes", "Version 1"]
+    assert result["table_count"] == 1
+
+
+def test_text_overview_counts_lines_and_words(ws: Workspace) -> None:
+    result = overview(ws, "plain.txt")
+    assert (result["line_count"], result["word_count"]) == (4, 4)
+    assert result["encoding"] == "utf-8"
+
+
+def test_windows_1252_text_is_decoded(scratch: Path) -> None:
+    (scratch / "legacy.txt").write_bytes("Prix: 12 € à payer".encode("cp1252"))
+    result = overview(Workspace.from_settings(), "legacy.txt")
+    assert result["encoding"] == "cp1252"
+    assert result["preview"] == "Prix: 12 € à payer"
