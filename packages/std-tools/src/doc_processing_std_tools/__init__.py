@@ -8,13 +8,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .docs.server import docs_server
+    from .filesystem.server import file_system_server
+    from .server import make_composed_server
     from .skills.server import make_skills_server, skills_server
 
 __version__ = "0.6.0"
 
-__all__ = ["__version__", "make_skills_server", "skills_server"]
+__all__ = [
+    "__version__",
+    "docs_server",
+    "file_system_server",
+    "make_composed_server",
+    "make_skills_server",
+    "skills_server",
+]
 
 _LAZY: dict[str, str] = {
+    "docs_server": ".docs.server",
+    "file_system_server": ".filesystem.server",
+    "make_composed_server": ".server",
     "make_skills_server": ".skills.server",
     "skills_server": ".skills.server",
 }
