@@ -13,7 +13,7 @@ import os
 import socket
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -96,6 +96,8 @@ class StandIn:
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the real APIs: clients pool
+
             def do_POST(self) -> None:
                 self._serve()
 
@@ -122,6 +124,8 @@ class StandIn:
                     self.wfile.write(data)
                     return
                 self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.close_connection = True
                 self.end_headers()
                 for event, payload in reply.events:
                     data_line = payload if isinstance(payload, str) else json.dumps(payload)
@@ -362,3 +366,22 @@ def anthropic_wire() -> type[AnthropicWire]:
 @pytest.fixture
 def openai_wire() -> type[OpenAIWire]:
     return OpenAIWire
+
+
+class Opened:
+    """Models made by a test, closed when it ends (their clients pool connections)."""
+
+    def __init__(self) -> None:
+        self.models: list[Any] = []
+
+    def __call__(self, model: Any) -> Any:
+        self.models.append(model)
+        return model
+
+
+@pytest.fixture
+async def opened() -> AsyncIterator[Opened]:
+    models = Opened()
+    yield models
+    for model in models.models:
+        await model.aclose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import sys
 from typing import Any
 
@@ -48,10 +50,10 @@ def ask(text: str = "Hi", **provider_kwargs: Any) -> ModelRequest:
     )
 
 
-def model_for(stand_in: Any, **options: Any) -> AnthropicModel:
+def model_for(stand_in: Any, opened: Any, **options: Any) -> AnthropicModel:
     options.setdefault("api_key", ANTHROPIC_KEY)
     options.setdefault("max_retries", 0)
-    return AnthropicModel("claude-test-1", base_url=stand_in.url, **options)
+    return opened(AnthropicModel("claude-test-1", base_url=stand_in.url, **options))
 
 
 async def collect(model: AnthropicModel, request: ModelRequest) -> tuple[list[str], ModelResponse]:
@@ -74,14 +76,14 @@ def sent_key(headers: dict[str, str]) -> str | None:
 
 
 async def test_plain_text_reply_with_usage_and_the_request_on_the_wire(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     stand_in.reply_json(
         anthropic_wire.message(
             [anthropic_wire.text("Hello there.")], input_tokens=30, output_tokens=4
         )
     )
-    model = model_for(stand_in)
+    model = model_for(stand_in, opened)
 
     response = await model.request(ask("Hi"))
 
@@ -111,7 +113,7 @@ async def test_plain_text_reply_with_usage_and_the_request_on_the_wire(
     await model.aclose()
 
 
-async def test_cached_prompt_tokens_count_as_input(stand_in, anthropic_wire) -> None:
+async def test_cached_prompt_tokens_count_as_input(opened, stand_in, anthropic_wire) -> None:
     stand_in.reply_json(
         anthropic_wire.message(
             [anthropic_wire.text("ok")],
@@ -121,20 +123,22 @@ async def test_cached_prompt_tokens_count_as_input(stand_in, anthropic_wire) -> 
             cache_read_input_tokens=50,
         )
     )
-    response = await model_for(stand_in).request(ask())
+    response = await model_for(stand_in, opened).request(ask())
     assert response.usage.input_tokens == 155
     assert response.usage.total_tokens == 157
 
 
-async def test_no_system_and_no_tools_are_left_out_of_the_body(stand_in, anthropic_wire) -> None:
+async def test_no_system_and_no_tools_are_left_out_of_the_body(
+    opened, stand_in, anthropic_wire
+) -> None:
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
     request = ModelRequest(system=None, messages=[Message.user("Hi")], tools=[], provider_kwargs={})
-    await model_for(stand_in).request(request)
+    await model_for(stand_in, opened).request(request)
     assert "system" not in stand_in.last.body
     assert "tools" not in stand_in.last.body
 
 
-async def test_several_tool_calls_in_one_reply(stand_in, anthropic_wire) -> None:
+async def test_several_tool_calls_in_one_reply(opened, stand_in, anthropic_wire) -> None:
     stand_in.reply_json(
         anthropic_wire.message(
             [
@@ -146,7 +150,7 @@ async def test_several_tool_calls_in_one_reply(stand_in, anthropic_wire) -> None
         )
     )
 
-    response = await model_for(stand_in).request(ask("Weather in Paris and Oslo?"))
+    response = await model_for(stand_in, opened).request(ask("Weather in Paris and Oslo?"))
 
     assert response.stop_reason == "tool_use"
     assert response.parts == (
@@ -157,7 +161,7 @@ async def test_several_tool_calls_in_one_reply(stand_in, anthropic_wire) -> None
 
 
 async def test_tool_results_go_back_as_tool_result_blocks_with_is_error(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("Paris is sunny.")]))
     history = [
@@ -183,7 +187,7 @@ async def test_tool_results_go_back_as_tool_result_blocks_with_is_error(
     ]
     request = ModelRequest(system=None, messages=history, tools=[WEATHER], provider_kwargs={})
 
-    response = await model_for(stand_in).request(request)
+    response = await model_for(stand_in, opened).request(request)
 
     assert response.text == "Paris is sunny."
     assert stand_in.last.body["messages"] == [
@@ -233,12 +237,18 @@ async def test_tool_results_go_back_as_tool_result_blocks_with_is_error(
     ],
 )
 async def test_api_errors_become_model_api_errors(
-    stand_in, anthropic_wire, status: int, error_type: str, api_message: str, hint: str | None
+    opened,
+    stand_in,
+    anthropic_wire,
+    status: int,
+    error_type: str,
+    api_message: str,
+    hint: str | None,
 ) -> None:
     stand_in.reply_json(anthropic_wire.error(error_type, api_message), status=status)
 
     with pytest.raises(ModelAPIError) as caught:
-        await model_for(stand_in).request(ask())
+        await model_for(stand_in, opened).request(ask())
 
     error = caught.value
     assert (error.provider, error.status_code, error.api_message) == (
@@ -256,8 +266,10 @@ async def test_api_errors_become_model_api_errors(
     assert len(stand_in.requests) == 1, "max_retries=0 must not retry"
 
 
-async def test_an_unreachable_api_is_a_model_api_error_naming_the_address(dead_url) -> None:
-    model = AnthropicModel("claude-test-1", api_key=ANTHROPIC_KEY, base_url=dead_url, max_retries=0)
+async def test_an_unreachable_api_is_a_model_api_error_naming_the_address(opened, dead_url) -> None:
+    model = opened(
+        AnthropicModel("claude-test-1", api_key=ANTHROPIC_KEY, base_url=dead_url, max_retries=0)
+    )
     with pytest.raises(ModelAPIError) as caught:
         await model.request(ask())
     assert caught.value.status_code is None
@@ -265,7 +277,7 @@ async def test_an_unreachable_api_is_a_model_api_error_naming_the_address(dead_u
 
 
 async def test_streaming_yields_text_deltas_then_the_final_response(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     stand_in.reply_sse(
         anthropic_wire.stream(
@@ -276,7 +288,7 @@ async def test_streaming_yields_text_deltas_then_the_final_response(
         )
     )
 
-    deltas, final = await collect(model_for(stand_in), ask())
+    deltas, final = await collect(model_for(stand_in, opened), ask())
 
     assert deltas == ["Hello", " from", " the ", "strea", "m."]
     assert final.text == "Hello from the stream."
@@ -286,7 +298,7 @@ async def test_streaming_yields_text_deltas_then_the_final_response(
 
 
 async def test_streamed_tool_calls_are_assembled_from_partial_json(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     stand_in.reply_sse(
         anthropic_wire.stream(
@@ -300,7 +312,7 @@ async def test_streamed_tool_calls_are_assembled_from_partial_json(
         )
     )
 
-    deltas, final = await collect(model_for(stand_in), ask())
+    deltas, final = await collect(model_for(stand_in, opened), ask())
 
     assert "".join(deltas) == "Let me look."
     assert final.stop_reason == "tool_use"
@@ -311,25 +323,25 @@ async def test_streamed_tool_calls_are_assembled_from_partial_json(
 
 
 async def test_an_error_event_inside_a_stream_is_a_model_api_error(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     events = anthropic_wire.stream([anthropic_wire.text("Hello there")])[:4]
     events.append(("error", anthropic_wire.error("overloaded_error", "Overloaded")))
     stand_in.reply_sse(events)
 
     with pytest.raises(ModelAPIError) as caught:
-        await collect(model_for(stand_in), ask())
+        await collect(model_for(stand_in, opened), ask())
     assert caught.value.status_code is None
     assert caught.value.api_message == "Overloaded"
     assert "overloaded_error" in str(caught.value)
 
 
 async def test_a_streaming_request_rejected_up_front_is_a_model_api_error(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     stand_in.reply_json(anthropic_wire.error("authentication_error", "bad key"), status=401)
     with pytest.raises(ModelAPIError) as caught:
-        await collect(model_for(stand_in), ask())
+        await collect(model_for(stand_in, opened), ask())
     assert caught.value.status_code == 401
 
 
@@ -352,25 +364,29 @@ def assert_native_skills_on_the_wire(sent: Any) -> None:
     assert "betas" not in sent.body
 
 
-async def test_provider_kwargs_reach_the_wire_native_skills(stand_in, anthropic_wire) -> None:
+async def test_provider_kwargs_reach_the_wire_native_skills(
+    opened, stand_in, anthropic_wire
+) -> None:
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("Deck ready.")]))
-    response = await model_for(stand_in).request(ask("Make a deck", **NATIVE_SKILLS))
+    response = await model_for(stand_in, opened).request(ask("Make a deck", **NATIVE_SKILLS))
     assert response.text == "Deck ready."
     assert_native_skills_on_the_wire(stand_in.last)
 
 
-async def test_provider_kwargs_reach_the_wire_when_streaming(stand_in, anthropic_wire) -> None:
+async def test_provider_kwargs_reach_the_wire_when_streaming(
+    opened, stand_in, anthropic_wire
+) -> None:
     stand_in.reply_sse(anthropic_wire.stream([anthropic_wire.text("Deck ready.")]))
-    _, final = await collect(model_for(stand_in), ask("Make a deck", **NATIVE_SKILLS))
+    _, final = await collect(model_for(stand_in, opened), ask("Make a deck", **NATIVE_SKILLS))
     assert final.text == "Deck ready."
     assert_native_skills_on_the_wire(stand_in.last)
 
 
 async def test_provider_kwargs_override_body_fields_and_add_headers(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
-    await model_for(stand_in, max_tokens=100).request(
+    await model_for(stand_in, opened, max_tokens=100).request(
         ask(max_tokens=50, extra_headers={"x-trace": "t-1"}, top_k=5)
     )
     assert stand_in.last.body["max_tokens"] == 50
@@ -380,26 +396,26 @@ async def test_provider_kwargs_override_body_fields_and_add_headers(
 
 
 async def test_the_sdk_environment_variables_are_honoured(
-    stand_in, anthropic_wire, monkeypatch: pytest.MonkeyPatch
+    opened, stand_in, anthropic_wire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stand_in.url)
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
 
-    response = await AnthropicModel("claude-test-1", max_retries=0).request(ask())
+    response = await opened(AnthropicModel("claude-test-1", max_retries=0)).request(ask())
 
     assert response.text == "ok"
     assert sent_key(stand_in.last.headers) == "sk-from-env"
 
 
 async def test_explicit_options_override_the_environment(
-    stand_in, anthropic_wire, dead_url, monkeypatch: pytest.MonkeyPatch
+    opened, stand_in, anthropic_wire, dead_url, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", dead_url)
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
 
-    model = AnthropicModel("claude-test-1", api_key="sk-explicit", base_url=stand_in.url)
+    model = opened(AnthropicModel("claude-test-1", api_key="sk-explicit", base_url=stand_in.url))
     response = await model.request(ask())
 
     assert response.text == "ok"
@@ -411,18 +427,19 @@ def test_a_missing_key_says_what_to_set() -> None:
         AnthropicModel("claude-test-1")
 
 
-def test_an_auth_token_from_the_environment_is_a_credential(
+async def test_an_auth_token_from_the_environment_is_a_credential(
+    opened,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "token-from-env")
-    assert AnthropicModel("claude-test-1").client.auth_token == "token-from-env"
+    assert opened(AnthropicModel("claude-test-1")).client.auth_token == "token-from-env"
 
 
-async def test_a_given_client_is_used_as_is(stand_in, anthropic_wire) -> None:
+async def test_a_given_client_is_used_as_is(opened, stand_in, anthropic_wire) -> None:
     client = anthropic.AsyncAnthropic(api_key="sk-own", base_url=stand_in.url, max_retries=0)
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
 
-    model = AnthropicModel("claude-test-1", client=client)
+    model = opened(AnthropicModel("claude-test-1", client=client))
     await model.request(ask())
     await model.aclose()
 
@@ -433,11 +450,13 @@ async def test_a_given_client_is_used_as_is(stand_in, anthropic_wire) -> None:
 
 
 async def test_resolve_model_builds_an_anthropic_model_with_options(
-    stand_in, anthropic_wire
+    opened, stand_in, anthropic_wire
 ) -> None:
     stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
-    model = resolve_model(
-        "claude-sonnet-5", api_key=ANTHROPIC_KEY, base_url=stand_in.url, max_retries=0
+    model = opened(
+        resolve_model(
+            "claude-sonnet-5", api_key=ANTHROPIC_KEY, base_url=stand_in.url, max_retries=0
+        )
     )
     assert isinstance(model, AnthropicModel)
     assert model.name == "anthropic:claude-sonnet-5"
@@ -452,3 +471,15 @@ def test_without_the_sdk_the_error_says_what_to_install(monkeypatch: pytest.Monk
         MissingDependencyError, match=r'pip install "doc-processing-toolkit\[anthropic\]"'
     ):
         resolve_model("claude-sonnet-5", api_key=ANTHROPIC_KEY)
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_one_model_serves_one_event_loop_after_another(stand_in, anthropic_wire) -> None:
+    model = AnthropicModel("claude-test-1", api_key=ANTHROPIC_KEY, base_url=stand_in.url)
+    for turn in range(3):
+        stand_in.reply_json(anthropic_wire.message([anthropic_wire.text(f"reply {turn}")]))
+        assert asyncio.run(model.request(ask())).text == f"reply {turn}"
+    asyncio.run(model.aclose())
+    del model
+    gc.collect()  # the clients of the ended loops go now, warnings and all

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import sys
 from typing import Any
 
@@ -52,10 +54,10 @@ def ask(text: str = "Hi", **provider_kwargs: Any) -> ModelRequest:
     )
 
 
-def model_for(stand_in: Any, **options: Any) -> OpenAIModel:
+def model_for(stand_in: Any, opened: Any, **options: Any) -> OpenAIModel:
     options.setdefault("api_key", OPENAI_KEY)
     options.setdefault("max_retries", 0)
-    return OpenAIModel("gpt-test-1", base_url=f"{stand_in.url}/v1", **options)
+    return opened(OpenAIModel("gpt-test-1", base_url=f"{stand_in.url}/v1", **options))
 
 
 async def collect(model: OpenAIModel, request: ModelRequest) -> tuple[list[str], ModelResponse]:
@@ -72,12 +74,12 @@ async def collect(model: OpenAIModel, request: ModelRequest) -> tuple[list[str],
 
 
 async def test_plain_text_reply_with_usage_and_the_request_on_the_wire(
-    stand_in, openai_wire
+    opened, stand_in, openai_wire
 ) -> None:
     stand_in.reply_json(
         openai_wire.completion("Hello there.", prompt_tokens=31, completion_tokens=3)
     )
-    model = model_for(stand_in)
+    model = model_for(stand_in, opened)
 
     response = await model.request(ask("Hi"))
 
@@ -109,17 +111,17 @@ async def test_plain_text_reply_with_usage_and_the_request_on_the_wire(
     await model.aclose()
 
 
-async def test_no_system_and_no_tools_are_left_out(stand_in, openai_wire) -> None:
+async def test_no_system_and_no_tools_are_left_out(opened, stand_in, openai_wire) -> None:
     stand_in.reply_json(openai_wire.completion("ok"))
     request = ModelRequest(system=None, messages=[Message.user("Hi")], tools=[], provider_kwargs={})
-    await model_for(stand_in).request(request)
+    await model_for(stand_in, opened).request(request)
     assert stand_in.last.body == {
         "model": "gpt-test-1",
         "messages": [{"role": "user", "content": "Hi"}],
     }
 
 
-async def test_several_tool_calls_in_one_reply(stand_in, openai_wire) -> None:
+async def test_several_tool_calls_in_one_reply(opened, stand_in, openai_wire) -> None:
     stand_in.reply_json(
         openai_wire.completion(
             None,
@@ -130,7 +132,7 @@ async def test_several_tool_calls_in_one_reply(stand_in, openai_wire) -> None:
         )
     )
 
-    response = await model_for(stand_in).request(ask("Weather in Paris and Oslo?"))
+    response = await model_for(stand_in, opened).request(ask("Weather in Paris and Oslo?"))
 
     assert response.stop_reason == "tool_calls"
     assert response.parts == (
@@ -148,13 +150,13 @@ async def test_several_tool_calls_in_one_reply(stand_in, openai_wire) -> None:
     ],
 )
 async def test_unusable_tool_arguments_do_not_raise_and_are_flagged(
-    stand_in, openai_wire, raw: str, problem: str
+    opened, stand_in, openai_wire, raw: str, problem: str
 ) -> None:
     stand_in.reply_json(
         openai_wire.completion(None, [openai_wire.tool_call("call_1", "get_weather", raw)])
     )
 
-    response = await model_for(stand_in).request(ask())
+    response = await model_for(stand_in, opened).request(ask())
 
     [call] = response.tool_calls
     assert call.arguments == {"_raw": raw}
@@ -169,7 +171,7 @@ def test_empty_tool_arguments_are_no_arguments() -> None:
     assert parse_tool_arguments('{"a": 1}') == ({"a": 1}, None)
 
 
-async def test_tool_results_go_back_as_tool_messages(stand_in, openai_wire) -> None:
+async def test_tool_results_go_back_as_tool_messages(opened, stand_in, openai_wire) -> None:
     stand_in.reply_json(openai_wire.completion("Paris is sunny."))
     history = [
         Message.user("Weather in Paris and Oslo?"),
@@ -203,7 +205,7 @@ async def test_tool_results_go_back_as_tool_messages(stand_in, openai_wire) -> N
     ]
     request = ModelRequest(system=None, messages=history, tools=[WEATHER], provider_kwargs={})
 
-    response = await model_for(stand_in).request(request)
+    response = await model_for(stand_in, opened).request(request)
 
     assert response.text == "Paris is sunny."
     assert stand_in.last.body["messages"] == [
@@ -237,7 +239,7 @@ async def test_tool_results_go_back_as_tool_messages(stand_in, openai_wire) -> N
 
 
 async def test_an_assistant_turn_with_only_tool_calls_has_null_content(
-    stand_in, openai_wire
+    opened, stand_in, openai_wire
 ) -> None:
     stand_in.reply_json(openai_wire.completion("done"))
     history = [
@@ -245,7 +247,7 @@ async def test_an_assistant_turn_with_only_tool_calls_has_null_content(
         Message(role="assistant", parts=(ToolCallPart(id="c1", name="get_weather", arguments={}),)),
         Message(role="user", parts=(ToolResultPart(call_id="c1", name="get_weather", content=""),)),
     ]
-    await model_for(stand_in).request(
+    await model_for(stand_in, opened).request(
         ModelRequest(system=None, messages=history, tools=[], provider_kwargs={})
     )
     assistant, tool = stand_in.last.body["messages"][1:]
@@ -265,12 +267,12 @@ async def test_an_assistant_turn_with_only_tool_calls_has_null_content(
     ],
 )
 async def test_api_errors_become_model_api_errors(
-    stand_in, openai_wire, status: int, error_type: str, api_message: str, hint: str | None
+    opened, stand_in, openai_wire, status: int, error_type: str, api_message: str, hint: str | None
 ) -> None:
     stand_in.reply_json(openai_wire.error(api_message, error_type), status=status)
 
     with pytest.raises(ModelAPIError) as caught:
-        await model_for(stand_in).request(ask())
+        await model_for(stand_in, opened).request(ask())
 
     error = caught.value
     assert (error.provider, error.status_code, error.api_message) == ("openai", status, api_message)
@@ -284,16 +286,18 @@ async def test_api_errors_become_model_api_errors(
     assert len(stand_in.requests) == 1, "max_retries=0 must not retry"
 
 
-async def test_a_non_json_error_body_is_reported_as_text(stand_in) -> None:
+async def test_a_non_json_error_body_is_reported_as_text(opened, stand_in) -> None:
     stand_in.reply_json("upstream exploded", status=502)
     with pytest.raises(ModelAPIError) as caught:
-        await model_for(stand_in).request(ask())
+        await model_for(stand_in, opened).request(ask())
     assert caught.value.status_code == 502
     assert "upstream exploded" in str(caught.value)
 
 
-async def test_an_unreachable_server_is_a_model_api_error_naming_the_address(dead_url) -> None:
-    model = OpenAIModel("gpt-test-1", api_key=OPENAI_KEY, base_url=dead_url, max_retries=0)
+async def test_an_unreachable_server_is_a_model_api_error_naming_the_address(
+    opened, dead_url
+) -> None:
+    model = opened(OpenAIModel("gpt-test-1", api_key=OPENAI_KEY, base_url=dead_url, max_retries=0))
     with pytest.raises(ModelAPIError) as caught:
         await model.request(ask())
     assert caught.value.status_code is None
@@ -301,13 +305,13 @@ async def test_an_unreachable_server_is_a_model_api_error_naming_the_address(dea
 
 
 async def test_streaming_yields_text_deltas_then_the_final_response_with_usage(
-    stand_in, openai_wire
+    opened, stand_in, openai_wire
 ) -> None:
     stand_in.reply_sse(
         openai_wire.stream("Hello from the stream.", prompt_tokens=44, completion_tokens=6, chunk=5)
     )
 
-    deltas, final = await collect(model_for(stand_in), ask())
+    deltas, final = await collect(model_for(stand_in, opened), ask())
 
     assert deltas == ["Hello", " from", " the ", "strea", "m."]
     assert final.parts == (TextPart("Hello from the stream."),)
@@ -319,7 +323,7 @@ async def test_streaming_yields_text_deltas_then_the_final_response_with_usage(
 
 
 async def test_streamed_tool_calls_are_assembled_from_argument_pieces(
-    stand_in, openai_wire
+    opened, stand_in, openai_wire
 ) -> None:
     stand_in.reply_sse(
         openai_wire.stream(
@@ -332,7 +336,7 @@ async def test_streamed_tool_calls_are_assembled_from_argument_pieces(
         )
     )
 
-    deltas, final = await collect(model_for(stand_in), ask())
+    deltas, final = await collect(model_for(stand_in, opened), ask())
 
     assert "".join(deltas) == "Let me look."
     assert final.stop_reason == "tool_calls"
@@ -344,32 +348,34 @@ async def test_streamed_tool_calls_are_assembled_from_argument_pieces(
     assert second.arguments_error is not None
 
 
-async def test_a_stream_without_usage_counts_the_request_only(stand_in, openai_wire) -> None:
+async def test_a_stream_without_usage_counts_the_request_only(
+    opened, stand_in, openai_wire
+) -> None:
     stand_in.reply_sse(openai_wire.stream("ok", with_usage=False))
-    _, final = await collect(model_for(stand_in), ask())
+    _, final = await collect(model_for(stand_in, opened), ask())
     assert (final.usage.input_tokens, final.usage.output_tokens, final.usage.requests) == (0, 0, 1)
 
 
-async def test_an_error_inside_a_stream_is_a_model_api_error(stand_in, openai_wire) -> None:
+async def test_an_error_inside_a_stream_is_a_model_api_error(opened, stand_in, openai_wire) -> None:
     events = openai_wire.stream("Hello there")[:2]
     events.append((None, openai_wire.error("The server had an error", "server_error")))
     stand_in.reply_sse(events)
 
     with pytest.raises(ModelAPIError) as caught:
-        await collect(model_for(stand_in), ask())
+        await collect(model_for(stand_in, opened), ask())
     assert caught.value.status_code is None
     assert caught.value.api_message == "The server had an error"
     assert "error event in the stream" in str(caught.value)
 
 
 async def test_a_streaming_request_rejected_up_front_is_a_model_api_error(
-    stand_in, openai_wire
+    opened, stand_in, openai_wire
 ) -> None:
     stand_in.reply_json(
         openai_wire.error("Incorrect API key provided", "invalid_request_error"), status=401
     )
     with pytest.raises(ModelAPIError) as caught:
-        await collect(model_for(stand_in), ask())
+        await collect(model_for(stand_in, opened), ask())
     assert caught.value.status_code == 401
 
 
@@ -391,39 +397,39 @@ def assert_extras_on_the_wire(sent: Any) -> None:
     assert "extra_headers" not in sent.body
 
 
-async def test_provider_kwargs_reach_the_wire(stand_in, openai_wire) -> None:
+async def test_provider_kwargs_reach_the_wire(opened, stand_in, openai_wire) -> None:
     stand_in.reply_json(openai_wire.completion("ok"))
-    await model_for(stand_in).request(ask(**EXTRAS))
+    await model_for(stand_in, opened).request(ask(**EXTRAS))
     assert_extras_on_the_wire(stand_in.last)
 
 
-async def test_provider_kwargs_reach_the_wire_when_streaming(stand_in, openai_wire) -> None:
+async def test_provider_kwargs_reach_the_wire_when_streaming(opened, stand_in, openai_wire) -> None:
     stand_in.reply_sse(openai_wire.stream("ok"))
-    await collect(model_for(stand_in), ask(**EXTRAS))
+    await collect(model_for(stand_in, opened), ask(**EXTRAS))
     assert_extras_on_the_wire(stand_in.last)
 
 
 async def test_the_sdk_environment_variables_are_honoured(
-    stand_in, openai_wire, monkeypatch: pytest.MonkeyPatch
+    opened, stand_in, openai_wire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     monkeypatch.setenv("OPENAI_BASE_URL", f"{stand_in.url}/v1")
     stand_in.reply_json(openai_wire.completion("ok"))
 
-    response = await OpenAIModel("gpt-test-1", max_retries=0).request(ask())
+    response = await opened(OpenAIModel("gpt-test-1", max_retries=0)).request(ask())
 
     assert response.text == "ok"
     assert stand_in.last.headers["authorization"] == "Bearer sk-from-env"
 
 
 async def test_explicit_options_override_the_environment(
-    stand_in, openai_wire, dead_url, monkeypatch: pytest.MonkeyPatch
+    opened, stand_in, openai_wire, dead_url, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     monkeypatch.setenv("OPENAI_BASE_URL", dead_url)
     stand_in.reply_json(openai_wire.completion("ok"))
 
-    model = OpenAIModel("gpt-test-1", api_key="sk-explicit", base_url=f"{stand_in.url}/v1")
+    model = opened(OpenAIModel("gpt-test-1", api_key="sk-explicit", base_url=f"{stand_in.url}/v1"))
     response = await model.request(ask())
 
     assert response.text == "ok"
@@ -435,10 +441,10 @@ def test_a_missing_key_says_what_to_set() -> None:
         OpenAIModel("gpt-test-1")
 
 
-async def test_a_local_server_needs_no_key(stand_in, openai_wire) -> None:
+async def test_a_local_server_needs_no_key(opened, stand_in, openai_wire) -> None:
     stand_in.reply_json(openai_wire.completion("Hi from llama.", model="llama3.1"))
 
-    model = OpenAIModel("llama3.1", base_url=f"{stand_in.url}/v1", max_retries=0)
+    model = opened(OpenAIModel("llama3.1", base_url=f"{stand_in.url}/v1", max_retries=0))
     response = await model.request(ask())
 
     assert response.text == "Hi from llama."
@@ -447,19 +453,19 @@ async def test_a_local_server_needs_no_key(stand_in, openai_wire) -> None:
 
 
 async def test_a_base_url_from_the_environment_also_needs_no_key(
-    stand_in, openai_wire, monkeypatch: pytest.MonkeyPatch
+    opened, stand_in, openai_wire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", f"{stand_in.url}/v1")
     stand_in.reply_json(openai_wire.completion("ok"))
-    await OpenAIModel("llama3.1", max_retries=0).request(ask())
+    await opened(OpenAIModel("llama3.1", max_retries=0)).request(ask())
     assert stand_in.last.headers["authorization"] == f"Bearer {KEYLESS_API_KEY}"
 
 
-async def test_a_given_client_is_used_as_is(stand_in, openai_wire) -> None:
+async def test_a_given_client_is_used_as_is(opened, stand_in, openai_wire) -> None:
     client = openai.AsyncOpenAI(api_key="sk-own", base_url=f"{stand_in.url}/v1", max_retries=0)
     stand_in.reply_json(openai_wire.completion("ok"))
 
-    model = OpenAIModel("gpt-test-1", client=client)
+    model = opened(OpenAIModel("gpt-test-1", client=client))
     await model.request(ask())
     await model.aclose()
 
@@ -470,9 +476,13 @@ async def test_a_given_client_is_used_as_is(stand_in, openai_wire) -> None:
 
 
 @pytest.mark.parametrize("name", ["gpt-5", "o1-mini", "o3", "o4-mini", "openai:llama3.1"])
-async def test_resolve_model_builds_an_openai_model(stand_in, openai_wire, name: str) -> None:
+async def test_resolve_model_builds_an_openai_model(
+    opened, stand_in, openai_wire, name: str
+) -> None:
     stand_in.reply_json(openai_wire.completion("ok"))
-    model = resolve_model(name, api_key=OPENAI_KEY, base_url=f"{stand_in.url}/v1", max_retries=0)
+    model = opened(
+        resolve_model(name, api_key=OPENAI_KEY, base_url=f"{stand_in.url}/v1", max_retries=0)
+    )
     assert isinstance(model, OpenAIModel)
     expected = name.removeprefix("openai:")
     assert model.name == f"openai:{expected}"
@@ -487,3 +497,15 @@ def test_without_the_sdk_the_error_says_what_to_install(monkeypatch: pytest.Monk
         MissingDependencyError, match=r'pip install "doc-processing-toolkit\[openai\]"'
     ):
         resolve_model("gpt-5", api_key=OPENAI_KEY)
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_one_model_serves_one_event_loop_after_another(stand_in, openai_wire) -> None:
+    model = OpenAIModel("gpt-test-1", api_key=OPENAI_KEY, base_url=f"{stand_in.url}/v1")
+    for turn in range(3):
+        stand_in.reply_json(openai_wire.completion(f"reply {turn}"))
+        assert asyncio.run(model.request(ask())).text == f"reply {turn}"
+    asyncio.run(model.aclose())
+    del model
+    gc.collect()  # the clients of the ended loops go now, warnings and all

@@ -1,14 +1,82 @@
-"""Pieces the real providers share: splitting provider_kwargs and wording API errors."""
+"""Pieces the real providers share: one SDK client per event loop, splitting
+provider_kwargs, and wording API errors."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..errors import ModelAPIError
 
-__all__ = ["RequestExtras", "api_error", "connection_error", "split_provider_kwargs"]
+__all__ = [
+    "LoopClients",
+    "RequestExtras",
+    "api_error",
+    "connection_error",
+    "split_provider_kwargs",
+]
+
+C = TypeVar("C")
+
+
+class LoopClients(Generic[C]):
+    """The SDK client to use in the running event loop.
+
+    An SDK client pools its connections, and a pooled connection belongs to the event loop
+    that opened it: reused from another loop (a second ``asyncio.run``) it fails with
+    "Event loop is closed". So the first client serves the first loop that uses it, and
+    each further asyncio loop gets a client of its own from `factory`. A client given by
+    the caller (`factory` None) is always used as is.
+    """
+
+    def __init__(self, first: C, factory: Callable[[], C] | None) -> None:
+        self._first: C | None = first
+        self._latest = first
+        self._factory = factory
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, C] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def latest(self) -> C:
+        """The client handed out last (the first one before any request)."""
+        return self._latest
+
+    def get(self) -> C:
+        """The client for the running event loop."""
+        if self._factory is None:
+            return self._latest
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio (trio): one client for the model's life
+            return self._latest
+        client = self._by_loop.get(loop)
+        if client is None:
+            if self._first is not None:
+                client, self._first = self._first, None
+            else:
+                client = self._factory()
+            self._by_loop[loop] = client
+        self._latest = client
+        return client
+
+    def release(self) -> C | None:
+        """Forget the running loop's client (or the unused first one) and return it, for
+        the caller to close; None when the client was given by the caller."""
+        if self._factory is None:
+            return None
+        if self._first is not None:
+            client, self._first = self._first, None
+            return client
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._latest
+        return self._by_loop.pop(loop, None)
+
 
 _STATUS_HINTS = {
     401: "the API key was rejected; check {key_env} or the api_key option",

@@ -7,8 +7,9 @@ explicit ``api_key`` or ``base_url`` option wins over them.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import MissingCredentialsError, MissingDependencyError, ModelError
@@ -21,7 +22,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import RequestExtras, api_error, connection_error, split_provider_kwargs
+from ._common import LoopClients, RequestExtras, api_error, connection_error, split_provider_kwargs
 from .base import ModelRequest, TextDelta
 
 try:
@@ -81,12 +82,17 @@ class AnthropicModel:
     ) -> None:
         self._model_name = model_name
         self._max_tokens = max_tokens
-        self._owns_client = client is None
+        factory: Callable[[], anthropic.AsyncAnthropic] | None = None
         if client is None:
-            client = _make_client(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            factory = functools.partial(
+                _make_client,
+                api_key=api_key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
             )
-        self._client = client
+            client = factory()
+        self._clients = LoopClients(client, factory)
 
     @property
     def name(self) -> str:
@@ -100,8 +106,9 @@ class AnthropicModel:
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client this model sends its requests through."""
-        return self._client
+        """The SDK client this model sends its requests through (the one of the event loop
+        that used it last: each event loop gets its own unless the client was given)."""
+        return self._clients.latest
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one Messages API request and return the whole reply.
@@ -109,11 +116,12 @@ class AnthropicModel:
         Raises:
             ModelAPIError: the API answered with an error or could not be reached.
         """
-        api, params = self._prepare(request)
+        client = self._clients.get()
+        api, params = self._prepare(client, request)
         try:
             message = await api.create(**params)
         except (anthropic.AnthropicError, ValueError) as exc:
-            raise self._translate_error(exc) from exc
+            raise self._translate_error(client, exc) from exc
         return self._to_response(message)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelResponse]:
@@ -123,7 +131,8 @@ class AnthropicModel:
             ModelAPIError: the API answered with an error, sent an error event or could
                 not be reached.
         """
-        api, params = self._prepare(request)
+        client = self._clients.get()
+        api, params = self._prepare(client, request)
         try:
             async with api.stream(**params) as events:
                 async for text in events.text_stream:
@@ -131,15 +140,18 @@ class AnthropicModel:
                         yield TextDelta(text)
                 message = await events.get_final_message()
         except (anthropic.AnthropicError, ValueError) as exc:
-            raise self._translate_error(exc) from exc
+            raise self._translate_error(client, exc) from exc
         yield self._to_response(message)
 
     async def aclose(self) -> None:
-        """Close the SDK client's connections, unless the client was given to us."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the running event loop's SDK client, unless the client was given to us."""
+        client = self._clients.release()
+        if client is not None:
+            await client.close()
 
-    def _prepare(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
+    def _prepare(
+        self, client: anthropic.AsyncAnthropic, request: ModelRequest
+    ) -> tuple[Any, dict[str, Any]]:
         """The SDK resource (plain or beta messages) and the keyword arguments of the call."""
         provider_kwargs = dict(request.provider_kwargs)
         betas = provider_kwargs.pop("betas", None)
@@ -162,9 +174,9 @@ class AnthropicModel:
         if extras.query:
             params["extra_query"] = extras.query
         if betas is None:
-            return self._client.messages, params
+            return client.messages, params
         params["betas"] = list(betas)
-        return self._client.beta.messages, params
+        return client.beta.messages, params
 
     def _to_response(self, message: Any) -> ModelResponse:
         parts: list[TextPart | ToolCallPart] = []
@@ -188,7 +200,7 @@ class AnthropicModel:
             stop_reason=message.stop_reason,
         )
 
-    def _translate_error(self, exc: Exception) -> ModelError:
+    def _translate_error(self, client: anthropic.AsyncAnthropic, exc: Exception) -> ModelError:
         if isinstance(exc, anthropic.APIStatusError):
             return api_error(
                 _PROVIDER,
@@ -198,14 +210,19 @@ class AnthropicModel:
                 key_env="ANTHROPIC_API_KEY",
             )
         if isinstance(exc, anthropic.APIConnectionError):
-            return connection_error(_PROVIDER, str(self._client.base_url), exc.message)
+            return connection_error(_PROVIDER, str(client.base_url), exc.message)
         return ModelError(f"{_PROVIDER} request failed: {exc}")
 
 
 def _make_client(
     *, api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int
 ) -> anthropic.AsyncAnthropic:
-    options: dict[str, Any] = {"max_retries": max_retries}
+    # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
+    # running loop, which fails for a client whose loop has ended (see LoopClients).
+    options: dict[str, Any] = {
+        "max_retries": max_retries,
+        "http_client": anthropic.DefaultAsyncHttpxClient(),
+    }
     if api_key is not None:
         options["api_key"] = api_key
     if base_url is not None:

@@ -8,10 +8,11 @@ explicit ``api_key`` or ``base_url`` option wins over them.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import api_error, connection_error, split_provider_kwargs
+from ._common import LoopClients, api_error, connection_error, split_provider_kwargs
 from .base import ModelRequest, TextDelta
 
 try:
@@ -90,12 +91,17 @@ class OpenAIModel:
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         self._model_name = model_name
-        self._owns_client = client is None
+        factory: Callable[[], openai.AsyncOpenAI] | None = None
         if client is None:
-            client = _make_client(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            factory = functools.partial(
+                _make_client,
+                api_key=api_key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
             )
-        self._client = client
+            client = factory()
+        self._clients = LoopClients(client, factory)
 
     @property
     def name(self) -> str:
@@ -109,8 +115,9 @@ class OpenAIModel:
 
     @property
     def client(self) -> openai.AsyncOpenAI:
-        """The SDK client this model sends its requests through."""
-        return self._client
+        """The SDK client this model sends its requests through (the one of the event loop
+        that used it last: each event loop gets its own unless the client was given)."""
+        return self._clients.latest
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one Chat Completions request and return the whole reply.
@@ -118,11 +125,12 @@ class OpenAIModel:
         Raises:
             ModelAPIError: the server answered with an error or could not be reached.
         """
+        client = self._clients.get()
         params = self._params(request)
         try:
-            completion = await self._client.chat.completions.create(**params)
+            completion = await client.chat.completions.create(**params)
         except openai.OpenAIError as exc:
-            raise self._translate_error(exc) from exc
+            raise self._translate_error(client, exc) from exc
         if not completion.choices:
             raise ModelError(f"{self.name}: the server's reply holds no choices")
         choice = completion.choices[0]
@@ -157,25 +165,27 @@ class OpenAIModel:
             ModelAPIError: the server answered with an error, sent one inside the stream,
                 or could not be reached.
         """
+        client = self._clients.get()
         params = self._params(request)
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}
         reply = _StreamedReply()
         try:
-            chunks = await self._client.chat.completions.create(**params)
+            chunks = await client.chat.completions.create(**params)
             async with chunks:
                 async for chunk in chunks:
                     text = reply.add(chunk)
                     if text:
                         yield TextDelta(text)
         except openai.OpenAIError as exc:
-            raise self._translate_error(exc) from exc
+            raise self._translate_error(client, exc) from exc
         yield reply.response(self._model_name)
 
     async def aclose(self) -> None:
-        """Close the SDK client's connections, unless the client was given to us."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the running event loop's SDK client, unless the client was given to us."""
+        client = self._clients.release()
+        if client is not None:
+            await client.close()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         extras = split_provider_kwargs(request.provider_kwargs)
@@ -195,9 +205,9 @@ class OpenAIModel:
             params["extra_query"] = extras.query
         return params
 
-    def _translate_error(self, exc: openai.OpenAIError) -> ModelError:
+    def _translate_error(self, client: openai.AsyncOpenAI, exc: openai.OpenAIError) -> ModelError:
         if isinstance(exc, openai.APIConnectionError):
-            return connection_error(_PROVIDER, str(self._client.base_url), exc.message)
+            return connection_error(_PROVIDER, str(client.base_url), exc.message)
         if isinstance(exc, openai.APIError):
             status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
             return api_error(
@@ -269,7 +279,12 @@ class _StreamedReply:
 def _make_client(
     *, api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int
 ) -> openai.AsyncOpenAI:
-    options: dict[str, Any] = {"max_retries": max_retries}
+    # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
+    # running loop, which fails for a client whose loop has ended (see LoopClients).
+    options: dict[str, Any] = {
+        "max_retries": max_retries,
+        "http_client": openai.DefaultAsyncHttpxClient(),
+    }
     if api_key is not None:
         options["api_key"] = api_key
     if base_url is not None:
