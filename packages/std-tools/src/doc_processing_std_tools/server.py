@@ -24,8 +24,8 @@ def make_composed_server() -> MCPServer:
     Every tool reads the settings when it is called, so configure the environment (or
     call `config.reset_settings`) before serving, not before building.
     """
-    from .docs.server import register_docs_tools
-    from .filesystem.server import register_filesystem_tools
+    from .docs.tools import register_docs_tools
+    from .filesystem.tools import register_filesystem_tools
     from .skills.server import register_skills_tools
 
     server = MCPServer(

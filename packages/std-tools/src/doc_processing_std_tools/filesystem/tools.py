@@ -1,0 +1,121 @@
+"""The seven file system tools, registered on any MCPServer.
+
+Each tool is a few lines of glue around `operations`; the workspace and the limits are
+read from the settings at call time, so a changed configuration applies to the next call.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from .._tooling import tool_errors
+from . import operations
+from .operations import Workspace
+
+__all__ = ["register_filesystem_tools"]
+
+_PATH = "Path relative to the workspace folder, with '/' separators."
+
+
+def register_filesystem_tools(server: MCPServer) -> None:
+    """Add the seven file system tools to `server`."""
+
+    @server.tool(structured_output=False)
+    def read_file(
+        path: Annotated[str, Field(description=_PATH)],
+        start_line: Annotated[
+            int | None, Field(description="First line to return (1-based); default the first.")
+        ] = None,
+        end_line: Annotated[
+            int | None, Field(description="Last line to return (inclusive); default the last.")
+        ] = None,
+    ) -> str:
+        """Read a UTF-8 text file of the workspace, whole or a range of lines.
+
+        Long files are cut at the output limit; the marker names the line to continue from.
+        """
+        with tool_errors():
+            return operations.read_file(Workspace.from_settings(), path, start_line, end_line)
+
+    @server.tool(structured_output=False)
+    def write_file(
+        path: Annotated[str, Field(description=_PATH)],
+        content: Annotated[str, Field(description="The complete new content of the file.")],
+    ) -> str:
+        """Create a file, or replace its whole content, creating missing folders.
+
+        The write is atomic: the file holds either its old or its new content, never part.
+        """
+        with tool_errors():
+            return operations.write_file(Workspace.from_settings(), path, content)
+
+    @server.tool(structured_output=False)
+    def edit_file(
+        path: Annotated[str, Field(description=_PATH)],
+        old_text: Annotated[
+            str, Field(description="Exact text to replace; it must occur exactly once.")
+        ],
+        new_text: Annotated[str, Field(description="The text to put in its place.")],
+    ) -> str:
+        """Replace one exact piece of text in a file.
+
+        Fails, changing nothing, when old_text occurs zero or several times; the error
+        says how many times it was found. Add surrounding lines to make it unique.
+        """
+        with tool_errors():
+            return operations.edit_file(Workspace.from_settings(), path, old_text, new_text)
+
+    @server.tool(structured_output=False)
+    def list_directory(
+        path: Annotated[str, Field(description="Folder relative to the workspace.")] = ".",
+    ) -> str:
+        """List a folder: sub-folders first (ending in '/'), then files with their sizes."""
+        with tool_errors():
+            return operations.list_directory(Workspace.from_settings(), path)
+
+    @server.tool(structured_output=False)
+    def find_files(
+        pattern: Annotated[
+            str,
+            Field(description="Glob over paths relative to `path`, e.g. '**/*.pdf' or '*.md'."),
+        ],
+        path: Annotated[str, Field(description="Folder to search in.")] = ".",
+    ) -> str:
+        """Find files by glob pattern; one workspace-relative path per line.
+
+        '*' stays inside one folder, '**/' spans any number of folders. Version-control
+        and cache folders (.git, node_modules, .venv, ...) are skipped.
+        """
+        with tool_errors():
+            return operations.find_files(Workspace.from_settings(), pattern, path)
+
+    @server.tool(structured_output=False)
+    def search_text(
+        pattern: Annotated[str, Field(description="Python regular expression to look for.")],
+        path: Annotated[str, Field(description="Folder to search recursively, or a file.")] = ".",
+        include: Annotated[
+            str, Field(description="Optional glob on file names, e.g. '*.md'.")
+        ] = "",
+        ignore_case: bool = False,
+        max_results: Annotated[
+            int, Field(description="Stop after this many matching lines (1-1000).")
+        ] = 100,
+    ) -> str:
+        """Search text files for a regular expression; each match as 'path:line: text'.
+
+        Binary files, files over the size limit and cache folders are skipped.
+        """
+        with tool_errors():
+            return operations.search_text(
+                Workspace.from_settings(), pattern, path, include, ignore_case, max_results
+            )
+
+    @server.tool(structured_output=False)
+    def get_file_info(path: Annotated[str, Field(description=_PATH)]) -> str:
+        """Facts about a file or folder as JSON: type, size, modification time, permissions,
+        whether it is text and its line count."""
+        with tool_errors():
+            return operations.get_file_info(Workspace.from_settings(), path)
