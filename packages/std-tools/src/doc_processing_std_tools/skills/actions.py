@@ -13,7 +13,7 @@ import os
 import uuid
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Final
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape
 
 import yaml
 
@@ -81,6 +81,11 @@ def check_skill_name(skill_name: str) -> str:
             "list_skills to see the available names."
         )
     return skill_name
+
+
+def _attr(value: str) -> str:
+    """An XML attribute value, always in double quotes."""
+    return '"' + escape(value, {'"': "&quot;"}) + '"'
 
 
 def _skill_folder(settings: Settings, skill_name: str) -> Path:
@@ -169,7 +174,7 @@ def load_skill(settings: Settings, skill_name: str) -> str:
     text = _read_text(folder / SKILL_FILE, settings, f"The SKILL.md of '{skill_name}'")
     resources = list_resources(folder, settings.skills_dir)
     shown = resources[:MAX_LISTED_RESOURCES]
-    lines = [f"<skill_resources count={quoteattr(str(len(resources)))}>"]
+    lines = [f"<skill_resources count={_attr(str(len(resources)))}>"]
     lines.extend(f"<file>{escape(path)}</file>" for path in shown)
     if len(resources) > len(shown):
         lines.append(
@@ -177,7 +182,7 @@ def load_skill(settings: Settings, skill_name: str) -> str:
             "with load_skill_resource.</more>"
         )
     lines.append("</skill_resources>")
-    head = f"<skill_content name={quoteattr(skill_name)} directory={quoteattr(str(folder))}>\n"
+    head = f"<skill_content name={_attr(skill_name)} directory={_attr(str(folder))}>\n"
     tail = (
         "\n\n" + "\n".join(lines) + "\n"
         f"Relative paths in these instructions resolve against {escape(str(folder))}; read "

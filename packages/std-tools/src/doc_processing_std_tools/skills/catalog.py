@@ -224,7 +224,7 @@ def _stamp(st: os.stat_result) -> _Stamp:
 
 
 def _is_racy(st: os.stat_result, taken_ns: int) -> bool:
-    return taken_ns - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS
+    return taken_ns - st.st_mtime_ns < _RACY_NS
 
 
 @dataclass(slots=True)

@@ -1,0 +1,98 @@
+"""The skills server as a subprocess, driven over stdio by the MCP SDK's own client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, TextContent
+
+pytestmark = pytest.mark.anyio
+
+
+def text(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def make_skill(skills_dir: Path) -> None:
+    folder = skills_dir / "hello-world"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: hello-world\ndescription: Greets people.\n---\n# Hello\n", encoding="utf-8"
+    )
+    (folder / "scripts" / "greet.py").write_text(
+        "import sys\nprint('hello, ' + ' and '.join(sys.argv[1:]))\n", encoding="utf-8"
+    )
+
+
+async def test_the_skills_server_works_over_stdio(tmp_path: Path) -> None:
+    skills_dir = tmp_path / "skills"
+    make_skill(skills_dir)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools.skills"],
+        env={"DPTTOOLS_SKILLS_DIR": str(skills_dir), "DPTTOOLS_SANDBOX_TIMEOUT": "20"},
+        cwd=str(tmp_path),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        names = sorted(tool.name for tool in (await session.list_tools()).tools)
+        assert names == sorted(
+            [
+                "list_skills",
+                "load_skill",
+                "load_skill_resource",
+                "execute_skill_script",
+                "create_skill",
+            ]
+        )
+        payload = json.loads(text(await session.call_tool("list_skills", {})))
+        assert payload["skills_dir"] == str(skills_dir.resolve())
+        assert [s["name"] for s in payload["skills"]] == ["hello-world"]
+
+        loaded = text(await session.call_tool("load_skill", {"skill_name": "hello-world"}))
+        assert "<file>scripts/greet.py</file>" in loaded
+
+        ran = await session.call_tool(
+            "execute_skill_script",
+            {
+                "skill_name": "hello-world",
+                "script_path": "scripts/greet.py",
+                "args": "'Ann Lee' Bo",
+            },
+        )
+        assert json.loads(text(ran)) == {
+            "stdout": "hello, Ann Lee and Bo\n",
+            "stderr": "",
+            "exit_code": 0,
+        }
+
+        created = await session.call_tool(
+            "create_skill", {"skill_name": "second-one", "description": "Another skill."}
+        )
+        assert not created.is_error
+        payload = json.loads(text(await session.call_tool("list_skills", {})))
+        assert [s["name"] for s in payload["skills"]] == ["hello-world", "second-one"]
+
+        refused = await session.call_tool("load_skill", {"skill_name": "Hello World"})
+        assert refused.is_error and "lowercase letters" in text(refused)
+
+
+def test_a_bad_setting_stops_the_server_with_a_message_naming_it(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "doc_processing_std_tools.skills"],
+        env={"DPTTOOLS_SANDBOX_TIMEOUT": "soon", "PATH": ""},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "DPTTOOLS_SANDBOX_TIMEOUT" in done.stderr

@@ -1,0 +1,229 @@
+"""Scanning a skills folder: which folders are skills, diagnostics, and the cache."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from doc_processing_std_tools.skills.catalog import SkillCatalog, read_skill, scan_once
+
+if TYPE_CHECKING:
+    from conftest import SkillsFolder
+
+MAX = 1024 * 1024
+
+
+def age(path: Path, seconds: float = 60.0) -> None:
+    """Set a file's times into the past, as if it had been written a while ago."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_skills_are_listed_sorted_with_absolute_paths(skills: SkillsFolder) -> None:
+    skills.write("zeta")
+    skills.write("alpha")
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [s.name for s in catalog.skills] == ["alpha", "zeta"]
+    alpha = catalog.skills[0]
+    assert alpha.path == skills.path / "alpha" / "SKILL.md"
+    assert alpha.directory == skills.path / "alpha"
+    assert alpha.path.is_absolute()
+    payload = catalog.to_payload()
+    assert payload["count"] == 2
+    assert payload["skills_dir"] == str(skills.path)
+    assert "diagnostics" not in payload
+    assert "note" not in payload
+
+
+def test_only_direct_subfolders_holding_a_skill_md_are_skills(skills: SkillsFolder) -> None:
+    skills.write("real")
+    skills.write(".hidden")
+    skills.write("__pycache__")
+    skills.write("node_modules")
+    (skills.path / "no-skill-md").mkdir()
+    (skills.path / "no-skill-md" / "README.md").write_text("not a skill", encoding="utf-8")
+    skills.write("group/nested")
+    (skills.path / "SKILL.md").write_text("---\ndescription: top\n---\n", encoding="utf-8")
+    (skills.path / "notes.txt").write_text("a file", encoding="utf-8")
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [s.name for s in catalog.skills] == ["real"]
+    assert catalog.diagnostics == ()
+
+
+def test_a_missing_folder_gives_an_empty_catalog_with_a_note(tmp_path: Path) -> None:
+    payload = scan_once(tmp_path / "absent", max_bytes=MAX).to_payload()
+    assert payload["skills"] == [] and payload["count"] == 0
+    assert "does not exist" in payload["note"]
+
+
+def test_a_file_in_place_of_the_folder_gives_a_note(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    payload = scan_once(tmp_path / "file", max_bytes=MAX).to_payload()
+    assert payload["count"] == 0 and "not a folder" in payload["note"]
+
+
+def test_optional_fields_appear_only_when_present(skills: SkillsFolder) -> None:
+    skills.write(
+        "full",
+        "name: full\ndescription: d\nlicense: MIT\ncompatibility: Needs the docs extra.\n"
+        "metadata:\n  owner: finance-team\n  version: 3\nallowed-tools: [Bash, Read]\n",
+    )
+    skills.write("bare")
+    payload = scan_once(skills.path, max_bytes=MAX).to_payload()
+    bare, full = payload["skills"]
+    assert set(bare) == {"name", "description", "path", "directory"}
+    assert full["license"] == "MIT"
+    assert full["compatibility"] == "Needs the docs extra."
+    assert full["metadata"] == {"owner": "finance-team", "version": "3"}
+    assert "allowed-tools" not in full and "allowed_tools" not in full
+
+
+def test_broken_skills_are_reported_and_never_hide_the_others(skills: SkillsFolder) -> None:
+    skills.write("good")
+    skills.write("no-description", "name: no-description\n")
+    skills.write_bytes("latin1", "---\ndescription: caf\xe9\n---\n".encode("latin-1"))
+    skills.write_bytes("no-frontmatter", b"# Only markdown\n")
+    skills.write_bytes("bad-yaml", b"---\ndescription: [\n---\n")
+    skills.write("warned", "description: d\n")
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [s.name for s in catalog.skills] == ["good", "warned"]
+    found = {(d.skill, d.level, d.code) for d in catalog.diagnostics}
+    assert found == {
+        ("bad-yaml", "error", "invalid_yaml"),
+        ("latin1", "error", "not_utf8"),
+        ("no-description", "error", "missing_description"),
+        ("no-frontmatter", "error", "missing_frontmatter"),
+        ("warned", "warning", "missing_name"),
+    }
+    entry = catalog.to_payload()["diagnostics"][0]
+    assert set(entry) == {"skill", "level", "code", "message"}
+
+
+def test_a_skill_md_over_the_size_limit_is_an_error(skills: SkillsFolder) -> None:
+    skills.write("big", body="x" * 5000)
+    catalog = scan_once(skills.path, max_bytes=1000)
+    assert catalog.count == 0
+    assert [d.code for d in catalog.diagnostics] == ["skill_md_too_large"]
+
+
+def test_a_skill_md_that_cannot_be_read_is_an_error(skills: SkillsFolder) -> None:
+    (skills.path / "odd" / "SKILL.md").mkdir(parents=True)
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [(d.skill, d.code) for d in catalog.diagnostics] == [("odd", "unreadable")]
+
+
+def test_a_symlinked_skill_inside_the_folder_is_listed(skills: SkillsFolder) -> None:
+    skills.write("_shared/real-one")
+    (skills.path / "linked").symlink_to(skills.path / "_shared" / "real-one")
+    (skills.path / "linked" / "SKILL.md").write_text(
+        "---\nname: linked\ndescription: d\n---\n", encoding="utf-8"
+    )
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [s.name for s in catalog.skills] == ["linked"]
+
+
+def test_a_symlinked_skill_leading_outside_the_folder_is_refused(
+    skills: SkillsFolder, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere" / "escape"
+    outside.mkdir(parents=True)
+    (outside / "SKILL.md").write_text("---\ndescription: d\n---\n", encoding="utf-8")
+    (skills.path / "escape").symlink_to(outside)
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert catalog.count == 0
+    assert [(d.skill, d.level, d.code) for d in catalog.diagnostics] == [
+        ("escape", "error", "outside_skills_dir")
+    ]
+
+
+def test_read_skill_reads_one_folder(skills: SkillsFolder) -> None:
+    folder = skills.write("one", "description: d\n")
+    record, diagnostics = read_skill(folder, max_bytes=MAX)
+    assert record is not None and record.name == "one"
+    assert [d.code for d in diagnostics] == ["missing_name"]
+
+
+# ---- The cache.
+
+
+def test_an_unchanged_folder_returns_the_same_catalog(skills: SkillsFolder) -> None:
+    skills.write("one")
+    age(skills.path / "one" / "SKILL.md")
+    age(skills.path)
+    cache = SkillCatalog()
+    first = cache.scan(skills.path, max_bytes=MAX)
+    assert cache.scan(skills.path, max_bytes=MAX) is first
+    cache.clear()
+    assert cache.scan(skills.path, max_bytes=MAX) is not first
+
+
+def test_added_changed_and_removed_skills_show_on_the_next_scan(skills: SkillsFolder) -> None:
+    cache = SkillCatalog()
+    skills.write("one", description="First text.")
+    assert [s.description for s in cache.scan(skills.path, max_bytes=MAX).skills] == ["First text."]
+    # Same length, written straight away: only the time stamps can tell the difference.
+    skills.write("one", description="Other text.")
+    assert [s.description for s in cache.scan(skills.path, max_bytes=MAX).skills] == ["Other text."]
+    skills.write("two")
+    assert [s.name for s in cache.scan(skills.path, max_bytes=MAX).skills] == ["one", "two"]
+    (skills.path / "one" / "SKILL.md").unlink()
+    assert [s.name for s in cache.scan(skills.path, max_bytes=MAX).skills] == ["two"]
+    (skills.path / "two" / "SKILL.md").write_text("no frontmatter", encoding="utf-8")
+    catalog = cache.scan(skills.path, max_bytes=MAX)
+    assert catalog.count == 0
+    assert [d.code for d in catalog.diagnostics] == ["missing_frontmatter"]
+
+
+def test_an_edit_that_restores_the_modification_time_is_still_seen(skills: SkillsFolder) -> None:
+    skill_md = skills.write("one", description="First text.") / "SKILL.md"
+    age(skill_md)
+    age(skills.path)
+    stamp = skill_md.stat().st_mtime_ns
+    cache = SkillCatalog()
+    assert cache.scan(skills.path, max_bytes=MAX).skills[0].description == "First text."
+    skills.write("one", description="Other text.")
+    os.utime(skill_md, ns=(stamp, stamp))
+    assert cache.scan(skills.path, max_bytes=MAX).skills[0].description == "Other text."
+
+
+def test_a_deleted_skills_folder_shows_on_the_next_scan(skills: SkillsFolder) -> None:
+    cache = SkillCatalog()
+    skills.write("one")
+    assert cache.scan(skills.path, max_bytes=MAX).count == 1
+    (skills.path / "one" / "SKILL.md").unlink()
+    (skills.path / "one").rmdir()
+    skills.path.rmdir()
+    assert cache.scan(skills.path, max_bytes=MAX).note is not None
+
+
+def test_a_warm_scan_of_1000_skills_is_at_least_10x_faster_than_a_cold_one(
+    skills: SkillsFolder,
+) -> None:
+    for index in range(1000):
+        folder = skills.write(f"skill-{index:04d}", description=f"Skill number {index}.")
+        age(folder / "SKILL.md")
+    age(skills.path)
+
+    def timed(cache: SkillCatalog) -> float:
+        started = time.perf_counter()
+        catalog = cache.scan(skills.path, max_bytes=MAX)
+        elapsed = time.perf_counter() - started
+        assert catalog.count == 1000
+        return elapsed
+
+    cold = min(timed(SkillCatalog()) for _ in range(3))
+    warm_cache = SkillCatalog()
+    timed(warm_cache)
+    warm = min(timed(warm_cache) for _ in range(5))
+    assert cold / warm >= 10, f"cold {cold * 1000:.1f} ms, warm {warm * 1000:.2f} ms"
+
+
+@pytest.mark.parametrize("count", [0, 3])
+def test_a_scan_never_raises_on_an_empty_or_small_folder(skills: SkillsFolder, count: int) -> None:
+    for index in range(count):
+        skills.write(f"s{index}")
+    assert scan_once(skills.path, max_bytes=MAX).count == count
