@@ -381,10 +381,11 @@ class Agent:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        """Close every session the agent opened."""
+        """Close every session the agent opened (and a model it created from a name)."""
         stack, self._exit_stack = self._exit_stack, None
         if stack is not None:
             await stack.__aexit__(exc_type, exc, traceback)
+        await self._close_model()
 
     async def connect(self) -> list[str]:
         """Open the session of every server not yet connected and check the tool names.
@@ -399,12 +400,20 @@ class Agent:
         return setup.warnings
 
     async def aclose(self) -> None:
-        """Close every session the agent opened (pre-built sessions are left open)."""
+        """Close every session the agent opened (pre-built sessions are left open), and
+        the model's client when the agent created the model from a name.
+        """
         if self._exit_stack is not None:
             await self.__aexit__(None, None, None)
             return
         await self._pool.aclose()
         self._loop_token = None
+        await self._close_model()
+
+    async def _close_model(self) -> None:
+        close_model = getattr(self._model, "aclose", None)
+        if isinstance(self._model_spec, str) and close_model is not None:
+            await close_model()
 
     def close(self) -> None:
         """Close the sessions opened by `run_sync` and stop its event loop thread."""

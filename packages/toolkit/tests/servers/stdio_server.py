@@ -1,7 +1,7 @@
 """A real MCP server for the toolkit's tests, run as a child process.
 
 Tools: echo, pid (the process id, to count starts), env (one environment variable),
-fail (an error result), sleep. Its name comes from TEST_SERVER_NAME. It writes a line to
+cwd, fail (an error result), sleep. Its name comes from TEST_SERVER_NAME. It writes a line to
 stderr when it starts. With TEST_SERVER_CRASH set it prints that text to stderr and exits
 before serving. Run with ``--http PORT`` it serves streamable HTTP on 127.0.0.1.
 """
@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -35,6 +36,12 @@ def pid() -> int:
 def env(name: str) -> str:
     """The value of an environment variable of this process, or '<unset>'."""
     return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def cwd() -> str:
+    """The working directory of this server process."""
+    return str(Path.cwd())
 
 
 @server.tool()
