@@ -1,0 +1,250 @@
+"""The composed server as a real subprocess, driven by the MCP SDK's own client over
+stdio and over streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
+
+pytestmark = pytest.mark.anyio
+
+SKILLS_TOOLS = {
+    "list_skills",
+    "load_skill",
+    "load_skill_resource",
+    "execute_skill_script",
+    "create_skill",
+}
+FILE_TOOLS = {
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_directory",
+    "find_files",
+    "search_text",
+    "get_file_info",
+}
+DOC_TOOLS = {"get_file_overview", "read_document", "extract_tables", "search_document"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> tuple[Path, Path]:
+    """A skills folder with one skill and a workspace with a CSV file."""
+    skills = tmp_path / "skills"
+    (skills / "invoice-check").mkdir(parents=True)
+    (skills / "invoice-check" / "SKILL.md").write_text(
+        "---\nname: invoice-check\ndescription: Checks invoice totals.\n---\n\n# Steps\n",
+        encoding="utf-8",
+    )
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "totals.csv").write_text("item,total\nWidget,7.00\nGadget,10.00\n", "utf-8")
+    return skills.resolve(), workspace.resolve()
+
+
+def text_of(result: object) -> str:
+    content = getattr(result, "content", [])
+    assert len(content) == 1 and isinstance(content[0], TextContent)
+    return content[0].text
+
+
+async def exercise(client: Client, skills: Path, workspace: Path) -> None:
+    """The checks every transport must pass."""
+    assert client.server_info is not None
+    assert client.server_info.name == "doc-processing-std-tools"
+    names = {t.name for t in (await client.list_tools()).tools}
+    assert names == SKILLS_TOOLS | FILE_TOOLS | DOC_TOOLS
+    catalog = json.loads(text_of(await client.call_tool("list_skills", {})))
+    assert catalog["skills_dir"] == str(skills)
+    assert [s["name"] for s in catalog["skills"]] == ["invoice-check"]
+    table = text_of(await client.call_tool("read_document", {"path": "totals.csv"}))
+    assert "| Gadget | 10.00 |" in table
+    written = await client.call_tool(
+        "write_file", {"path": "out/summary.md", "content": "total 17.00\n"}
+    )
+    assert not written.is_error
+    assert text_of(await client.call_tool("read_file", {"path": "out/summary.md"})) == (
+        "total 17.00\n"
+    )
+    refused = await client.call_tool("read_file", {"path": "../skills/invoice-check/SKILL.md"})
+    assert refused.is_error and "'..'" in text_of(refused)
+
+
+def server_args(skills: Path, workspace: Path, *extra: str) -> list[str]:
+    return [
+        "-m",
+        "doc_processing_std_tools",
+        "--skills-dir",
+        str(skills),
+        "--workspace",
+        str(workspace),
+        *extra,
+    ]
+
+
+async def test_stdio_serves_all_three_tool_sets(folders: tuple[Path, Path]) -> None:
+    skills, workspace = folders
+    params = StdioServerParameters(command=sys.executable, args=server_args(skills, workspace))
+    async with Client(params) as client:
+        await exercise(client, skills, workspace)
+    assert (workspace / "out" / "summary.md").read_bytes() == b"total 17.00\n"
+
+
+async def test_command_line_folders_override_the_environment(
+    folders: tuple[Path, Path], tmp_path: Path
+) -> None:
+    skills, workspace = folders
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=server_args(skills, workspace),
+        env={
+            "DPTTOOLS_SKILLS_DIR": str(tmp_path / "elsewhere"),
+            "DPTTOOLS_WORKSPACE_DIR": str(tmp_path),
+        },
+    )
+    async with Client(params) as client:
+        catalog = json.loads(text_of(await client.call_tool("list_skills", {})))
+        listing = text_of(await client.call_tool("list_directory", {}))
+    assert catalog["count"] == 1
+    assert listing.splitlines()[0].startswith(".: 0 folders, 1 files")
+
+
+async def test_environment_alone_configures_the_server(folders: tuple[Path, Path]) -> None:
+    skills, workspace = folders
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools"],
+        env={"DPTTOOLS_SKILLS_DIR": str(skills), "DPTTOOLS_WORKSPACE_DIR": str(workspace)},
+    )
+    async with Client(params) as client:
+        catalog = json.loads(text_of(await client.call_tool("list_skills", {})))
+        overview = json.loads(
+            text_of(await client.call_tool("get_file_overview", {"path": "totals.csv"}))
+        )
+    assert catalog["count"] == 1
+    assert overview["row_count"] == 2
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def http_server(folders: tuple[Path, Path]) -> Iterator[str]:
+    """The composed server over streamable HTTP on a free local port; yields its URL."""
+    skills, workspace = folders
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            *server_args(skills, workspace, "--transport", "streamable-http"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                stderr = process.stderr.read().decode() if process.stderr else ""
+                pytest.fail(f"the HTTP server exited early: {stderr}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("the HTTP server did not start listening within 30 s")
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+
+async def test_streamable_http_serves_all_three_tool_sets(
+    http_server: str, folders: tuple[Path, Path]
+) -> None:
+    skills, workspace = folders
+    async with Client(http_server) as client:
+        await exercise(client, skills, workspace)
+    # Stateless: a second, independent client is served just the same.
+    async with Client(http_server) as again:
+        assert json.loads(text_of(await again.call_tool("list_skills", {})))["count"] == 1
+
+
+def test_streamable_http_hands_out_no_session(http_server: str) -> None:
+    request = urllib.request.Request(
+        http_server,
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            }
+        ).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        assert response.headers.get("mcp-session-id") is None
+        assert b"doc-processing-std-tools" in response.read()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--workspace", "/no/such/folder"], {}, "is not a folder"),
+        ([], {"DPTTOOLS_MAX_FILE_SIZE_MB": "lots"}, "DPTTOOLS_MAX_FILE_SIZE_MB='lots'"),
+    ],
+)
+def test_bad_configuration_stops_the_server_with_a_message(
+    args: list[str], env: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "doc_processing_std_tools", *args],
+        env={"PATH": "/usr/bin:/bin", **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert completed.returncode == 2
+    assert message in completed.stderr
