@@ -63,6 +63,8 @@ def resolve_model(model: str | Model, **options: Any) -> Model:
     provider, sep, name = text.partition(":")
     if not sep:
         provider, name = infer_provider(text), text
+        if provider == "test":
+            name = ""
     provider = provider.strip().lower()
     if provider == "test":
         return TestModel(name=name or "model", **options)
