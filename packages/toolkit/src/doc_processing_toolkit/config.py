@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 _PREFIX_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,30}$"
+_TYPES = "mcp_command, mcp_script, mcp_http"
 _VARIABLE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -140,9 +141,9 @@ def _format_errors(
         elif item["type"] == "missing":
             message = "required key is missing"
         elif item["type"] == "union_tag_invalid":
-            message = "type must be one of mcp_command, mcp_script, mcp_http"
+            key, message = f"{key}.type", f"must be one of {_TYPES} (got {item['input']['type']!r})"
         elif item["type"] == "union_tag_not_found":
-            message = "missing 'type' (one of mcp_command, mcp_script, mcp_http)"
+            key, message = f"{key}.type", f"required key is missing (one of {_TYPES})"
         else:
             message = f"{item['msg']} (got {item.get('input')!r})"
         lines.append(f"  {key}: {message}")

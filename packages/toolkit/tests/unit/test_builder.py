@@ -1,0 +1,90 @@
+"""AgentBuilder: one fluent method per Agent argument, same result as the constructor."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+from doc_processing_toolkit import Agent, AgentBuilder, ConfigError, TestModel
+
+
+def test_every_agent_argument_has_a_builder_method() -> None:
+    arguments = [p for p in inspect.signature(Agent.__init__).parameters if p != "self"]
+    for name in arguments:
+        method = getattr(AgentBuilder, name, None)
+        assert callable(method), f"AgentBuilder has no method {name}()"
+        assert inspect.signature(method).return_annotation in ("AgentBuilder", AgentBuilder)
+
+
+def test_agent_builder_returns_a_builder() -> None:
+    assert isinstance(Agent.builder(), AgentBuilder)
+
+
+def test_building_gives_the_same_agent_as_the_constructor(
+    make_server: Callable[..., MCPServer],
+) -> None:
+    model = TestModel()
+    server = make_server()
+
+    def helper() -> str:
+        """Help."""
+        return "h"
+
+    values: dict[str, Any] = {
+        "model": model,
+        "instructions": "Be brief.",
+        "tools": [server, helper],
+        "auto_inject_skills": False,
+        "provider_kwargs": {"temperature": 0},
+        "max_turns": 4,
+        "model_options": None,
+        "tool_timeout": 3.0,
+        "skills_timeout": 1.5,
+        "connect_timeout": 8.0,
+        "name": "built",
+    }
+    assert set(values) == {p for p in inspect.signature(Agent.__init__).parameters} - {"self"}
+    builder = Agent.builder()
+    for key, value in values.items():
+        builder = getattr(builder, key)(value)
+    built, constructed = builder.build(), Agent(**values)
+    for attribute in (
+        "instructions",
+        "auto_inject_skills",
+        "provider_kwargs",
+        "max_turns",
+        "model_options",
+        "tool_timeout",
+        "skills_timeout",
+        "connect_timeout",
+        "name",
+    ):
+        assert getattr(built, attribute) == getattr(constructed, attribute), attribute
+    assert built.model is constructed.model is model
+    assert [(s.name, s.route) for s in built.servers] == [
+        (s.name, s.route) for s in constructed.servers
+    ]
+
+
+def test_add_tool_appends_and_defaults_stay() -> None:
+    def one() -> str:
+        """One."""
+        return "1"
+
+    def two() -> str:
+        """Two."""
+        return "2"
+
+    agent = AgentBuilder().model("test").add_tool(one).add_tool(two).build()
+    assert agent.servers[0].target.tools[1].name == "two"
+    assert (agent.max_turns, agent.auto_inject_skills, agent.tool_timeout) == (20, True, 120.0)
+    assert AgentBuilder().auto_inject_skills(False).build().auto_inject_skills is False
+
+
+def test_build_validates_like_the_constructor() -> None:
+    with pytest.raises(ConfigError, match="max_turns"):
+        AgentBuilder().max_turns(0).build()
