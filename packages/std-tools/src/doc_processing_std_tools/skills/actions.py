@@ -40,6 +40,7 @@ from .scripts import run_script, split_args
 __all__ = [
     "MAX_LISTED_RESOURCES",
     "check_skill_name",
+    "clear_cache",
     "create_skill",
     "execute_skill_script",
     "list_resources",
@@ -61,6 +62,11 @@ _catalog = SkillCatalog()
 def scan(settings: Settings) -> Catalog:
     """The catalog of ``settings.skills_dir`` from the process-wide, mtime-keyed cache."""
     return _catalog.scan(settings.skills_dir, max_bytes=settings.max_file_size_bytes)
+
+
+def clear_cache() -> None:
+    """Forget every catalog read so far; the next `scan` reads every SKILL.md again."""
+    _catalog.clear()
 
 
 def list_skills(settings: Settings) -> str:
