@@ -44,6 +44,7 @@ from .events import (
 )
 from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from .models import Model, ModelRequest, TextDelta, resolve_model
+from .skills import SkillsOutcome, apply_skills
 from .tools.base import TOOL_NAME_PATTERN, ToolServer, ToolSession
 from .tools.connections import ConnectionPool, ListedServer, describe_error
 from .tools.loader import ToolLoader
@@ -75,6 +76,8 @@ class RunResult:
         usage: tokens and requests, summed over the run's model requests.
         warnings: what went wrong without failing the run (an optional server that could
             not connect, a server that had to be reconnected, ...).
+        skills: what skills auto-injection did in this run (status, server, the skills
+            injected, the tools hidden).
         model_name: the model that answered.
     """
 
@@ -83,6 +86,7 @@ class RunResult:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     warnings: list[str] = field(default_factory=list)
+    skills: SkillsOutcome = field(default_factory=lambda: SkillsOutcome(status="disabled"))
     model_name: str = ""
     new_message_index: int = 0
 
@@ -136,12 +140,14 @@ class _RunSetup:
             tools it lists now.
         tools: the tools the model may see and call, by model-visible name.
         warnings: what went wrong without failing the run.
+        skills: what the skills step decided for this run.
     """
 
     system_prompt: str | None
     servers: tuple[ListedServer, ...]
     tools: dict[str, ToolRoute]
     warnings: list[str]
+    skills: SkillsOutcome
 
     def tool_specs(self) -> list[ToolSpec]:
         """The visible tools, as the model receives them."""
@@ -384,7 +390,9 @@ class Agent:
         """Close every session the agent opened (and a model it created from a name)."""
         stack, self._exit_stack = self._exit_stack, None
         if stack is not None:
-            await stack.__aexit__(exc_type, exc, traceback)
+            # The block's own exception is not passed in: it propagates unchanged instead
+            # of being wrapped in an exception group by the owners' task group.
+            await stack.aclose()
         await self._close_model()
 
     async def connect(self) -> list[str]:
@@ -454,13 +462,21 @@ class Agent:
             f"server {c.describe()} had lost its connection and was reconnected"
             for c in listing.reconnected
         )
-        servers = tuple(listing.listed)
-        tools = build_tool_routes(servers)
+        build_tool_routes(listing.listed)  # name conflicts are checked on every tool
+        step = await apply_skills(
+            listing.listed,
+            enabled=self.auto_inject_skills,
+            instructions=self.instructions,
+            timeout_s=self.skills_timeout,
+        )
+        if step.outcome.warning is not None:
+            warnings.append(step.outcome.warning)
         return _RunSetup(
-            system_prompt=self.instructions,
-            servers=servers,
-            tools=tools,
+            system_prompt=step.system_prompt,
+            servers=step.servers,
+            tools=build_tool_routes(step.servers),
             warnings=warnings,
+            skills=step.outcome,
         )
 
     # -- running --------------------------------------------------------------------------
@@ -570,6 +586,7 @@ class Agent:
                     tool_calls=records,
                     usage=usage,
                     warnings=setup.warnings,
+                    skills=setup.skills,
                     model_name=response.model_name or model.name,
                     new_message_index=start,
                 )

@@ -311,3 +311,16 @@ async def test_a_text_reply_with_tool_calls_keeps_its_text_in_history() -> None:
         role="assistant",
         parts=(TextPart("let me check"), ToolCallPart(id="t", name="hello", arguments={})),
     )
+
+
+async def test_errors_inside_async_with_propagate_unwrapped(
+    make_server: Callable[..., MCPServer],
+) -> None:
+    model = TestModel(lambda request: tool_call("echo", {"text": "again"}))
+    agent = Agent(model, tools=[make_server()], max_turns=1)
+    with pytest.raises(MaxTurnsExceededError):
+        async with agent:
+            await agent.run("loop")
+    with pytest.raises(KeyError):
+        async with agent:
+            raise KeyError("user code")

@@ -1,0 +1,137 @@
+"""``dpt-agent``: run an agent from the command line.
+
+``dpt-agent run [--config agent.yaml] [--model M] "prompt"`` streams the answer to stdout
+and reports tool calls, tool results and warnings on stderr as the run goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any, TextIO
+
+import anyio
+
+from . import __version__
+from .agent import Agent
+from .errors import ToolkitError
+from .events import FinalResultEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
+
+__all__ = ["main", "stream_run"]
+
+_PREVIEW = 300
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _PREVIEW else flat[: _PREVIEW - 3] + "..."
+
+
+async def stream_run(
+    agent: Agent, prompt: str, *, out: TextIO, err: TextIO, quiet: bool = False
+) -> None:
+    """Run `agent` on `prompt`, writing the answer to `out` as it arrives and the progress
+    (tool calls, results, warnings, usage) to `err` unless `quiet`.
+
+    Raises:
+        ToolkitError: the run failed.
+    """
+    async with agent:
+        at_line_start = True
+        async for event in agent.run_stream(prompt):
+            if isinstance(event, TextDeltaEvent):
+                out.write(event.text)
+                out.flush()
+                at_line_start = event.text.endswith("\n")
+                continue
+            if not at_line_start:
+                out.write("\n")
+                out.flush()
+                at_line_start = True
+            if quiet:
+                continue
+            if isinstance(event, ToolCallEvent):
+                where = f" [{event.server}]" if event.server else ""
+                arguments = json.dumps(event.call.arguments, ensure_ascii=False)
+                err.write(f"-> {event.call.name}{where} {_preview(arguments)}\n")
+            elif isinstance(event, ToolResultEvent):
+                record = event.record
+                mark = "x" if record.is_error else "<-"
+                err.write(
+                    f"{mark} {record.name} ({record.duration:.2f} s) {_preview(record.content)}\n"
+                )
+            elif isinstance(event, FinalResultEvent):
+                result = event.result
+                for warning in result.warnings:
+                    err.write(f"warning: {warning}\n")
+                usage = result.usage
+                err.write(
+                    f"[{result.model_name}: {usage.requests} requests, {usage.input_tokens} "
+                    f"input + {usage.output_tokens} output tokens, "
+                    f"{len(result.tool_calls)} tool calls]\n"
+                )
+            err.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpt-agent", description="Run a doc-processing-toolkit agent."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser(
+        "run",
+        help="run one prompt and stream the answer",
+        description="Run one prompt. The answer goes to stdout; tool calls, results and "
+        "warnings go to stderr.",
+    )
+    run.add_argument("prompt", help="the prompt; '-' reads it from stdin")
+    run.add_argument("-c", "--config", help="agent YAML file (see the YAML configuration docs)")
+    run.add_argument("-m", "--model", help="model, e.g. anthropic:claude-sonnet-5 or test")
+    run.add_argument("--instructions", help="system prompt (replaces the configured one)")
+    run.add_argument("--max-turns", type=int, help="most model requests in the run")
+    run.add_argument("-q", "--quiet", action="store_true", help="print the answer only")
+    run.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``dpt-agent`` entry point; returns the exit status (0 ok, 1 failed, 2 usage)."""
+    options = _parser().parse_args(argv)
+    level = {0: logging.WARNING, 1: logging.INFO}.get(options.verbose, logging.DEBUG)
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    prompt = sys.stdin.read() if options.prompt == "-" else options.prompt
+    overrides: dict[str, Any] = {}
+    if options.model:
+        overrides["model"] = options.model
+    if options.instructions is not None:
+        overrides["instructions"] = options.instructions
+    if options.max_turns is not None:
+        overrides["max_turns"] = options.max_turns
+    try:
+        if options.config:
+            agent = Agent.from_yaml(options.config, **overrides)
+        else:
+            agent = Agent(**overrides)
+
+        async def go() -> None:
+            await stream_run(agent, prompt, out=sys.stdout, err=sys.stderr, quiet=options.quiet)
+
+        anyio.run(go)
+    except ToolkitError as exc:
+        sys.stderr.write(f"dpt-agent: error: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("dpt-agent: interrupted\n")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
