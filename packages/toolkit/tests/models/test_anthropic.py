@@ -226,6 +226,27 @@ async def test_tool_results_go_back_as_tool_result_blocks_with_is_error(
     ]
 
 
+async def test_empty_text_and_empty_turns_are_left_out(opened, stand_in, anthropic_wire) -> None:
+    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
+    history = [
+        Message(role="user", parts=(TextPart(""), TextPart("Hi"))),
+        Message(role="assistant", parts=()),
+        Message.user("Still there?"),
+    ]
+    request = ModelRequest(system=None, messages=history, tools=[], provider_kwargs={})
+    await model_for(stand_in, opened).request(request)
+    assert stand_in.last.body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+        {"role": "user", "content": [{"type": "text", "text": "Still there?"}]},
+    ]
+
+
+async def test_a_single_beta_may_be_a_string(opened, stand_in, anthropic_wire) -> None:
+    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
+    await model_for(stand_in, opened).request(ask(betas="skills-2025-10-02"))
+    assert stand_in.last.headers["anthropic-beta"] == "skills-2025-10-02"
+
+
 @pytest.mark.parametrize(
     ("status", "error_type", "api_message", "hint"),
     [

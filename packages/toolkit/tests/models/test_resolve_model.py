@@ -85,6 +85,15 @@ def test_bad_model_strings_are_clear_config_errors(spec: str, message: str) -> N
         resolve_model(spec)
 
 
+def test_the_provider_classes_are_reachable_from_the_models_package() -> None:
+    from doc_processing_toolkit import models
+
+    assert models.AnthropicModel is AnthropicModel
+    assert models.OpenAIModel is OpenAIModel
+    with pytest.raises(AttributeError, match="GeminiModel"):
+        _ = models.GeminiModel
+
+
 def test_the_package_imports_without_either_provider_sdk() -> None:
     code = (
         "import sys\n"

@@ -3,16 +3,21 @@
 Providers: ``anthropic`` (official anthropic SDK, extra ``[anthropic]``), ``openai``
 (official openai SDK, extra ``[openai]``; any OpenAI-compatible server through
 ``base_url``) and ``test`` (offline, scriptable). Provider modules are imported only when
-used, so a missing SDK costs nothing until that provider is asked for.
+used, so a missing SDK costs nothing until that provider is asked for; that holds for
+``from doc_processing_toolkit.models import AnthropicModel`` (or ``OpenAIModel``) too.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .base import Model, ModelRequest, TextDelta
 from .test import TestModel
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicModel as AnthropicModel
+    from .openai import OpenAIModel as OpenAIModel
 
 __all__ = ["Model", "ModelRequest", "TestModel", "TextDelta", "infer_provider", "resolve_model"]
 
@@ -81,3 +86,16 @@ def resolve_model(model: str | Model, **options: Any) -> Model:
     raise ConfigError(
         f"unknown model provider {provider!r} in {model!r}; use one of {', '.join(PROVIDERS)}."
     )
+
+
+def __getattr__(name: str) -> Any:
+    """`AnthropicModel` and `OpenAIModel`, imported (with their SDK) on first access."""
+    if name == "AnthropicModel":
+        from .anthropic import AnthropicModel
+
+        return AnthropicModel
+    if name == "OpenAIModel":
+        from .openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

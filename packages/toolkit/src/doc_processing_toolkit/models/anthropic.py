@@ -27,7 +27,7 @@ from .base import ModelRequest, TextDelta
 
 try:
     import anthropic
-except ImportError as exc:  # pragma: no cover - exercised with the SDK hidden
+except ImportError as exc:
     raise MissingDependencyError(
         "the anthropic provider needs the anthropic SDK: "
         'pip install "doc-processing-toolkit[anthropic]"'
@@ -175,7 +175,7 @@ class AnthropicModel:
             params["extra_query"] = extras.query
         if betas is None:
             return client.messages, params
-        params["betas"] = list(betas)
+        params["betas"] = [betas] if isinstance(betas, str) else list(betas)
         return client.beta.messages, params
 
     def _to_response(self, message: Any) -> ModelResponse:
@@ -273,7 +273,8 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Messages as Messages API turns.
 
     Tool results go first in their user turn (the API asks for that), each one a
-    ``tool_result`` block with ``is_error`` when the tool failed. Empty text is left out.
+    ``tool_result`` block with ``is_error`` when the tool failed. Empty text is left out,
+    and so is a turn left with nothing (the API joins the turns around it).
     """
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -301,6 +302,6 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 if part.is_error:
                     result["is_error"] = True
                 results.append(result)
-        content = results + blocks
-        turns.append({"role": message.role, "content": content or [{"type": "text", "text": ""}]})
+        if results or blocks:
+            turns.append({"role": message.role, "content": results + blocks})
     return turns

@@ -31,7 +31,7 @@ from .base import ModelRequest, TextDelta
 
 try:
     import openai
-except ImportError as exc:  # pragma: no cover - exercised with the SDK hidden
+except ImportError as exc:
     raise MissingDependencyError(
         'the openai provider needs the openai SDK: pip install "doc-processing-toolkit[openai]"'
     ) from exc
