@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import openpyxl
+
 from doc_processing_std_tools.docs import api, pdf
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -128,3 +130,19 @@ def test_windows_1252_text_is_decoded(scratch: Path) -> None:
     result = overview(Workspace.from_settings(), "legacy.txt")
     assert result["encoding"] == "cp1252"
     assert result["preview"] == "Prix: 12 € à payer"
+
+
+def test_xlsx_overview_reads_no_rows_when_sizes_are_not_recorded(scratch: Path) -> None:
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet("Stream")
+    for index in range(2000):
+        sheet.append([index, f"row {index}"])
+    book.save(str(scratch / "stream.xlsx"))
+    result = overview(Workspace.from_settings(), "stream.xlsx")
+    assert result["outline"] == [
+        {"sheet": 1, "name": "Stream", "used_range": "not recorded in the file"}
+    ]
+    assert result["preview"] == ""
+    assert "pages='1!1-10'" in str(result["note"])
+    first_rows = api.read_document(Workspace.from_settings(), "stream.xlsx", "1!1-3")
+    assert "| 1 | row 1 |" in first_rows and "row 3" not in first_rows

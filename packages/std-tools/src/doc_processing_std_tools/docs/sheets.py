@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
+from xml.etree import ElementTree
 
 from ..errors import DocumentError, InvalidArgumentError
 from .render import Chunk, markdown_row, markdown_rule, table_to_csv, table_to_markdown
@@ -67,15 +69,20 @@ def _trim(cells: list[str]) -> list[str]:
     return cells[:end]
 
 
-@contextmanager
-def _workbook(source: Source) -> Iterator[Any]:
+def _openpyxl() -> Any:
+    """The openpyxl module, or the error that names the extra to install."""
     try:
         import openpyxl  # type: ignore[import-untyped]
-        from openpyxl.utils.exceptions import (  # type: ignore[import-untyped]
-            InvalidFileException,
-        )
     except ImportError as exc:
         raise missing_extra("XLSX") from exc
+    return openpyxl
+
+
+@contextmanager
+def _workbook(source: Source) -> Iterator[Any]:
+    openpyxl = _openpyxl()
+    from openpyxl.utils.exceptions import InvalidFileException  # type: ignore[import-untyped]
+
     try:
         book = openpyxl.load_workbook(source.path, read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, TypeError) as exc:
@@ -104,12 +111,95 @@ def _worksheet(book: Any, name: str) -> Any | None:
     return sheet if hasattr(sheet, "iter_rows") else None
 
 
-def _dimensions(sheet: Any) -> dict[str, object]:
+_MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+_DIMENSION = re.compile(rb"<(?:\w+:)?dimension\s+ref=\"([A-Z]+[0-9]+(?::[A-Z]+[0-9]+)?)\"")
+_HEAD_BYTES = 65536
+
+
+def _recorded_sizes(
+    source: Source,
+) -> tuple[list[tuple[str, str | None, bool]], dict[str, str]]:
+    """(name, recorded used range or None, is a worksheet) for each sheet, in order, and
+    the document properties.
+
+    Reads the workbook part and the first bytes of each sheet straight from the ZIP
+    package. openpyxl, asked for the size of a sheet that does not record it, would parse
+    the whole sheet; this never does.
+    """
     try:
-        used = str(sheet.calculate_dimension())
-    except ValueError:
-        return {"used_range": "unknown (the file does not record it)"}
-    return {"used_range": used, "rows": sheet.max_row, "columns": sheet.max_column}
+        with zipfile.ZipFile(source.path) as package:
+            workbook = ElementTree.fromstring(package.read("xl/workbook.xml"))
+            relations = ElementTree.fromstring(package.read("xl/_rels/workbook.xml.rels"))
+            targets = {r.get("Id"): r.get("Target", "") for r in relations}
+            found: list[tuple[str, str | None, bool]] = []
+            for sheet in workbook.iter(f"{_MAIN_NS}sheet"):
+                target = targets.get(sheet.get(_REL_ID), "")
+                part = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+                if "worksheets/" not in part:
+                    found.append((sheet.get("name", ""), None, False))
+                    continue
+                with package.open(part) as stream:
+                    head = stream.read(_HEAD_BYTES)
+                match = _DIMENSION.search(head)
+                used = match.group(1).decode() if match else None
+                found.append((sheet.get("name", ""), used, True))
+            return found, _core_metadata(package)
+    except (KeyError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+        raise DocumentError(
+            f"{source.name!r} could not be read as XLSX: the workbook is damaged or "
+            f"incomplete ({type(exc).__name__})."
+        ) from None
+
+
+_CELL = re.compile(r"([A-Z]+)([0-9]+)")
+_CORE = {
+    "{http://purl.org/dc/elements/1.1/}title": "title",
+    "{http://purl.org/dc/elements/1.1/}creator": "author",
+    "{http://purl.org/dc/elements/1.1/}subject": "subject",
+    "{http://schemas.openxmlformats.org/package/2006/metadata/core-properties}keywords": (
+        "keywords"
+    ),
+    "{http://schemas.openxmlformats.org/package/2006/metadata/core-properties}"
+    "lastModifiedBy": "last_modified_by",
+    "{http://purl.org/dc/terms/}created": "created",
+    "{http://purl.org/dc/terms/}modified": "modified",
+}
+
+
+def _core_metadata(package: zipfile.ZipFile) -> dict[str, str]:
+    try:
+        core = ElementTree.fromstring(package.read("docProps/core.xml"))
+    except KeyError:
+        return {}
+    found: dict[str, str] = {}
+    for element in core:
+        if element.tag in _CORE and element.text and element.text.strip():
+            found[_CORE[element.tag]] = element.text.strip()
+    return found
+
+
+def _cell_position(reference: str) -> tuple[int, int]:
+    match = _CELL.fullmatch(reference)
+    if match is None:
+        return 1, 1
+    column = 0
+    for letter in match.group(1):
+        column = column * 26 + ord(letter) - ord("A") + 1
+    return column, int(match.group(2))
+
+
+def _size_facts(used: str | None) -> dict[str, object]:
+    if used is None:
+        return {"used_range": "not recorded in the file"}
+    first, _, last = used.partition(":")
+    first_col, first_row = _cell_position(first)
+    last_col, last_row = _cell_position(last or first)
+    return {
+        "used_range": used,
+        "rows": last_row - first_row + 1,
+        "columns": last_col - first_col + 1,
+    }
 
 
 def sheet_names(source: Source) -> list[str]:
@@ -118,44 +208,37 @@ def sheet_names(source: Source) -> list[str]:
         return list(book.sheetnames)
 
 
-def _metadata(book: Any) -> dict[str, str]:
-    props = book.properties
-    found: dict[str, str] = {}
-    for key, value in (
-        ("title", props.title),
-        ("author", props.creator),
-        ("subject", props.subject),
-        ("keywords", props.keywords),
-        ("last_modified_by", props.lastModifiedBy),
-        ("created", props.created),
-        ("modified", props.modified),
-    ):
-        if value:
-            found[key] = _text(value)
-    return found
-
-
 def xlsx_overview(source: Source) -> dict[str, object]:
-    """Sheet names with their used ranges (as recorded in the file), metadata, and the
-    first rows of the first worksheet; no sheet is read in full."""
-    with _workbook(source) as book:
-        sheets: list[dict[str, object]] = []
-        preview = ""
-        for number, name in enumerate(book.sheetnames, start=1):
-            sheet = _worksheet(book, name)
-            if sheet is None:
-                sheets.append({"sheet": number, "name": name, "kind": "chart sheet"})
-                continue
-            sheets.append({"sheet": number, "name": name, **_dimensions(sheet)})
-            if not preview:
-                rows = [cells for _, cells in _rows(sheet, 1, _PREVIEW_ROWS)]
-                preview = table_to_markdown(rows)
-        return {
-            "sheet_count": len(sheets),
-            "metadata": _metadata(book),
-            "outline": sheets,
-            "preview": preview,
-        }
+    """Sheet names with the used ranges the file records, metadata, and the first rows of
+    the first worksheet; no sheet is read in full.
+
+    When a sheet does not record its used range (some generators leave it out), opening
+    the workbook would mean reading every row, so the preview is left out with a note.
+    """
+    _openpyxl()
+    sizes, metadata = _recorded_sizes(source)
+    outline: list[dict[str, object]] = []
+    for number, (name, used, is_worksheet) in enumerate(sizes, start=1):
+        if is_worksheet:
+            outline.append({"sheet": number, "name": name, **_size_facts(used)})
+        else:
+            outline.append({"sheet": number, "name": name, "kind": "chart sheet"})
+    result: dict[str, object] = {"sheet_count": len(sizes), "metadata": metadata}
+    if all(used is not None for _, used, is_worksheet in sizes if is_worksheet):
+        with _workbook(source) as book:
+            first = next((name for name, _, is_worksheet in sizes if is_worksheet), None)
+            sheet = _worksheet(book, first) if first is not None else None
+            rows = [cells for _, cells in _rows(sheet, 1, _PREVIEW_ROWS)] if sheet else []
+            result["outline"] = outline
+            result["preview"] = table_to_markdown(rows)
+    else:
+        result["outline"] = outline
+        result["preview"] = ""
+        result["note"] = (
+            "the workbook does not record its sheet sizes, so no rows were read for a "
+            "preview; read_document with pages='1!1-10' shows the first rows"
+        )
+    return result
 
 
 def parse_sheets(spec: str, names: list[str]) -> list[SheetSelection]:
