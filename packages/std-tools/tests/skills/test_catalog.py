@@ -161,6 +161,21 @@ def test_an_unchanged_folder_returns_the_same_catalog(skills: SkillsFolder) -> N
     assert cache.scan(skills.path, max_bytes=MAX) is not first
 
 
+def test_peek_answers_only_for_a_folder_known_to_be_unchanged(skills: SkillsFolder) -> None:
+    skill_md = skills.write("one") / "SKILL.md"
+    age(skill_md)
+    age(skills.path)
+    cache = SkillCatalog()
+    assert cache.peek(skills.path) is None
+    first = cache.scan(skills.path, max_bytes=MAX)
+    assert cache.peek(skills.path) is first
+    skills.write("one", description="Changed.")
+    assert cache.peek(skills.path) is None
+    assert cache.scan(skills.path, max_bytes=MAX).skills[0].description == "Changed."
+    skills.write("two")
+    assert cache.peek(skills.path) is None
+
+
 def test_added_changed_and_removed_skills_show_on_the_next_scan(skills: SkillsFolder) -> None:
     cache = SkillCatalog()
     skills.write("one", description="First text.")

@@ -39,12 +39,12 @@ from .scripts import run_script, split_args
 
 __all__ = [
     "MAX_LISTED_RESOURCES",
+    "cached",
     "check_skill_name",
     "clear_cache",
     "create_skill",
     "execute_skill_script",
     "list_resources",
-    "list_skills",
     "load_skill",
     "load_skill_resource",
     "render_template",
@@ -64,14 +64,17 @@ def scan(settings: Settings) -> Catalog:
     return _catalog.scan(settings.skills_dir, max_bytes=settings.max_file_size_bytes)
 
 
+def cached(settings: Settings) -> Catalog | None:
+    """The catalog of ``settings.skills_dir`` when it is known to be unchanged, else None.
+
+    Costs only ``stat`` calls; see `SkillCatalog.peek`.
+    """
+    return _catalog.peek(settings.skills_dir)
+
+
 def clear_cache() -> None:
     """Forget every catalog read so far; the next `scan` reads every SKILL.md again."""
     _catalog.clear()
-
-
-def list_skills(settings: Settings) -> str:
-    """The `list_skills` JSON text."""
-    return scan(settings).json
 
 
 def check_skill_name(skill_name: str) -> str:

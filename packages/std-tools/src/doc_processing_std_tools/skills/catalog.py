@@ -270,6 +270,41 @@ class SkillCatalog:
         with self._lock:
             return self._scan(skills_dir, max_bytes)
 
+    def peek(self, skills_dir: Path) -> Catalog | None:
+        """The remembered catalog if nothing changed on disk since, else None.
+
+        Only ``stat`` calls are made, never a read, so this is cheap enough for an event
+        loop. None also means "unknown": a scan is running in another thread, the folder
+        was never scanned, or a recent write needs a second look; call `scan` then.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            cache = self._folders.get(skills_dir)
+            if cache is None or cache.catalog is None or cache.racy:
+                return None
+            try:
+                if _stamp(skills_dir.stat()) != cache.stamp:
+                    return None
+            except OSError:
+                return None
+            prefix = f"{skills_dir}{os.sep}"
+            for name in cache.folders:
+                entry = cache.entries.get(name)
+                if entry is None or entry.racy:
+                    return None
+                try:
+                    st = os.stat(f"{prefix}{name}{os.sep}{SKILL_FILE}")  # noqa: PTH116
+                except OSError:
+                    if entry.stamp is None:
+                        continue
+                    return None
+                if entry.stamp != _stamp(st):
+                    return None
+            return cache.catalog
+        finally:
+            self._lock.release()
+
     def _scan(self, skills_dir: Path, max_bytes: int) -> Catalog:
         try:
             dir_stat = skills_dir.stat()

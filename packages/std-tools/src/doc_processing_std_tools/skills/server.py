@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 
 from .._tooling import tool_errors
@@ -32,7 +33,7 @@ def register_skills_tools(server: MCPServer) -> None:
     """
 
     @server.tool(structured_output=False)
-    def list_skills() -> str:
+    async def list_skills() -> str:
         """List every Agent Skill: name, description and SKILL.md path, as JSON.
 
         Returns {"skills": [...], "skills_dir": ..., "count": ...}, plus "diagnostics"
@@ -40,7 +41,13 @@ def register_skills_tools(server: MCPServer) -> None:
         Call load_skill with a name to read that skill's instructions.
         """
         with tool_errors():
-            return actions.list_skills(get_settings())
+            settings = get_settings()
+            # An unchanged folder is answered from the cache right here; reading files
+            # happens in a worker thread so the event loop never waits on the disk.
+            catalog = actions.cached(settings)
+            if catalog is None:
+                catalog = await anyio.to_thread.run_sync(actions.scan, settings)
+            return catalog.json
 
     @server.tool(structured_output=False)
     def load_skill(skill_name: str) -> str:
