@@ -404,8 +404,8 @@ class Agent:
             ToolServerError: a required server could not connect.
             ToolNameConflictError: two servers expose the same tool name.
         """
-        setup = await self._prepare_run()
-        return setup.warnings
+        _servers, warnings = await self._connect_and_list()
+        return warnings
 
     async def aclose(self) -> None:
         """Close every session the agent opened (pre-built sessions are left open), and
@@ -444,11 +444,9 @@ class Agent:
 
     # -- the per-run view -----------------------------------------------------------------
 
-    async def _prepare_run(self) -> _RunSetup:
-        """Compute the system prompt and the visible tools of one run.
-
-        Connects what is not connected (reconnecting dead sessions), lists every server's
-        tools, fails on an unreachable required server, and checks tool names.
+    async def _connect_and_list(self) -> tuple[tuple[ListedServer, ...], list[str]]:
+        """Connect what is not connected (reconnecting dead sessions), list every server's
+        tools, fail on an unreachable required server, and check tool names.
         """
         self._bind_loop()
         listing = await self._pool.list_servers()
@@ -462,9 +460,18 @@ class Agent:
             f"server {c.describe()} had lost its connection and was reconnected"
             for c in listing.reconnected
         )
-        build_tool_routes(listing.listed)  # name conflicts are checked on every tool
+        servers = tuple(listing.listed)
+        build_tool_routes(servers)  # name conflicts are checked on every tool
+        return servers, warnings
+
+    async def _prepare_run(self) -> _RunSetup:
+        """Compute the system prompt and the visible tools of one run: connect and list
+        the servers, then apply the skills step (catalog appended, activation tools hidden
+        on an empty catalog).
+        """
+        listed, warnings = await self._connect_and_list()
         step = await apply_skills(
-            listing.listed,
+            listed,
             enabled=self.auto_inject_skills,
             instructions=self.instructions,
             timeout_s=self.skills_timeout,

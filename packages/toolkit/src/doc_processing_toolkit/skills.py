@@ -16,12 +16,14 @@ import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 from xml.sax.saxutils import escape
 
 import anyio
 from mcp.types import CallToolResult, TextContent
+
+from .tools.connections import ListedServer
 
 __all__ = [
     "ACTIVATION_TOOLS",
@@ -31,6 +33,9 @@ __all__ = [
     "SkillEntry",
     "SkillsCatalog",
     "SkillsOutcome",
+    "SkillsStep",
+    "append_catalog",
+    "apply_skills",
     "find_skills_server",
     "has_own_catalog",
     "parse_catalog",
@@ -285,3 +290,76 @@ def _failed(server_name: str, reason: str) -> SkillsOutcome:
     )
     logger.warning("%s", warning)
     return SkillsOutcome(status="failed", server=server_name, warning=warning)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillsStep:
+    """The skills step applied to one run's servers.
+
+    Attributes:
+        system_prompt: the instructions with the catalog appended (or unchanged).
+        servers: the servers in loaded order; the skills server's activation tools are
+            left out when the catalog is empty.
+        outcome: what was decided, for `RunResult.skills`.
+    """
+
+    system_prompt: str | None
+    servers: tuple[ListedServer, ...]
+    outcome: SkillsOutcome
+
+
+def _own_name(listed: ListedServer, tool_name: str) -> str:
+    prefix = listed.server.tool_prefix
+    if prefix and tool_name.startswith(f"{prefix}_"):
+        return tool_name[len(prefix) + 1 :]
+    return tool_name
+
+
+def append_catalog(instructions: str | None, block: str | None) -> str | None:
+    """The system prompt of a run: the instructions, then a blank line and the catalog."""
+    if block is None:
+        return instructions
+    return f"{instructions.rstrip()}\n\n{block}" if instructions else block
+
+
+async def apply_skills(
+    servers: Sequence[ListedServer],
+    *,
+    enabled: bool,
+    instructions: str | None,
+    timeout_s: float,
+) -> SkillsStep:
+    """Detect the skills server among `servers`, fetch and render its catalog, and hide
+    its activation tools when the catalog is empty. Never raises for a bad server.
+    """
+    detected = (
+        find_skills_server(servers, lambda s: [_own_name(s, t.name) for t in s.tools])
+        if enabled and not has_own_catalog(instructions)
+        else None
+    )
+    call_tool: CallTool | None = None
+    if detected is not None:
+        session = detected.session
+        prefix = f"{detected.server.tool_prefix}_" if detected.server.tool_prefix else ""
+
+        async def call_tool(name: str, arguments: dict[str, Any]) -> CallToolResult:
+            return await session.call_tool(prefix + name, arguments)
+
+    outcome = await prepare_skills(
+        enabled=enabled,
+        instructions=instructions,
+        server_name=detected.server.name if detected is not None else None,
+        call_tool=call_tool,
+        timeout_s=timeout_s,
+    )
+    result = tuple(servers)
+    if detected is not None and outcome.hidden_tools:
+        visible = tuple(
+            t for t in detected.tools if _own_name(detected, t.name) not in outcome.hidden_tools
+        )
+        result = tuple(replace(s, tools=visible) if s is detected else s for s in servers)
+    return SkillsStep(
+        system_prompt=append_catalog(instructions, outcome.prompt_block),
+        servers=result,
+        outcome=outcome,
+    )

@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -34,7 +34,7 @@ def _catalog() -> Any:
     return json.loads(Path(os.environ["STANDIN_CATALOG"]).read_text(encoding="utf-8"))
 
 
-def list_skills() -> str:
+async def list_skills() -> str:
     """List the skills."""
     _record("list_skills")
     payload = _catalog()
@@ -43,7 +43,7 @@ def list_skills() -> str:
     if isinstance(payload, dict) and "__error__" in payload:
         raise ToolError(str(payload["__error__"]))
     if isinstance(payload, dict) and "__sleep__" in payload:
-        time.sleep(float(payload["__sleep__"]))
+        await anyio.sleep(float(payload["__sleep__"]))
         return json.dumps({"skills": [], "count": 0})
     return json.dumps(payload)
 
