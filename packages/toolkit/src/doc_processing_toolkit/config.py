@@ -64,13 +64,28 @@ class McpCommandEntry(_ServerEntry):
 
 
 class McpScriptEntry(_ServerEntry):
-    """``type: mcp_script``: run a Python script, with this interpreter, over stdio."""
+    """``type: mcp_script``: run a Python script (``script``) or module (``module``, as
+    ``python -m``) with this interpreter, over stdio.
+    """
 
     type: Literal["mcp_script"]
-    script: str
+    script: str | None = None
+    module: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")] | None = None
     args: list[str] = []
     env: dict[str, str] = {}
     cwd: str | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _script_or_module(self) -> McpScriptEntry:
+        if (self.script is None) == (self.module is None):
+            raise ValueError("give exactly one of 'script' and 'module'")
+        return self
+
+    @property
+    def python_args(self) -> list[str]:
+        """The interpreter's arguments: the script or ``-m module``, then `args`."""
+        target = [self.script] if self.script is not None else ["-m", str(self.module)]
+        return [*target, *self.args]
 
 
 class McpHttpEntry(_ServerEntry):
@@ -144,6 +159,8 @@ def _format_errors(
             key, message = f"{key}.type", f"must be one of {_TYPES} (got {item['input']['type']!r})"
         elif item["type"] == "union_tag_not_found":
             key, message = f"{key}.type", f"required key is missing (one of {_TYPES})"
+        elif item["type"] == "value_error":
+            message = item["msg"].removeprefix("Value error, ")
         else:
             message = f"{item['msg']} (got {item.get('input')!r})"
         lines.append(f"  {key}: {message}")
@@ -226,7 +243,11 @@ def _resolve_paths(
     entry: McpCommandEntry | McpScriptEntry | McpHttpEntry, base: Path
 ) -> McpCommandEntry | McpScriptEntry | McpHttpEntry:
     update: dict[str, str] = {}
-    if isinstance(entry, McpScriptEntry) and not Path(entry.script).is_absolute():
+    if (
+        isinstance(entry, McpScriptEntry)
+        and entry.script is not None
+        and not Path(entry.script).is_absolute()
+    ):
         update["script"] = str(base / entry.script)
     if (
         isinstance(entry, McpCommandEntry | McpScriptEntry)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,6 +97,23 @@ async def test_route_mcp_script(stdio_entry: Callable[..., dict[str, Any]]) -> N
     async with agent:
         result = await agent.run("go")
     assert result.output == "False:hi"
+
+
+async def test_route_mcp_script_with_a_module(stdio_entry: Callable[..., dict[str, Any]]) -> None:
+    folder = str(Path(stdio_entry()["args"][0]).parent)
+    entry = {"type": "mcp_script", "module": "stdio_server", "cwd": folder}
+    agent = Agent(one_call("echo", {"text": "as a module"}), tools=[entry])
+    assert agent.servers[0].name == "stdio_server"
+    assert agent.servers[0].describe() == "'stdio_server' (mcp_script: python -m stdio_server)"
+    async with agent:
+        result = await agent.run("go")
+    assert result.output == "False:as a module"
+
+
+def test_mcp_script_takes_exactly_one_of_script_and_module() -> None:
+    for entry in ({"type": "mcp_script"}, {"type": "mcp_script", "script": "a", "module": "b"}):
+        with pytest.raises(ConfigError, match=r"tools\[0\]: give exactly one of 'script'"):
+            ToolLoader([entry])
 
 
 async def test_route_prebuilt_session(stdio_entry: Callable[..., dict[str, Any]]) -> None:

@@ -98,7 +98,7 @@ def _detail(server: ToolServer) -> str:
     if server.route == "mcp_command":
         return ": " + " ".join([target.command, *target.args])
     if server.route == "mcp_script":
-        return ": " + " ".join([str(target.script), *target.args])
+        return ": " + " ".join(["python", *target.python_args])
     if server.route == "mcp_http":
         return f": {target.url}"
     return ""

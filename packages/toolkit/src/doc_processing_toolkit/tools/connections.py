@@ -301,7 +301,7 @@ async def _enter_session(
         if server.route == "mcp_command":
             command, args = target.command, list(target.args)
         else:
-            command, args = sys.executable, [target.script, *target.args]
+            command, args = sys.executable, target.python_args
         params = StdioServerParameters(
             command=command, args=args, env=dict(target.env) or None, cwd=target.cwd
         )

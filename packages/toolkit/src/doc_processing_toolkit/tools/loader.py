@@ -53,7 +53,7 @@ def _default_name(entry: McpCommandEntry | McpScriptEntry | McpHttpEntry) -> str
     if isinstance(entry, McpCommandEntry):
         return Path(entry.command).name or entry.command
     if isinstance(entry, McpScriptEntry):
-        return Path(entry.script).stem or entry.script
+        return Path(entry.script).stem if entry.script else str(entry.module)
     return urlsplit(entry.url).hostname or entry.url
 
 
