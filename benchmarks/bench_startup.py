@@ -84,7 +84,8 @@ def main() -> None:
     print("| Server | Median to first list_skills answer | Fastest | Slowest |")
     print("|---|---|---|---|")
     print(
-        f"| bare MCPServer, one tool | {bare_median:.3f} s | {min(bare):.3f} s | {max(bare):.3f} s |"
+        f"| bare MCPServer, one tool | {bare_median:.3f} s | "
+        f"{min(bare):.3f} s | {max(bare):.3f} s |"
     )
     print(
         f"| python -m doc_processing_std_tools | {composed_median:.3f} s | "
