@@ -96,3 +96,17 @@ def test_a_bad_setting_stops_the_server_with_a_message_naming_it(tmp_path: Path)
     )
     assert done.returncode == 2
     assert "DPTTOOLS_SANDBOX_TIMEOUT" in done.stderr
+
+
+async def test_without_the_variable_the_server_reads_agent_skills_in_its_folder(
+    tmp_path: Path,
+) -> None:
+    make_skill(tmp_path / ".agent_skills")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "doc_processing_std_tools.skills"], cwd=str(tmp_path)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        payload = json.loads(text(await session.call_tool("list_skills", {})))
+    assert payload["skills_dir"] == str((tmp_path / ".agent_skills").resolve())
+    assert [s["name"] for s in payload["skills"]] == ["hello-world"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -242,3 +244,45 @@ def test_a_scan_never_raises_on_an_empty_or_small_folder(skills: SkillsFolder, c
     for index in range(count):
         skills.write(f"s{index}")
     assert scan_once(skills.path, max_bytes=MAX).count == count
+
+
+def test_no_input_makes_a_scan_raise(skills: SkillsFolder) -> None:
+    rng = random.Random(20261130)
+    fragments = [
+        "---\n",
+        "name: x\n",
+        "description: ",
+        ": ",
+        "&a ",
+        "*a ",
+        "[",
+        "]",
+        "{",
+        "}",
+        "- ",
+        "  ",
+        "'",
+        '"',
+        "!!binary ",
+        "? ",
+        "|\n",
+        ">\n",
+        "\t",
+        "\r\n",
+        "\ufeff",
+        "%YAML 1.1\n",
+        "<<: *a\n",
+        "#",
+        "\x00",
+        "é",
+    ]
+    for index in range(150):
+        if index % 3 == 0:
+            data = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400)))
+        else:
+            text = "---\n" + "".join(rng.choice(fragments) for _ in range(rng.randrange(1, 60)))
+            data = (text + "\n---\nbody\n").encode("utf-8")
+        skills.write_bytes(f"fuzz-{index:03d}", data)
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert catalog.count + len({d.skill for d in catalog.diagnostics if d.level == "error"}) == 150
+    json.loads(catalog.json)

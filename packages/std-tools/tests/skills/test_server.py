@@ -174,6 +174,24 @@ async def test_skills_added_changed_and_removed_in_a_session_show_on_the_next_ca
         assert await names() == []
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("DPTTOOLS_SANDBOX_TIMEOUT", "soon"),
+        ("DPTTOOLS_MAX_FILE_SIZE_MB", "-1"),
+        ("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "1.5"),
+        ("DPTTOOLS_SKILLS_DIR", ""),
+    ],
+)
+async def test_a_bad_setting_is_a_tool_error_naming_the_variable(
+    skills: SkillsFolder, monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    reset_settings()
+    message = await fails("list_skills")
+    assert variable in message
+
+
 # ---- Skill names in tool calls.
 
 
