@@ -7,6 +7,7 @@ from pathlib import Path
 
 import docx
 import openpyxl
+import pypdfium2  # type: ignore[import-untyped]
 from fpdf import FPDF
 from PIL import Image, ImageDraw
 
@@ -181,6 +182,8 @@ def write_samples(folder: Path, work: Path) -> None:
     (folder / "renamed.pdf").write_text("just some text, not a PDF", encoding="utf-8")
     (folder / "broken.docx").write_bytes(b"PK\x03\x04" + b"\x00" * 64)
     (folder / "broken.xlsx").write_text("name,value\n", encoding="utf-8")
+    with (folder / "nopages.pdf").open("wb") as handle:
+        pypdfium2.PdfDocument.new().save(handle)
     (folder / "empty.pdf").write_bytes(b"")
     (folder / "empty.csv").write_bytes(b"")
     (folder / "legacy.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64)

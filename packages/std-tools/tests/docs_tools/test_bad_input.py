@@ -33,6 +33,7 @@ BAD_FILES = [
     ("renamed.pdf", DocumentError, "lacks the PDF header"),
     ("encrypted.pdf", EncryptedDocumentError, "password-protected"),
     ("empty.pdf", DocumentError, "is empty"),
+    ("nopages.pdf", DocumentError, "without any page"),
     ("empty.csv", DocumentError, "is empty"),
     ("big.pdf", FileTooLargeError, "DPTTOOLS_MAX_FILE_SIZE_MB"),
     ("broken.docx", DocumentError, "could not be read as DOCX"),
