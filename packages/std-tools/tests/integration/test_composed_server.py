@@ -16,6 +16,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
+from doc_processing_std_tools import make_composed_server
+from doc_processing_std_tools.config import reset_settings
+
 pytestmark = pytest.mark.anyio
 
 SKILLS_TOOLS = {
@@ -83,6 +86,22 @@ async def exercise(client: Client, skills: Path, workspace: Path) -> None:
     )
     refused = await client.call_tool("read_file", {"path": "../skills/invoice-check/SKILL.md"})
     assert refused.is_error and "'..'" in text_of(refused)
+
+
+async def test_in_process_composed_server_holds_the_sixteen_tools(
+    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skills, workspace = folders
+    monkeypatch.setenv("DPTTOOLS_SKILLS_DIR", str(skills))
+    monkeypatch.setenv("DPTTOOLS_WORKSPACE_DIR", str(workspace))
+    reset_settings()
+    try:
+        server = make_composed_server()
+        assert server.name == "doc-processing-std-tools"
+        async with Client(server) as client:
+            await exercise(client, skills, workspace)
+    finally:
+        reset_settings()
 
 
 def server_args(skills: Path, workspace: Path, *extra: str) -> list[str]:
