@@ -20,7 +20,7 @@ $(STAMP): $(UV) uv.lock pyproject.toml packages/std-tools/pyproject.toml package
 	touch $@
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/agent_demo.py
 
 test: $(STAMP)
 	$(MAKE) --no-print-directory pytest lint typecheck docs

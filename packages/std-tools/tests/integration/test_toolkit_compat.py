@@ -215,3 +215,24 @@ async def test_the_model_loads_a_skill_and_runs_its_script(
     outcome = json.loads(execute.content)
     assert outcome["exit_code"] == 0, outcome["stderr"]
     assert json.loads(result.output)["exit_code"] == 0
+
+
+def test_the_main_example_runs_an_agent_that_uses_the_invoice_skill() -> None:
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("DPT_DEMO_MODEL", None)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "agent_demo.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "-> load_skill(" in done.stdout
+    assert "-> execute_skill_script(" in done.stdout
+    assert '<skill name="invoice-extraction"' in done.stdout
+    assert "- total: printed 3209.56, should be 3198.76" in done.stdout

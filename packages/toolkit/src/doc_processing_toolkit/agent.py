@@ -78,6 +78,8 @@ class RunResult:
             not connect, a server that had to be reconnected, ...).
         skills: what skills auto-injection did in this run (status, server, the skills
             injected, the tools hidden).
+        system_prompt: the system prompt the model received in this run (the
+            instructions with the skill catalog, when one was injected).
         model_name: the model that answered.
     """
 
@@ -87,6 +89,7 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     warnings: list[str] = field(default_factory=list)
     skills: SkillsOutcome = field(default_factory=lambda: SkillsOutcome(status="disabled"))
+    system_prompt: str | None = None
     model_name: str = ""
     new_message_index: int = 0
 
@@ -594,6 +597,7 @@ class Agent:
                     usage=usage,
                     warnings=setup.warnings,
                     skills=setup.skills,
+                    system_prompt=setup.system_prompt,
                     model_name=response.model_name or model.name,
                     new_message_index=start,
                 )
