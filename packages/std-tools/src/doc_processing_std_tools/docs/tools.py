@@ -1,7 +1,8 @@
 """The four document tools, registered on any MCPServer.
 
-Each tool is a few lines of glue around `api`; the workspace and the limits are read from
-the settings at call time.
+Each tool is a few lines of glue around `api`, which is imported on the first call so
+that a server starts without loading the readers; the workspace and the limits are read
+from the settings at call time.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pydantic import Field
 
 from .._tooling import tool_errors
 from ..filesystem.operations import Workspace
-from . import api
 
 __all__ = ["register_docs_tools"]
 
@@ -38,6 +38,8 @@ def register_docs_tools(server: MCPServer) -> None:
         files: it does not read the whole document. A PDF without a text layer (a scan)
         is reported as such.
         """
+        from . import api
+
         with tool_errors():
             return api.get_file_overview(Workspace.from_settings(), path)
 
@@ -51,6 +53,8 @@ def register_docs_tools(server: MCPServer) -> None:
         Long output is cut at the output limit; the marker gives the `pages` value that
         reads on.
         """
+        from . import api
+
         with tool_errors():
             return api.read_document(Workspace.from_settings(), path, pages)
 
@@ -64,6 +68,8 @@ def register_docs_tools(server: MCPServer) -> None:
     ) -> str:
         """Extract the tables of a document as Markdown or CSV, each labelled with where
         it was found (page, section or sheet). A sheet or a CSV file is one table."""
+        from . import api
+
         with tool_errors():
             return api.extract_tables(Workspace.from_settings(), path, pages, format)
 
@@ -79,6 +85,8 @@ def register_docs_tools(server: MCPServer) -> None:
         """Find text in a document; JSON list of the matches with where they are: page and
         line (PDF), sheet and cell (XLSX), row and column (CSV), section and heading
         (DOCX, HTML, Markdown) or line (text)."""
+        from . import api
+
         with tool_errors():
             return api.search_document(
                 Workspace.from_settings(), path, query, pages, regex, ignore_case, max_results
