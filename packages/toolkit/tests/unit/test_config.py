@@ -217,3 +217,14 @@ async def test_a_yaml_agent_runs_its_stdio_server(tmp_path: Path) -> None:
     assert warnings == []
     assert result.output == "echo: hello"
     assert agent.servers[0].name == "yaml-server"
+
+
+def test_the_example_configuration_is_valid() -> None:
+    example = Path(__file__).parents[4] / "examples" / "agent.yaml"
+    agent = Agent.from_yaml(example)
+    assert [(s.name, s.route, s.tool_prefix) for s in agent.servers] == [
+        ("std-tools", "mcp_script", None),
+        ("words", "mcp_script", "words"),
+    ]
+    assert agent.servers[1].target.script == str(example.parent / "word_server.py")
+    assert agent.servers[0].target.cwd == str(example.parent / ".")
