@@ -2,7 +2,8 @@
 
 Starts ``python -m doc_processing_std_tools.skills`` with the example skills folder, lists
 the catalog, loads the invoice-extraction skill and runs its normalise_totals.py script on
-an example invoice whose printed totals are wrong. Run it with ``make demo``.
+an example invoice whose printed totals are wrong. Run it with
+``.venv/bin/python examples/demo.py``; ``make demo`` runs the agent version of the same task.
 """
 
 from __future__ import annotations
