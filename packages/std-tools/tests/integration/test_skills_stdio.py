@@ -110,3 +110,13 @@ async def test_without_the_variable_the_server_reads_agent_skills_in_its_folder(
         payload = json.loads(text(await session.call_tool("list_skills", {})))
     assert payload["skills_dir"] == str((tmp_path / ".agent_skills").resolve())
     assert [s["name"] for s in payload["skills"]] == ["hello-world"]
+
+
+def test_the_stdio_demo_runs_end_to_end() -> None:
+    demo = Path(__file__).resolve().parents[4] / "examples" / "demo.py"
+    done = subprocess.run(
+        [sys.executable, str(demo)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "3 skill(s) in" in done.stdout
+    assert "<file>scripts/normalise_totals.py</file>" in done.stdout
+    assert "line_items[1].line_total: printed 154.50, computed 145.50" in done.stdout
