@@ -6,7 +6,9 @@ few pages and the document catalog, not the whole file.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,31 +30,48 @@ _BLANK_NOTE = "[page {n} has no text]"
 _DATE = re.compile(r"D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?")
 
 
+# PDFium is not thread-safe, and the SDK runs tools in worker threads: one user at a time.
+_PDFIUM_LOCK = threading.RLock()
+
+
+def _refusal(source: Source, pdfium: Any) -> DocumentError:
+    """Why PDFium would not open the file.
+
+    The error code of a refused load can be stale: PDFium keeps the last failure's code,
+    and a document that loads but has no page sets none. So load once more through the
+    raw API, which tells the two cases apart.
+    """
+    raw = pdfium.raw
+    handle = raw.FPDF_LoadDocument(os.fsencode(source.path) + b"\x00", None)
+    if handle:
+        raw.FPDF_CloseDocument(handle)
+        return DocumentError(f"{source.name!r} is a PDF without any page.")
+    if raw.FPDF_GetLastError() in (raw.FPDF_ERR_PASSWORD, raw.FPDF_ERR_SECURITY):
+        return EncryptedDocumentError(
+            f"{source.name!r} is a password-protected PDF; its text cannot be read "
+            "without the password. Save an unprotected copy and read that."
+        )
+    return DocumentError(
+        f"{source.name!r} could not be opened as a PDF: the file is damaged or "
+        "incomplete (PDFium reports a format error)."
+    )
+
+
 @contextmanager
 def _open(source: Source) -> Iterator[Any]:
     try:
         import pypdfium2 as pdfium  # type: ignore[import-untyped]
     except ImportError as exc:
         raise missing_extra("PDF") from exc
-    try:
-        document = pdfium.PdfDocument(source.path)
-    except pdfium.PdfiumError as exc:
-        code = getattr(exc, "err_code", None)
-        if code in (pdfium.raw.FPDF_ERR_PASSWORD, pdfium.raw.FPDF_ERR_SECURITY):
-            raise EncryptedDocumentError(
-                f"{source.name!r} is a password-protected PDF; its text cannot be read "
-                "without the password. Save an unprotected copy and read that."
-            ) from None
-        if code == pdfium.raw.FPDF_ERR_SUCCESS:
-            raise DocumentError(f"{source.name!r} is a PDF without any page.") from None
-        raise DocumentError(
-            f"{source.name!r} could not be opened as a PDF: the file is damaged or "
-            "incomplete (PDFium reports a format error)."
-        ) from None
-    try:
-        yield document
-    finally:
-        document.close()
+    with _PDFIUM_LOCK:
+        try:
+            document = pdfium.PdfDocument(source.path)
+        except pdfium.PdfiumError:
+            raise _refusal(source, pdfium) from None
+        try:
+            yield document
+        finally:
+            document.close()
 
 
 def _page_text(document: Any, index: int) -> tuple[str, bool]:
