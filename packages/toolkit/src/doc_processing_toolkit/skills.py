@@ -12,6 +12,7 @@ sessions; `prepare_skills` ties them to a server's ``call_tool``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -164,7 +165,13 @@ def parse_catalog(result: CallToolResult) -> SkillsCatalog:
     if result.is_error:
         detail = "".join(b.text for b in result.content if isinstance(b, TextContent))
         raise CatalogReplyError(f"list_skills returned an error: {detail or 'no message'}")
-    text = _reply_text(result)
+    return _catalog_from_text(_reply_text(result))
+
+
+@functools.lru_cache(maxsize=16)
+def _catalog_from_text(text: str) -> SkillsCatalog:
+    # Cached by the reply's text: an unchanged catalog is parsed (and rendered, below)
+    # once, so a warm run pays for one string comparison instead.
     try:
         payload = json.loads(text)
     except ValueError:
@@ -202,6 +209,11 @@ def _attr(value: str) -> str:
 
 def render_catalog(skills: Sequence[SkillEntry]) -> str:
     """The block appended to the system prompt for a non-empty catalog."""
+    return _render(tuple(skills))
+
+
+@functools.lru_cache(maxsize=16)
+def _render(skills: tuple[SkillEntry, ...]) -> str:
     lines = [CATALOG_HEADING, "", _GUIDE, "", _OWN_CATALOG_TAG]
     for skill in skills:
         path = f' path="{_attr(skill.path)}"' if skill.path is not None else ""

@@ -1,0 +1,108 @@
+"""Per-run cost of skills auto-injection.
+
+For catalogs of 10, 100 and 1,000 generated skills, served by std-tools' skills server in
+process and over stdio, time `Agent.run` with the offline test model (connections opened
+once, before timing) with auto_inject_skills=True and with False, and print the medians and
+their ratio. The True run pays for list_skills, rendering the catalog and filtering tools.
+
+Run by hand: .venv/bin/python benchmarks/bench_skills_injection.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from doc_processing_std_tools import config
+from doc_processing_toolkit import Agent, TestModel
+from doc_processing_toolkit.messages import ModelResponse, TextPart
+from doc_processing_toolkit.models.base import ModelRequest
+
+SIZES = (10, 100, 1000)
+
+
+def make_skills(root: Path, count: int) -> Path:
+    """`count` skills with realistic frontmatter and a body of a few paragraphs."""
+    folder = root / f"skills-{count}"
+    for index in range(count):
+        skill = folder / f"skill-{index:04d}"
+        (skill / "scripts").mkdir(parents=True)
+        (skill / "SKILL.md").write_text(
+            "---\n"
+            f"name: skill-{index:04d}\n"
+            f"description: Handles document task number {index}; it extracts, checks and "
+            "reports the fields a reviewer needs, with totals and dates normalised.\n"
+            "license: MIT\n"
+            "metadata:\n  owner: bench\n"
+            "---\n\n" + "Step by step instructions.\n" * 40,
+            encoding="utf-8",
+        )
+        (skill / "scripts" / "run.py").write_text("print('ok')\n", encoding="utf-8")
+    return folder
+
+
+def answer(request: ModelRequest) -> ModelResponse:
+    return ModelResponse(parts=(TextPart("done"),))
+
+
+async def time_runs(tools: list[Any], inject: bool, runs: int) -> float:
+    """Median seconds of one run, connect excluded."""
+    agent = Agent(model=TestModel(answer), tools=tools, auto_inject_skills=inject)
+    samples: list[float] = []
+    async with agent:
+        for _ in range(max(3, runs // 10)):
+            await agent.run("warm up")
+        for _ in range(runs):
+            start = time.perf_counter()
+            result = await agent.run("go")
+            samples.append(time.perf_counter() - start)
+        expected = "injected" if inject else "disabled"
+        assert result.skills.status == expected, result.skills
+    return statistics.median(samples)
+
+
+def route_tools(route: str, folder: Path) -> list[Any]:
+    if route == "in process":
+        os.environ["DPTTOOLS_SKILLS_DIR"] = str(folder)
+        config.reset_settings()
+        from doc_processing_std_tools import skills_server
+
+        return [skills_server]
+    return [
+        {
+            "type": "mcp_command",
+            "command": sys.executable,
+            "args": ["-m", "doc_processing_std_tools.skills"],
+            "name": "std-tools",
+            "env": {"DPTTOOLS_SKILLS_DIR": str(folder)},
+        }
+    ]
+
+
+async def main(runs: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = {size: make_skills(Path(tmp), size) for size in SIZES}
+        print(f"{'route':<10} {'skills':>6} {'inject off':>12} {'inject on':>12} {'ratio':>7}")
+        for route in ("in process", "stdio"):
+            for size, folder in folders.items():
+                count = runs if route == "in process" else max(20, runs // 4)
+                off = await time_runs(route_tools(route, folder), False, count)
+                on = await time_runs(route_tools(route, folder), True, count)
+                print(
+                    f"{route:<10} {size:>6} {off * 1e3:>10.3f}ms {on * 1e3:>10.3f}ms "
+                    f"{on / off:>6.2f}x"
+                )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=200)
+    anyio.run(main, parser.parse_args().runs)
