@@ -193,7 +193,7 @@ def _substitute(value: Any, where: str, key: str) -> Any:
 
 
 def load_config_dict(
-    data: Mapping[str, Any], *, source: str = "agent configuration"
+    data: Mapping[str, Any], *, source: str = "Agent.from_config(...)"
 ) -> AgentConfig:
     """Validate a configuration mapping, after ``${VAR}`` substitution.
 
