@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.types import TextContent
@@ -56,3 +57,23 @@ async def test_errors_reach_the_client_with_their_message(ws: object, library: P
         assert error and "damaged" in text
         text, error = await call(client, "extract_tables", path="report.pdf", pages="9")
         assert error and "the document has 3 pages" in text
+
+
+@pytest.mark.usefixtures("ws")
+async def test_concurrent_calls_on_pdfs_all_succeed() -> None:
+    names = ["report.pdf", "scanned.pdf", "encrypted.pdf"] * 4
+    results: dict[int, tuple[str, bool]] = {}
+    async with Client(docs_server) as client:
+
+        async def one(index: int, name: str) -> None:
+            results[index] = await call(client, "read_document", path=name)
+
+        async with anyio.create_task_group() as group:
+            for index, name in enumerate(names):
+                group.start_soon(one, index, name)
+    for index, name in enumerate(names):
+        text, error = results[index]
+        if name == "encrypted.pdf":
+            assert error and "password-protected" in text
+        else:
+            assert not error and text.startswith("## Page 1")
