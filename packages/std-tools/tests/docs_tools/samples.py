@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import zipfile
 from pathlib import Path
 
 import docx
@@ -166,6 +167,14 @@ First release.
 """
 
 
+def write_with_cut_member(source: Path, target: Path, member: str) -> None:
+    """Copy an Office package, cutting one XML member in half, as a broken download does."""
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w") as damaged:
+        for item in original.infolist():
+            data = original.read(item.filename)
+            damaged.writestr(item, data[: len(data) // 2] if item.filename == member else data)
+
+
 def write_samples(folder: Path, work: Path) -> None:
     """Every sample document, plus the bad inputs, into `folder`."""
     write_report_pdf(folder / "report.pdf")
@@ -180,6 +189,8 @@ def write_samples(folder: Path, work: Path) -> None:
     good = (folder / "report.pdf").read_bytes()
     (folder / "corrupt.pdf").write_bytes(good[:300])
     (folder / "renamed.pdf").write_text("just some text, not a PDF", encoding="utf-8")
+    write_with_cut_member(folder / "handbook.docx", folder / "cut.docx", "word/document.xml")
+    write_with_cut_member(folder / "book.xlsx", folder / "cut.xlsx", "xl/worksheets/sheet1.xml")
     (folder / "broken.docx").write_bytes(b"PK\x03\x04" + b"\x00" * 64)
     (folder / "broken.xlsx").write_text("name,value\n", encoding="utf-8")
     with (folder / "nopages.pdf").open("wb") as handle:

@@ -38,6 +38,8 @@ BAD_FILES = [
     ("big.pdf", FileTooLargeError, "DPTTOOLS_MAX_FILE_SIZE_MB"),
     ("broken.docx", DocumentError, "could not be read as DOCX"),
     ("broken.xlsx", DocumentError, "not a valid XLSX"),
+    ("cut.docx", DocumentError, "could not be read as DOCX"),
+    ("cut.xlsx", DocumentError, "could not be read as XLSX: the file looks damaged"),
     ("legacy.doc", UnsupportedFormatError, "save it as DOCX"),
     ("missing.pdf", NotFoundError, "no document"),
     ("../outside.pdf", PathOutsideRootError, "'..'"),

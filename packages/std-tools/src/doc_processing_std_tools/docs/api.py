@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
-from ..errors import InvalidArgumentError
+from ..errors import DocumentError, InvalidArgumentError
 from ..filesystem.operations import Workspace
 from . import flow, pdf, sheets
 from .flow import FlowDocument
@@ -30,6 +34,8 @@ TableFormat = Literal["markdown", "csv"]
 MAX_SEARCH_RESULTS = 500
 _MATCH_CHARS = 300
 _PREVIEW_CHARS = 500
+
+logger = logging.getLogger(__name__)
 
 
 def _fit(payload: dict[str, object], limit: int) -> str:
@@ -69,6 +75,24 @@ def _lines(source: Source) -> tuple[list[str], str]:
     return text.splitlines(), encoding
 
 
+@contextmanager
+def _reading(source: Source) -> Iterator[None]:
+    """Turn a format library's failure on a damaged file into a `DocumentError`.
+
+    The libraries report broken content with generic exceptions (XML syntax errors, bad
+    ZIP members, missing keys); the traceback goes to the log, the gist to the caller.
+    """
+    try:
+        yield
+    except (SyntaxError, ValueError, LookupError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        logger.warning("Reading %s failed", source.path, exc_info=True)
+        detail = " ".join(str(exc).split())[:200]
+        raise DocumentError(
+            f"{source.name!r} could not be read as {source.format.upper()}: the file looks "
+            f"damaged ({type(exc).__name__}: {detail})."
+        ) from None
+
+
 def get_file_overview(ws: Workspace, path: str) -> str:
     """JSON: format, size, page/sheet/section count, metadata, outline and a preview.
 
@@ -76,35 +100,36 @@ def get_file_overview(ws: Workspace, path: str) -> str:
     XLSX through the used ranges its sheets record and the first rows of one sheet.
     """
     source = open_source(ws, path)
-    result: dict[str, object] = {
-        "path": source.name,
-        "format": source.format,
-        "size_bytes": source.size,
-    }
-    if source.format == "pdf":
-        result.update(pdf.overview(source))
-    elif source.format == "xlsx":
-        result.update(sheets.xlsx_overview(source))
-    elif source.format == "csv":
-        result.update(sheets.csv_overview(sheets.load_csv(source)))
-    elif source.format == "text":
-        lines, encoding = _lines(source)
-        body = "\n".join(lines)
-        result.update(
-            {
-                "line_count": len(lines),
-                "word_count": len(body.split()),
-                "character_count": len(body),
-                "encoding": encoding,
-                "preview": body[:_PREVIEW_CHARS],
-            }
-        )
-    else:
-        document, flow_encoding = _flow(source)
-        result.update(flow.overview(document))
-        if flow_encoding:
-            result["encoding"] = flow_encoding
-    return _fit(result, ws.output_limit)
+    with _reading(source):
+        result: dict[str, object] = {
+            "path": source.name,
+            "format": source.format,
+            "size_bytes": source.size,
+        }
+        if source.format == "pdf":
+            result.update(pdf.overview(source))
+        elif source.format == "xlsx":
+            result.update(sheets.xlsx_overview(source))
+        elif source.format == "csv":
+            result.update(sheets.csv_overview(sheets.load_csv(source)))
+        elif source.format == "text":
+            lines, encoding = _lines(source)
+            body = "\n".join(lines)
+            result.update(
+                {
+                    "line_count": len(lines),
+                    "word_count": len(body.split()),
+                    "character_count": len(body),
+                    "encoding": encoding,
+                    "preview": body[:_PREVIEW_CHARS],
+                }
+            )
+        else:
+            document, flow_encoding = _flow(source)
+            result.update(flow.overview(document))
+            if flow_encoding:
+                result["encoding"] = flow_encoding
+        return _fit(result, ws.output_limit)
 
 
 def _units(source: Source, pages: str) -> tuple[str, Iterator[Chunk]]:
@@ -137,12 +162,13 @@ def read_document(ws: Workspace, path: str, pages: str = "") -> str:
     `pages` value that reads on.
     """
     source = open_source(ws, path)
-    _, chunks = _units(source, pages)
-    return assemble(
-        chunks,
-        ws.output_limit,
-        hint=lambda restart: f'call read_document with pages="{restart}" to read on',
-    )
+    with _reading(source):
+        _, chunks = _units(source, pages)
+        return assemble(
+            chunks,
+            ws.output_limit,
+            hint=lambda restart: f'call read_document with pages="{restart}" to read on',
+        )
 
 
 def _table_chunks(tables: Iterator[Table], style: TableFormat) -> Iterator[Chunk]:
@@ -164,32 +190,33 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
         raise InvalidArgumentError(f"format must be 'markdown' or 'csv', not {format!r}.")
     style: TableFormat = "csv" if format == "csv" else "markdown"
     source = open_source(ws, path)
-    chunks: Iterator[Chunk]
-    if source.format == "pdf":
-        numbers = parse_ranges(pages, pdf.page_count(source), "page")
-        chunks = _table_chunks(pdf.tables(source, numbers), style)
-    elif source.format == "xlsx":
-        selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
-        chunks = sheets.xlsx_rows(source, selection, style)
-    elif source.format == "csv":
-        table = sheets.load_csv(source)
-        numbers = parse_ranges(pages, len(table.rows), "row")
-        chunks = sheets.csv_rows(table, numbers, style)
-    elif source.format == "text":
-        return f"{source.name} is plain text, which has no tables."
-    else:
-        document, _ = _flow(source)
-        numbers = parse_ranges(pages, len(document.sections), "section")
-        chunks = _table_chunks(flow.tables(document, numbers), style)
-    text = assemble(
-        chunks,
-        ws.output_limit,
-        hint=lambda restart: f'call extract_tables with pages="{restart}" to read on',
-    )
-    if not text:
-        where = f" in the selected part ({pages})" if pages.strip() else ""
-        return f"No tables were found in {source.name}{where}."
-    return text
+    with _reading(source):
+        chunks: Iterator[Chunk]
+        if source.format == "pdf":
+            numbers = parse_ranges(pages, pdf.page_count(source), "page")
+            chunks = _table_chunks(pdf.tables(source, numbers), style)
+        elif source.format == "xlsx":
+            selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
+            chunks = sheets.xlsx_rows(source, selection, style)
+        elif source.format == "csv":
+            table = sheets.load_csv(source)
+            numbers = parse_ranges(pages, len(table.rows), "row")
+            chunks = sheets.csv_rows(table, numbers, style)
+        elif source.format == "text":
+            return f"{source.name} is plain text, which has no tables."
+        else:
+            document, _ = _flow(source)
+            numbers = parse_ranges(pages, len(document.sections), "section")
+            chunks = _table_chunks(flow.tables(document, numbers), style)
+        text = assemble(
+            chunks,
+            ws.output_limit,
+            hint=lambda restart: f'call extract_tables with pages="{restart}" to read on',
+        )
+        if not text:
+            where = f" in the selected part ({pages})" if pages.strip() else ""
+            return f"No tables were found in {source.name}{where}."
+        return text
 
 
 def _matcher(query: str, regex: bool, ignore_case: bool) -> Callable[[str], bool]:
@@ -227,49 +254,52 @@ def search_document(
         )
     match = _matcher(query, regex, ignore_case)
     source = open_source(ws, path)
-    found: Iterator[dict[str, object]]
-    no_text: list[int] = []
-    if source.format == "pdf":
-        numbers = parse_ranges(pages, pdf.page_count(source), "page")
-        found = pdf.search(source, numbers, match, no_text)
-    elif source.format == "xlsx":
-        selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
-        found = sheets.xlsx_search(source, selection, match)
-    elif source.format == "csv":
-        table = sheets.load_csv(source)
-        found = sheets.csv_search(table, parse_ranges(pages, len(table.rows), "row"), match)
-    elif source.format == "text":
-        lines, _ = _lines(source)
-        found = (
-            {"line": n, "text": lines[n - 1]}
-            for n in parse_ranges(pages, len(lines), "line")
-            if match(lines[n - 1])
-        )
-    else:
-        document, _ = _flow(source)
-        found = flow.search(document, parse_ranges(pages, len(document.sections), "section"), match)
-    matches: list[dict[str, object]] = []
-    stopped = False
-    for item in found:
-        if len(matches) == max_results:
-            stopped = True
-            break
-        text = str(item["text"])
-        if len(text) > _MATCH_CHARS:
-            item["text"] = text[:_MATCH_CHARS] + "…"
-        matches.append(item)
-    payload: dict[str, object] = {
-        "path": source.name,
-        "query": query,
-        "count": len(matches),
-        "matches": matches,
-    }
-    if stopped:
-        payload["stopped"] = f"more matches exist; only the first {max_results} are listed"
-    if no_text:
-        payload["pages_without_text"] = no_text
-        payload["note"] = (
-            "some pages have no text layer (probably scanned images); their text cannot be "
-            "searched without OCR"
-        )
-    return _fit(payload, ws.output_limit)
+    with _reading(source):
+        found: Iterator[dict[str, object]]
+        no_text: list[int] = []
+        if source.format == "pdf":
+            numbers = parse_ranges(pages, pdf.page_count(source), "page")
+            found = pdf.search(source, numbers, match, no_text)
+        elif source.format == "xlsx":
+            selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
+            found = sheets.xlsx_search(source, selection, match)
+        elif source.format == "csv":
+            table = sheets.load_csv(source)
+            found = sheets.csv_search(table, parse_ranges(pages, len(table.rows), "row"), match)
+        elif source.format == "text":
+            lines, _ = _lines(source)
+            found = (
+                {"line": n, "text": lines[n - 1]}
+                for n in parse_ranges(pages, len(lines), "line")
+                if match(lines[n - 1])
+            )
+        else:
+            document, _ = _flow(source)
+            found = flow.search(
+                document, parse_ranges(pages, len(document.sections), "section"), match
+            )
+        matches: list[dict[str, object]] = []
+        stopped = False
+        for item in found:
+            if len(matches) == max_results:
+                stopped = True
+                break
+            text = str(item["text"])
+            if len(text) > _MATCH_CHARS:
+                item["text"] = text[:_MATCH_CHARS] + "…"
+            matches.append(item)
+        payload: dict[str, object] = {
+            "path": source.name,
+            "query": query,
+            "count": len(matches),
+            "matches": matches,
+        }
+        if stopped:
+            payload["stopped"] = f"more matches exist; only the first {max_results} are listed"
+        if no_text:
+            payload["pages_without_text"] = no_text
+            payload["note"] = (
+                "some pages have no text layer (probably scanned images); their text cannot be "
+                "searched without OCR"
+            )
+        return _fit(payload, ws.output_limit)
