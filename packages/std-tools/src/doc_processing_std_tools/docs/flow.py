@@ -55,7 +55,7 @@ class FlowBuilder:
         self.sections: list[Section] = [Section(title="", level=0)]
 
     def heading(self, level: int, text: str) -> None:
-        """Start a new section (an empty heading text is kept as a paragraph-less title)."""
+        """Start a new section under this heading; a heading without text is ignored."""
         title = " ".join(text.split())
         if not title:
             return

@@ -61,6 +61,7 @@ class _HtmlReader(HTMLParser):
         return self._text
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        """Open a heading, list item, table part, code block or skipped element."""
         values = {k: v or "" for k, v in attrs}
         if tag in _SKIPPED:
             self._skip += 1
@@ -103,6 +104,7 @@ class _HtmlReader(HTMLParser):
             self._flush()
 
     def handle_endtag(self, tag: str) -> None:
+        """Close what `handle_starttag` opened, flushing the text gathered inside it."""
         if tag in _SKIPPED:
             self._skip = max(self._skip - 1, 0)
         elif self._skip:
@@ -144,6 +146,7 @@ class _HtmlReader(HTMLParser):
             self._flush()
 
     def handle_data(self, data: str) -> None:
+        """Route text to the title, a code block, a table cell or the running paragraph."""
         if self._skip:
             return
         if self._title is not None:
@@ -154,6 +157,7 @@ class _HtmlReader(HTMLParser):
             self._sink().append(data)
 
     def finish(self) -> FlowDocument:
+        """Close anything left open (unclosed tables, a trailing paragraph) and build."""
         self.close()
         while self._tables:
             self.handle_endtag("table")
