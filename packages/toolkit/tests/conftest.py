@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +87,49 @@ def _stdio_entry(name: str = "stdio-demo", **extra: Any) -> dict[str, Any]:
 def stdio_entry() -> Callable[..., dict[str, Any]]:
     """Build an mcp_command entry that runs the test server script with this interpreter."""
     return _stdio_entry
+
+
+class HttpServer:
+    """The test server script serving streamable HTTP in a real child process."""
+
+    def __init__(self) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port: int = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the child and wait until it accepts connections."""
+        self.process = subprocess.Popen(
+            [sys.executable, str(STDIO_SERVER), "--http", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        pytest.fail("the HTTP test server did not start")
+
+    def stop(self) -> None:
+        """Stop the child."""
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    """A started HTTP test server, stopped after the test."""
+    server = HttpServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

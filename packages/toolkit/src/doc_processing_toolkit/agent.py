@@ -209,6 +209,10 @@ def _content_text(result: CallToolResult) -> str:
         resource_text = getattr(resource, "text", None)
         if isinstance(resource_text, str):
             pieces.append(resource_text)
+        elif resource is not None:
+            pieces.append(
+                f"[binary resource {resource.uri}, {resource.mime_type or 'unknown type'}]"
+            )
         elif block.type in ("image", "audio"):
             pieces.append(f"[{block.type} content, {getattr(block, 'mime_type', 'unknown type')}]")
         else:
@@ -284,12 +288,11 @@ class Agent:
         self._loop_token: object | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._loop_thread: LoopThread | None = None
-        if isinstance(model, str) or model is None:
-            self._check_model_options(model)
-
-    def _check_model_options(self, model: str | None) -> None:
-        if model is None and self.model_options:
-            raise ConfigError("model_options are given but no model; set model as well.")
+        if self.model_options and not isinstance(model, str):
+            raise ConfigError(
+                "model_options apply when model is a name such as 'openai:gpt-5'; with a "
+                "Model object (or no model), configure the model itself."
+            )
 
     # -- construction helpers -------------------------------------------------------------
 

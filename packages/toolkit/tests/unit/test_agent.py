@@ -8,7 +8,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.types import BlobResourceContents, EmbeddedResource
 
 from doc_processing_toolkit import (
     Agent,
@@ -324,3 +325,28 @@ async def test_errors_inside_async_with_propagate_unwrapped(
     with pytest.raises(KeyError):
         async with agent:
             raise KeyError("user code")
+
+
+async def test_non_text_tool_content_reaches_the_model_as_a_short_description() -> None:
+    server = MCPServer("media")
+
+    @server.tool()
+    def picture() -> Image:
+        """A tiny PNG."""
+        return Image(data=b"\x89PNG fake", format="png")
+
+    @server.tool()
+    def archive() -> EmbeddedResource:
+        """A binary resource."""
+        blob = BlobResourceContents(uri="file:///a.zip", mime_type="application/zip", blob="UEsD")
+        return EmbeddedResource(type="resource", resource=blob)
+
+    def script(request: ModelRequest) -> ModelResponse:
+        if not last_results(request):
+            return calls(("picture", {}), ("archive", {}))
+        return reply(" | ".join(r.content for r in last_results(request)))
+
+    result = await Agent(TestModel(script), tools=[server]).run("go")
+    assert result.output == (
+        "[image content, image/png] | [binary resource file:///a.zip, application/zip]"
+    )

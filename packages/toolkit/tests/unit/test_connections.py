@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from doc_processing_toolkit import Agent, TestModel, ToolkitError, ToolServerError
+from doc_processing_toolkit import Agent, ConfigError, TestModel, ToolkitError, ToolServerError
 from doc_processing_toolkit.messages import ModelResponse, ToolResultPart
 from doc_processing_toolkit.models import ModelRequest
 from doc_processing_toolkit.models.test import reply, tool_call
@@ -237,3 +237,21 @@ async def test_sessions_opened_in_one_loop_are_refused_in_another(
     with pytest.raises(ToolkitError, match="another event loop"):
         await anyio.to_thread.run_sync(lambda: anyio.run(agent.run, "elsewhere"))
     await agent.aclose()
+
+
+async def test_an_http_server_restarted_between_runs_keeps_serving_the_agent(
+    http_server: Any,
+) -> None:
+    entry = {"type": "mcp_http", "url": http_server.url, "name": "web"}
+    agent = Agent(calling("pid"), tools=[entry])
+    async with agent:
+        first = int((await agent.run("a")).output)
+        await anyio.to_thread.run_sync(http_server.stop)
+        await anyio.to_thread.run_sync(http_server.start)
+        second = await agent.run("b")
+    assert int(second.output) != first
+
+
+def test_model_options_need_a_model_name() -> None:
+    with pytest.raises(ConfigError, match="model_options apply when model is a name"):
+        Agent(TestModel(), model_options={"api_key": "x"})

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,40 +137,8 @@ def subprocess_log() -> Any:
     return tempfile.TemporaryFile("w+")
 
 
-@pytest.fixture
-def http_server(stdio_entry: Callable[..., dict[str, Any]]) -> Iterator[str]:
-    """The test server over streamable HTTP on a free local port, in a real child process."""
-    import socket
-    import time
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    script = stdio_entry()["args"][0]
-    process = subprocess.Popen(
-        [sys.executable, script, "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        process.kill()
-        pytest.fail("the HTTP test server did not start")
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-async def test_route_mcp_http(http_server: str) -> None:
-    entry = {"type": "mcp_http", "url": http_server, "headers": {"X-Test": "1"}}
+async def test_route_mcp_http(http_server: Any) -> None:
+    entry = {"type": "mcp_http", "url": http_server.url, "headers": {"X-Test": "1"}}
     agent = Agent(one_call("echo", {"text": "over http"}), tools=[entry])
     assert [(s.name, s.route) for s in agent.servers] == [("127.0.0.1", "mcp_http")]
     async with agent:

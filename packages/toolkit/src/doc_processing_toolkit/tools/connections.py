@@ -23,7 +23,7 @@ from typing import IO, Any, TextIO
 
 import anyio
 import anyio.abc
-from mcp.types import CONNECTION_CLOSED, Tool
+from mcp.types import Tool
 
 from ..errors import ToolServerError
 from .base import ToolServer, ToolSession, list_all_tools
@@ -68,20 +68,6 @@ class Listing:
     listed: list[ListedServer]
     failed: list[tuple[ToolServer, str]]
     reconnected: list[ToolServer]
-
-
-def is_connection_error(exc: BaseException) -> bool:
-    """Whether `exc` means the connection to a server is gone (rather than a tool failing)."""
-    from mcp.shared.exceptions import MCPError
-
-    if isinstance(exc, BaseExceptionGroup):
-        return any(is_connection_error(e) for e in exc.exceptions)
-    if isinstance(exc, MCPError):
-        return exc.code == CONNECTION_CLOSED
-    return isinstance(
-        exc,
-        anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | OSError,
-    )
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -139,6 +125,11 @@ class Connection:
         self._session: ToolSession | None = None
         self._lock: anyio.Lock | None = None
         self.generation = 0
+
+    @property
+    def owned(self) -> bool:
+        """Whether the agent opened this session (and so can reopen it)."""
+        return self._fixed is None
 
     def _wrap(self, session: ToolSession) -> ToolSession:
         prefix = self.server.tool_prefix
@@ -332,6 +323,7 @@ class ConnectionPool:
 
     def __init__(self, servers: Sequence[ToolServer], *, connect_timeout: float) -> None:
         self.connections = tuple(Connection(s, connect_timeout=connect_timeout) for s in servers)
+        self._timeout = connect_timeout
         self._task_group: anyio.abc.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -399,19 +391,26 @@ class ConnectionPool:
         session = await connection.session(self._spawn)
         generation = connection.generation
         try:
-            tools = await list_all_tools(session)
+            tools = await self._list_tools(session)
         except Exception as exc:
-            if not is_connection_error(exc):
+            if not connection.owned:
                 raise
             logger.info(
-                "server %s: connection lost (%s); reconnecting",
+                "server %s: listing its tools failed (%s); reconnecting",
                 connection.server.describe(),
                 describe_error(exc),
             )
             session = await connection.reconnect(self._spawn, generation)
             reconnected.append(connection.server)
-            tools = await list_all_tools(session)
+            tools = await self._list_tools(session)
         return ListedServer(server=connection.server, session=session, tools=tuple(tools))
+
+    async def _list_tools(self, session: ToolSession) -> list[Tool]:
+        try:
+            with anyio.fail_after(self._timeout):
+                return await list_all_tools(session)
+        except TimeoutError:
+            raise TimeoutError(f"no tool list within {self._timeout:g} s") from None
 
     async def aclose(self) -> None:
         """Close every session the agent opened, in reverse loaded order."""
