@@ -256,6 +256,7 @@ def test_find_files_matches_globs_across_folders(ws: Workspace, root: Path) -> N
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x", encoding="utf-8")
     assert ops.find_files(ws, "*.md").splitlines() == ["a.md"]
+    assert ops.find_files(ws, "./*.md").splitlines() == ["a.md"]
     assert ops.find_files(ws, "**/*.md").splitlines() == ["a.md", "docs/b.md", "docs/deep/c.md"]
     assert ops.find_files(ws, "*.md", "docs").splitlines() == ["docs/b.md"]
     assert ops.find_files(ws, "docs/?.[tm][xd]*").splitlines() == ["docs/b.md", "docs/d.txt"]

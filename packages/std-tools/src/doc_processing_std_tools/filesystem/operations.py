@@ -382,6 +382,8 @@ def _walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
 
 def _check_pattern(pattern: str, what: str) -> str:
     text = pattern.strip()
+    while text.startswith("./"):
+        text = text[2:]
     if not text:
         raise InvalidArgumentError(f"{what} is empty; pass a pattern such as '**/*.md'.")
     if text.startswith(("/", "\\")) or ".." in text.replace("\\", "/").split("/"):
