@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,7 @@ from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
-from .samples import INVOICE_ROWS
+from .samples import INVOICE_ROWS, write_long_pdf
 
 INVOICE_MARKDOWN = (
     "| Item | Qty | Price |\n|---|---|---|\n| Widget | 2 | 3.50 |\n| Gadget | 1 | 10.00 |"
@@ -70,3 +71,18 @@ def test_a_csv_file_is_one_table(ws: Workspace) -> None:
 def test_an_unknown_output_format_is_refused(ws: Workspace) -> None:
     with pytest.raises(InvalidArgumentError, match="'markdown' or 'csv'"):
         api.extract_tables(ws, "report.pdf", format="json")
+
+
+def test_a_long_pdf_is_searched_for_tables_a_window_at_a_time(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "PDF_TABLE_PAGES", 3)
+    write_long_pdf(scratch / "long.pdf", pages=5, lines_per_page=2)
+    ws = Workspace.from_settings()
+    assert api.extract_tables(ws, "long.pdf") == (
+        "No tables were found in long.pdf.\n\n"
+        '[looked for tables on pages 1-3 of 5; call extract_tables with pages="4-" for the rest]'
+    )
+    assert api.extract_tables(ws, "long.pdf", "4-") == (
+        "No tables were found in long.pdf in the selected part (4-)."
+    )

@@ -22,6 +22,7 @@ from .source import Source, decode_text, open_source
 
 __all__ = [
     "MAX_SEARCH_RESULTS",
+    "PDF_TABLE_PAGES",
     "TableFormat",
     "extract_tables",
     "get_file_overview",
@@ -32,6 +33,8 @@ __all__ = [
 TableFormat = Literal["markdown", "csv"]
 #: Upper bound of `search_document`'s `max_results`.
 MAX_SEARCH_RESULTS = 500
+#: Pages of a PDF that `extract_tables` looks at when no `pages` are given.
+PDF_TABLE_PAGES = 50
 _MATCH_CHARS = 300
 _PREVIEW_CHARS = 500
 
@@ -184,7 +187,9 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
     """The document's tables as Markdown or CSV, each labelled with where it was found.
 
     `pages` selects pages, sheets or sections as for `read_document`. A sheet (XLSX) or
-    the whole file (CSV) counts as one table.
+    the whole file (CSV) counts as one table. Without `pages`, a PDF is searched for
+    tables on its first `PDF_TABLE_PAGES` pages only (table detection is slow), and the
+    output says which `pages` value continues.
     """
     if format not in ("markdown", "csv"):
         raise InvalidArgumentError(f"format must be 'markdown' or 'csv', not {format!r}.")
@@ -192,8 +197,16 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
     source = open_source(ws, path)
     with _reading(source):
         chunks: Iterator[Chunk]
+        note = ""
         if source.format == "pdf":
-            numbers = parse_ranges(pages, pdf.page_count(source), "page")
+            count = pdf.page_count(source)
+            numbers = parse_ranges(pages, count, "page")
+            if not pages.strip() and count > PDF_TABLE_PAGES:
+                numbers = numbers[:PDF_TABLE_PAGES]
+                note = (
+                    f"[looked for tables on pages 1-{PDF_TABLE_PAGES} of {count}; call "
+                    f'extract_tables with pages="{PDF_TABLE_PAGES + 1}-" for the rest]'
+                )
             chunks = _table_chunks(pdf.tables(source, numbers), style)
         elif source.format == "xlsx":
             selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
@@ -210,13 +223,13 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
             chunks = _table_chunks(flow.tables(document, numbers), style)
         text = assemble(
             chunks,
-            ws.output_limit,
+            max(ws.output_limit - len(note) - 2, 0),
             hint=lambda restart: f'call extract_tables with pages="{restart}" to read on',
         )
         if not text:
             where = f" in the selected part ({pages})" if pages.strip() else ""
-            return f"No tables were found in {source.name}{where}."
-        return text
+            text = f"No tables were found in {source.name}{where}."
+        return f"{text.rstrip()}\n\n{note}" if note else text
 
 
 def _matcher(query: str, regex: bool, ignore_case: bool) -> Callable[[str], bool]:
