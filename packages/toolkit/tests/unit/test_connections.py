@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -63,14 +64,18 @@ async def test_a_child_is_started_once_across_runs_and_stopped_by_aclose(
 
 
 async def test_async_with_connects_eagerly_and_closes_on_exit(
-    stdio_entry: Callable[..., dict[str, Any]],
+    stdio_entry: Callable[..., dict[str, Any]], caplog: pytest.LogCaptureFixture
 ) -> None:
-    agent = Agent(calling("pid"), tools=[stdio_entry()])
+    caplog.set_level(logging.DEBUG, logger="doc_processing_toolkit.tools.connections")
+    agent = Agent(calling("pid"), tools=[stdio_entry("eager")])
     async with agent as entered:
         assert entered is agent
         first = int((await agent.run("a")).output)
         assert int((await agent.run("b")).output) == first
     await wait_until_dead(first)
+    # The child's stderr is drained all along and logged at DEBUG under its name.
+    expected = f"server 'eager' stderr: test server stdio-test-server starting (pid {first})"
+    assert expected in [r.getMessage() for r in caplog.records]
 
 
 async def test_concurrent_runs_share_one_child(

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
-import tempfile
+import threading
+from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
-from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import IO, Any, TextIO
+from typing import Any, TextIO
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from mcp.types import Tool
 
 from ..errors import ToolServerError
@@ -34,7 +37,8 @@ __all__ = ["Connection", "ConnectionPool", "ListedServer", "Listing"]
 logger = logging.getLogger(__name__)
 
 _STDERR_TAIL_LINES = 20
-_STDERR_TAIL_BYTES = 16_384
+_STDERR_DRAIN_WAIT = 1.0
+_STDIO_ROUTES = ("mcp_command", "mcp_script")
 
 Spawner = Callable[[Callable[[], Coroutine[Any, Any, None]]], None]
 
@@ -84,17 +88,43 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 
 
-def _stderr_tail(errlog: IO[str] | None) -> list[str]:
-    if errlog is None:
-        return []
-    try:
-        errlog.flush()
-        size = errlog.seek(0, 2)
-        errlog.seek(max(0, size - _STDERR_TAIL_BYTES))
-        lines = errlog.read().splitlines()
-    except (OSError, ValueError):
-        return []
-    return [line for line in lines if line.strip()][-_STDERR_TAIL_LINES:]
+class _StderrPipe:
+    """A stdio child's stderr, read through a pipe by a daemon thread.
+
+    The last lines are kept for error messages (memory stays bounded however long the
+    child runs) and every line is logged at DEBUG level under the server's name.
+    """
+
+    def __init__(self, server: ToolServer) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer: TextIO = os.fdopen(write_fd, "w", encoding="utf-8")
+        self._reader: TextIO = os.fdopen(read_fd, encoding="utf-8", errors="replace")
+        self._lines: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._name = server.name
+        self._thread = threading.Thread(
+            target=self._drain, name=f"stderr-{server.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _drain(self) -> None:
+        with self._reader:
+            for raw in self._reader:
+                line = raw.rstrip()
+                if line:
+                    self._lines.append(line)
+                    logger.debug("server %r stderr: %s", self._name, line)
+
+    def release_writer(self) -> None:
+        """Close this process's copy of the write end (the child keeps its own)."""
+        if not self.writer.closed:
+            self.writer.close()
+
+    async def tail(self) -> list[str]:
+        """The last lines, once the child's end is closed (or after a short wait)."""
+        self.release_writer()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._thread.join, _STDERR_DRAIN_WAIT)
+        return list(self._lines)
 
 
 @dataclass(eq=False)
@@ -215,21 +245,28 @@ class Connection:
         return owner
 
     async def _own(self, owner: _Owner) -> None:
+        stderr = _StderrPipe(self.server) if self.server.route in _STDIO_ROUTES else None
         try:
-            with _errlog(self.server) as errlog, anyio.CancelScope() as owner.scope:
+            with anyio.CancelScope() as owner.scope:
                 if owner.closing.is_set():
                     return
                 try:
                     async with AsyncExitStack() as stack:
+                        errlog = stderr.writer if stderr is not None else None
                         owner.session = await _enter_session(self.server, stack, errlog)
+                        if stderr is not None:
+                            stderr.release_writer()
                         owner.ready.set()
                         await owner.closing.wait()
                 except Exception as exc:
                     owner.error = exc
                     owner.session = None
                 finally:
-                    owner.stderr = _stderr_tail(errlog)
+                    if stderr is not None:
+                        owner.stderr = await stderr.tail()
         finally:
+            if stderr is not None:
+                stderr.release_writer()
             owner.ready.set()
             owner.done.set()
 
@@ -252,13 +289,6 @@ def _format_tail(lines: Sequence[str]) -> str:
     if not lines:
         return ""
     return "; last lines of its stderr:\n" + "\n".join(f"    {line}" for line in lines)
-
-
-def _errlog(server: ToolServer) -> AbstractContextManager[TextIO | None]:
-    """Where a stdio child's stderr goes: a temporary file, read back on failure."""
-    if server.route not in ("mcp_command", "mcp_script"):
-        return nullcontext()
-    return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
 
 
 def _fixed_session(server: ToolServer) -> ToolSession | None:
