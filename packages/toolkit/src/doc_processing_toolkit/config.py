@@ -27,6 +27,7 @@ __all__ = [
     "McpCommandEntry",
     "McpHttpEntry",
     "McpScriptEntry",
+    "ServerEntry",
     "SessionEntry",
     "ToolEntryConfig",
     "load_config_dict",
@@ -105,6 +106,18 @@ class SessionEntry(_ServerEntry):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     session: Any
+
+
+class ServerEntry(_ServerEntry):
+    """``{"server": server, "tool_prefix": ...}``: an in-process MCP SDK server or fastmcp
+    object with a name, prefix or ``required`` of your choosing.
+
+    Only in ``Agent(tools=[...])``; a YAML file cannot hold a server object.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    server: Any
 
 
 ToolEntryConfig = Annotated[
@@ -260,7 +273,7 @@ def _resolve_paths(
 
 def parse_tool_entry(
     data: Mapping[str, Any], *, index: int
-) -> McpCommandEntry | McpScriptEntry | McpHttpEntry | SessionEntry:
+) -> McpCommandEntry | McpScriptEntry | McpHttpEntry | SessionEntry | ServerEntry:
     """Validate the dict at ``tools[index]`` (after ``${VAR}`` substitution).
 
     Raises:
@@ -270,6 +283,8 @@ def parse_tool_entry(
     try:
         if "session" in data:
             return SessionEntry.model_validate(substituted)
+        if "server" in data:
+            return ServerEntry.model_validate(substituted)
         return _ENTRY_ADAPTER.validate_python(substituted)
     except pydantic.ValidationError as exc:
         raise _format_errors(exc, "Agent(tools=...)", ("tools", index)) from None

@@ -230,6 +230,36 @@ async def test_a_tool_prefix_resolves_a_conflict(
     assert "remote_echo" in tool_names(model) and "remote_pid" in tool_names(model)
 
 
+async def test_in_process_servers_take_a_name_and_prefix_through_a_server_entry(
+    make_server: Callable[..., MCPServer],
+) -> None:
+    from fastmcp import FastMCP
+
+    model = one_call("b_echo", {"text": "second"})
+    first, second = make_server("same"), make_server("same")
+    fast = FastMCP("fast")
+    agent = Agent(
+        model,
+        tools=[
+            first,
+            {"server": fast, "name": "renamed-fast", "required": False},
+            {"server": second, "name": "other", "tool_prefix": "b"},
+        ],
+    )
+    assert [(s.name, s.route, s.tool_prefix) for s in agent.servers] == [
+        ("same", "mcp_server", None),
+        ("other", "mcp_server", "b"),
+        ("renamed-fast", "fastmcp", None),
+    ]
+    async with agent:
+        result = await agent.run("go")
+    assert result.output == "False:second"
+    assert result.tool_calls[0].server == "other"
+    assert tool_names(model) == ["echo", "add", "b_echo", "b_add"]
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.server is a str"):
+        ToolLoader([{"server": "not a server"}])
+
+
 async def test_a_prefixed_prebuilt_session(make_server: Callable[..., MCPServer]) -> None:
     async with Client(make_server("inner")) as client:
         model = one_call("p_add", {"a": 1, "b": 2})

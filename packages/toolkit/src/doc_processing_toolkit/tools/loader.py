@@ -5,6 +5,8 @@ Accepted entries:
 - an in-process MCP SDK server (`mcp.server.mcpserver.MCPServer` or a low-level
   `mcp.server.Server`);
 - a standalone fastmcp ``FastMCP`` object (fastmcp is imported only when one is given);
+- ``{"server": server, "name": ..., "tool_prefix": ..., "required": ...}``: either of the
+  two above with a name, prefix or ``required`` of your choosing;
 - Python functions, plain or `@tool`-decorated, sync or async: all of one list share one
   `LocalFunctionSession`;
 - ``mcp_command``, ``mcp_script`` and ``mcp_http`` dicts (or their validated entries);
@@ -22,9 +24,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import McpCommandEntry, McpHttpEntry, McpScriptEntry, SessionEntry, parse_tool_entry
+from ..config import (
+    McpCommandEntry,
+    McpHttpEntry,
+    McpScriptEntry,
+    ServerEntry,
+    SessionEntry,
+    parse_tool_entry,
+)
 from ..errors import ConfigError
-from .base import ToolServer
+from .base import Route, ToolServer
 from .local import LocalFunctionSession, LocalTool
 
 __all__ = ["LOCAL_SERVER_NAME", "SESSION_SERVER_NAME", "ToolLoader", "is_fastmcp_server"]
@@ -74,11 +83,14 @@ class ToolLoader:
         functions: list[Callable[..., Any] | LocalTool] = []
         local_index: int | None = None
         for index, entry in enumerate(tools):
-            if _is_mcp_sdk_server(entry):
-                construction.append(ToolServer(entry.name, "mcp_server", entry, index=index))
-            elif is_fastmcp_server(entry):
-                connect.append(ToolServer(str(entry.name), "fastmcp", entry, index=index))
-            elif isinstance(entry, Mapping | McpCommandEntry | McpScriptEntry | McpHttpEntry):
+            if _is_mcp_sdk_server(entry) or is_fastmcp_server(entry):
+                entry = ServerEntry(server=entry)
+            elif isinstance(entry, Mapping):
+                entry = parse_tool_entry(entry, index=index)
+            if isinstance(entry, ServerEntry):
+                server = self._in_process(entry, index)
+                (construction if server.known_at_construction else connect).append(server)
+            elif isinstance(entry, McpCommandEntry | McpScriptEntry | McpHttpEntry | SessionEntry):
                 connect.append(self._from_config(entry, index))
             elif isinstance(entry, LocalTool) or (callable(entry) and not isinstance(entry, type)):
                 functions.append(entry)
@@ -87,7 +99,7 @@ class ToolLoader:
                 raise ConfigError(
                     f"tools[{index}] is a {type(entry).__name__}, which is not a tool: pass an "
                     "MCPServer, a fastmcp server, a function, an mcp_command / mcp_script / "
-                    "mcp_http dict or {'session': ClientSession, 'name': ...}."
+                    "mcp_http dict, {'server': server, ...} or {'session': ClientSession, ...}."
                 )
         if functions:
             assert local_index is not None
@@ -99,9 +111,30 @@ class ToolLoader:
         self.servers: tuple[ToolServer, ...] = (*construction, *connect)
 
     @staticmethod
-    def _from_config(entry: Any, index: int) -> ToolServer:
-        if isinstance(entry, Mapping):
-            entry = parse_tool_entry(entry, index=index)
+    def _in_process(entry: ServerEntry, index: int) -> ToolServer:
+        target = entry.server
+        if _is_mcp_sdk_server(target):
+            route: Route = "mcp_server"
+        elif is_fastmcp_server(target):
+            route = "fastmcp"
+        else:
+            raise ConfigError(
+                f"tools[{index}].server is a {type(target).__name__}; pass an MCPServer or a "
+                "fastmcp server object."
+            )
+        return ToolServer(
+            entry.name or str(target.name),
+            route,
+            target,
+            required=entry.required,
+            tool_prefix=entry.tool_prefix,
+            index=index,
+        )
+
+    @staticmethod
+    def _from_config(
+        entry: McpCommandEntry | McpScriptEntry | McpHttpEntry | SessionEntry, index: int
+    ) -> ToolServer:
         if isinstance(entry, SessionEntry):
             if not (hasattr(entry.session, "list_tools") and hasattr(entry.session, "call_tool")):
                 raise ConfigError(
