@@ -27,6 +27,12 @@ from mcp.types import CallToolResult, Tool
 
 from . import config as _config
 from ._loop_thread import LoopThread
+from .config import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_TURNS,
+    DEFAULT_SKILLS_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT,
+)
 from .errors import (
     ConfigError,
     MaxTurnsExceededError,
@@ -56,10 +62,6 @@ __all__ = ["Agent", "RunResult", "ToolRoute"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_TURNS = 20
-DEFAULT_TOOL_TIMEOUT = 120.0
-DEFAULT_SKILLS_TIMEOUT = 5.0
-DEFAULT_CONNECT_TIMEOUT = 30.0
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 

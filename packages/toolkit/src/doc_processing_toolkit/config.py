@@ -23,6 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from .errors import ConfigError
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_TURNS",
+    "DEFAULT_SKILLS_TIMEOUT",
+    "DEFAULT_TOOL_TIMEOUT",
     "AgentConfig",
     "McpCommandEntry",
     "McpHttpEntry",
@@ -36,6 +40,15 @@ __all__ = [
 ]
 
 _PREFIX_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,30}$"
+DEFAULT_MAX_TURNS = 20
+"""The most model requests of one run, unless configured."""
+DEFAULT_TOOL_TIMEOUT = 120.0
+"""Seconds one tool call may take, unless configured."""
+DEFAULT_SKILLS_TIMEOUT = 5.0
+"""Seconds the skills catalog fetch may take on each run, unless configured."""
+DEFAULT_CONNECT_TIMEOUT = 30.0
+"""Seconds a server may take to start and answer, unless configured."""
+
 _TYPES = "mcp_command, mcp_script, mcp_http"
 _VARIABLE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -139,10 +152,10 @@ class AgentConfig(_Strict):
     tools: list[ToolEntryConfig] = []
     auto_inject_skills: bool = True
     provider_kwargs: dict[str, Any] = {}
-    max_turns: Annotated[int, Field(ge=1)] = 20
-    tool_timeout: Annotated[float, Field(gt=0)] | None = 120.0
-    skills_timeout: Annotated[float, Field(gt=0)] = 5.0
-    connect_timeout: Annotated[float, Field(gt=0)] = 30.0
+    max_turns: Annotated[int, Field(ge=1)] = DEFAULT_MAX_TURNS
+    tool_timeout: Annotated[float, Field(gt=0)] | None = DEFAULT_TOOL_TIMEOUT
+    skills_timeout: Annotated[float, Field(gt=0)] = DEFAULT_SKILLS_TIMEOUT
+    connect_timeout: Annotated[float, Field(gt=0)] = DEFAULT_CONNECT_TIMEOUT
     name: str | None = None
 
 
