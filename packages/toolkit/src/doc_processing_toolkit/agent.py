@@ -83,6 +83,7 @@ class RunResult:
         system_prompt: the system prompt the model received in this run (the
             instructions with the skill catalog, when one was injected).
         model_name: the model that answered.
+        new_message_index: where this run's messages start in `messages`.
     """
 
     output: str
