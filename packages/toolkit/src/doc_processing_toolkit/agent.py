@@ -443,6 +443,16 @@ class Agent:
 
     def _bind_loop(self) -> None:
         token = anyio.lowlevel.current_token()
+        if (
+            self._loop_token is not None
+            and self._loop_token != token
+            and _loop_ended(self._loop_token)
+        ):
+            # asyncio cancelled the owner tasks when that loop ended, which stopped the
+            # servers; what is left of them is forgotten and they reconnect here.
+            logger.debug("the event loop of this agent's sessions ended; reconnecting")
+            self._pool.forget()
+            self._loop_token = None
         if self._loop_token is None:
             self._loop_token = token
         elif self._loop_token != token:
@@ -685,6 +695,11 @@ class Agent:
             logger.warning("tool %r failed: %s", call.name, describe_error(exc))
             return record(f"Tool {call.name!r} failed: {describe_error(exc)}", True)
         return record(_content_text(result), bool(result.is_error))
+
+
+def _loop_ended(token: object) -> bool:
+    native = getattr(token, "native_token", None)
+    return isinstance(native, asyncio.AbstractEventLoop) and native.is_closed()
 
 
 def _close_at_exit(ref: weakref.ref[Agent]) -> None:

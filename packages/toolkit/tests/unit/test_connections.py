@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -260,3 +261,18 @@ async def test_an_http_server_restarted_between_runs_keeps_serving_the_agent(
 def test_model_options_need_a_model_name() -> None:
     with pytest.raises(ConfigError, match="model_options apply when model is a name"):
         Agent(TestModel(), model_options={"api_key": "x"})
+
+
+def test_an_agent_outlives_an_event_loop_that_ended_without_aclose(
+    stdio_entry: Callable[..., dict[str, Any]],
+) -> None:
+    agent = Agent(calling("pid"), tools=[stdio_entry()])
+    first = int(asyncio.run(agent.run("in a first loop")).output)
+    # Ending that loop cancelled the session's owner task, which stopped the child.
+    deadline = time.monotonic() + 10
+    while alive(first) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(first)
+    second = int(asyncio.run(agent.run("in a second loop")).output)
+    assert second != first
+    asyncio.run(agent.aclose())

@@ -277,6 +277,10 @@ class Connection:
         with anyio.CancelScope(shield=True):
             await owner.done.wait()
 
+    def forget(self) -> None:
+        """Drop the session without closing it (its event loop is gone)."""
+        self._owner, self._session, self._lock = None, None, None
+
     async def aclose(self) -> None:
         """Close the session if the agent opened it (fixed sessions are left alone)."""
         owner, self._owner, self._session = self._owner, None, None
@@ -441,6 +445,13 @@ class ConnectionPool:
                 return await list_all_tools(session)
         except TimeoutError:
             raise TimeoutError(f"no tool list within {self._timeout:g} s") from None
+
+    def forget(self) -> None:
+        """Drop every session without closing it (its event loop is gone)."""
+        for connection in self.connections:
+            connection.forget()
+        self._tasks.clear()
+        self._task_group = None
 
     async def aclose(self) -> None:
         """Close every session the agent opened, in reverse loaded order."""
