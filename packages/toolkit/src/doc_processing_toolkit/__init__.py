@@ -32,6 +32,7 @@ from .events import (
 )
 from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from .models import Model, ModelRequest, TestModel
+from .tools.base import ToolServer
 from .tools.loader import ToolLoader
 from .tools.local import LocalFunctionSession, tool
 
@@ -62,6 +63,7 @@ __all__ = [
     "ToolNameConflictError",
     "ToolResultEvent",
     "ToolResultPart",
+    "ToolServer",
     "ToolServerError",
     "ToolSpec",
     "ToolkitError",
