@@ -160,7 +160,10 @@ async def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
     entry = {
         "type": "mcp_command",
         "command": sys.executable,
-        "args": ["-c", "import sys, time; sys.stderr.write('stuck\\n'); time.sleep(60)"],
+        "args": [
+            "-c",
+            "import sys; sys.stderr.write('stuck\\n'); sys.stderr.flush(); sys.stdin.read()",
+        ],
         "name": "mute",
     }
     started = time.perf_counter()
