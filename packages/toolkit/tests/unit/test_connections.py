@@ -279,3 +279,24 @@ def test_an_agent_outlives_an_event_loop_that_ended_without_aclose(
     second = int(asyncio.run(agent.run("in a second loop")).output)
     assert second != first
     asyncio.run(agent.aclose())
+
+
+async def test_a_run_cancelled_while_a_server_starts_leaves_no_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    code = (
+        "import os, sys, pathlib; "
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); sys.stdin.read()"
+    )
+    entry = {"type": "mcp_command", "command": sys.executable, "args": ["-c", code]}
+    agent = Agent("test", tools=[entry], connect_timeout=60)
+    with anyio.move_on_after(0.5):
+        await agent.run("never connects")
+    pid_path = anyio.Path(pid_file)
+    for _ in range(250):
+        if await pid_path.exists():
+            break
+        await anyio.sleep(0.02)
+    pid = int(await pid_path.read_text())
+    with anyio.fail_after(5):
+        await agent.aclose()
+    await wait_until_dead(pid)

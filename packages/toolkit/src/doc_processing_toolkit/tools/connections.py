@@ -226,8 +226,14 @@ class Connection:
     async def _open(self, spawn: Spawner) -> _Owner:
         owner = _Owner()
         spawn(lambda: self._own(owner))
-        with anyio.move_on_after(self._timeout) as timer:
-            await owner.ready.wait()
+        try:
+            with anyio.move_on_after(self._timeout) as timer:
+                await owner.ready.wait()
+        except BaseException:
+            # The run was cancelled while the server started: stop it rather than leave
+            # an owner nobody will ever close.
+            await self._stop(owner)
+            raise
         if timer.cancelled_caught:
             await self._stop(owner)
             raise ToolServerError(
