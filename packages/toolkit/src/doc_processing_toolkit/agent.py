@@ -423,7 +423,10 @@ class Agent:
         if self._exit_stack is not None:
             await self.__aexit__(None, None, None)
             return
-        await self._pool.aclose()
+        if self._loop_token is not None and _loop_ended(self._loop_token):
+            self._pool.forget()
+        else:
+            await self._pool.aclose()
         self._loop_token = None
         await self._close_model()
 

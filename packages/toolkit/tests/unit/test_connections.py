@@ -278,7 +278,12 @@ def test_an_agent_outlives_an_event_loop_that_ended_without_aclose(
     assert not alive(first)
     second = int(asyncio.run(agent.run("in a second loop")).output)
     assert second != first
+    # Closing from yet another loop, after the second one ended too, is harmless.
     asyncio.run(agent.aclose())
+    deadline = time.monotonic() + 10
+    while alive(second) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(second)
 
 
 async def test_a_run_cancelled_while_a_server_starts_leaves_no_child(tmp_path: Path) -> None:

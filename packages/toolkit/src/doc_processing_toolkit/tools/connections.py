@@ -464,5 +464,6 @@ class ConnectionPool:
         with anyio.CancelScope(shield=True):
             for connection in reversed(self.connections):
                 await connection.aclose()
-            for task in list(self._tasks):
-                await asyncio.wait([task])
+            pending = [task for task in self._tasks if not task.done()]
+            if pending:
+                await asyncio.wait(pending)
