@@ -1,9 +1,10 @@
 """A real MCP server for the toolkit's tests, run as a child process.
 
-Tools: echo, pid (the process id, to count starts), env (one environment variable),
-cwd, fail (an error result), sleep. Its name comes from TEST_SERVER_NAME. It writes a line to
-stderr when it starts. With TEST_SERVER_CRASH set it prints that text to stderr and exits
-before serving. Run with ``--http PORT`` it serves streamable HTTP on 127.0.0.1.
+Tools: echo, pid (the process id, to count starts), env (one environment variable), cwd,
+header (an HTTP request header), fail (an error result), sleep. Its name comes from
+TEST_SERVER_NAME. It writes a line to stderr when it starts. With TEST_SERVER_CRASH set it
+prints that text to stderr and exits before serving. Run with ``--http PORT`` it serves
+streamable HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer(os.environ.get("TEST_SERVER_NAME", "stdio-test-server"))
@@ -36,6 +37,13 @@ def pid() -> int:
 def env(name: str) -> str:
     """The value of an environment variable of this process, or '<unset>'."""
     return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of one HTTP request header (over streamable HTTP), or '<unset>'."""
+    headers = ctx.headers or {}
+    return headers.get(name.lower(), headers.get(name, "<unset>"))
 
 
 @server.tool()

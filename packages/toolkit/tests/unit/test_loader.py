@@ -138,13 +138,13 @@ def subprocess_log() -> Any:
 
 
 async def test_route_mcp_http(http_server: Any) -> None:
-    entry = {"type": "mcp_http", "url": http_server.url, "headers": {"X-Test": "1"}}
-    agent = Agent(one_call("echo", {"text": "over http"}), tools=[entry])
+    entry = {"type": "mcp_http", "url": http_server.url, "headers": {"X-Test": "sent"}}
+    agent = Agent(one_call("header", {"name": "X-Test"}), tools=[entry])
     assert [(s.name, s.route) for s in agent.servers] == [("127.0.0.1", "mcp_http")]
     async with agent:
         first = await agent.run("go")
         second = await agent.run("again")
-    assert first.output == second.output == "False:over http"
+    assert first.output == second.output == "False:sent"
 
 
 async def test_loaded_order_puts_construction_known_servers_first(
