@@ -510,9 +510,7 @@ class Agent:
 
     # -- running --------------------------------------------------------------------------
 
-    async def run(
-        self, prompt: str, *, message_history: Sequence[Message] | None = None
-    ) -> RunResult:
+    async def run(self, prompt: str, message_history: Sequence[Message] | None = None) -> RunResult:
         """Run the agent on `prompt` until the model gives a final answer.
 
         Args:
@@ -535,7 +533,7 @@ class Agent:
         return result
 
     async def run_stream(
-        self, prompt: str, *, message_history: Sequence[Message] | None = None
+        self, prompt: str, message_history: Sequence[Message] | None = None
     ) -> AsyncIterator[AgentEvent]:
         """Run the agent and yield its events as they happen.
 
@@ -547,9 +545,7 @@ class Agent:
             async for event in events:
                 yield event
 
-    def run_sync(
-        self, prompt: str, *, message_history: Sequence[Message] | None = None
-    ) -> RunResult:
+    def run_sync(self, prompt: str, message_history: Sequence[Message] | None = None) -> RunResult:
         """`run` for code without an event loop.
 
         Sessions live in a private event loop thread and stay open across calls; close
