@@ -602,6 +602,13 @@ class Agent:
             else:
                 response = await model.request(request)
             usage = usage + response.usage
+            logger.debug(
+                "agent %r turn %d: %s answered with %d tool calls",
+                self.name,
+                turn,
+                model.name,
+                len(response.tool_calls),
+            )
             messages.append(response.to_message())
             calls = response.tool_calls
             if not calls:
@@ -693,7 +700,15 @@ class Agent:
         except Exception as exc:
             logger.warning("tool %r failed: %s", call.name, describe_error(exc))
             return record(f"Tool {call.name!r} failed: {describe_error(exc)}", True)
-        return record(_content_text(result), bool(result.is_error))
+        done = record(_content_text(result), bool(result.is_error))
+        logger.debug(
+            "tool %r on server %r: %s in %.3f s",
+            call.name,
+            route.server.name,
+            "error" if done.is_error else "ok",
+            done.duration,
+        )
+        return done
 
 
 def _loop_ended(token: object) -> bool:
