@@ -25,6 +25,7 @@ from doc_processing_std_tools import config
 from doc_processing_toolkit import Agent, TestModel
 from doc_processing_toolkit.messages import ModelResponse, TextPart
 from doc_processing_toolkit.models.base import ModelRequest
+from doc_processing_toolkit.models.test import tool_call
 
 SIZES = (10, 100, 1000)
 
@@ -50,12 +51,23 @@ def make_skills(root: Path, count: int) -> Path:
 
 
 def answer(request: ModelRequest) -> ModelResponse:
+    """Answer at once: the smallest possible run."""
     return ModelResponse(parts=(TextPart("done"),))
 
 
-async def time_runs(tools: list[Any], inject: bool, runs: int) -> float:
+def load_then_answer(request: ModelRequest) -> ModelResponse:
+    """Load one skill, then answer: a run with one tool call and two model requests."""
+    if len(request.messages) == 1:
+        return tool_call("load_skill", {"skill_name": "skill-0001"})
+    return ModelResponse(parts=(TextPart("done"),))
+
+
+SCENARIOS = {"no tool call": answer, "one tool call": load_then_answer}
+
+
+async def time_runs(tools: list[Any], inject: bool, runs: int, script: Any) -> float:
     """Median seconds of one run, connect excluded."""
-    agent = Agent(model=TestModel(answer), tools=tools, auto_inject_skills=inject)
+    agent = Agent(model=TestModel(script), tools=tools, auto_inject_skills=inject)
     samples: list[float] = []
     async with agent:
         for _ in range(max(3, runs // 10)):
@@ -90,16 +102,20 @@ def route_tools(route: str, folder: Path) -> list[Any]:
 async def main(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folders = {size: make_skills(Path(tmp), size) for size in SIZES}
-        print(f"{'route':<10} {'skills':>6} {'inject off':>12} {'inject on':>12} {'ratio':>7}")
-        for route in ("in process", "stdio"):
-            for size, folder in folders.items():
-                count = runs if route == "in process" else max(20, runs // 4)
-                off = await time_runs(route_tools(route, folder), False, count)
-                on = await time_runs(route_tools(route, folder), True, count)
-                print(
-                    f"{route:<10} {size:>6} {off * 1e3:>10.3f}ms {on * 1e3:>10.3f}ms "
-                    f"{on / off:>6.2f}x"
-                )
+        print(
+            f"{'run':<14} {'route':<10} {'skills':>6} {'inject off':>12} {'inject on':>12} "
+            f"{'extra':>10} {'ratio':>7}"
+        )
+        for scenario, script in SCENARIOS.items():
+            for route in ("in process", "stdio"):
+                for size, folder in folders.items():
+                    count = runs if route == "in process" else max(20, runs // 4)
+                    off = await time_runs(route_tools(route, folder), False, count, script)
+                    on = await time_runs(route_tools(route, folder), True, count, script)
+                    print(
+                        f"{scenario:<14} {route:<10} {size:>6} {off * 1e3:>10.3f}ms "
+                        f"{on * 1e3:>10.3f}ms {(on - off) * 1e3:>8.3f}ms {on / off:>6.2f}x"
+                    )
 
 
 if __name__ == "__main__":

@@ -91,6 +91,8 @@ class SkillsCatalog:
     skills_dir: str | None = None
     diagnostics: tuple[Mapping[str, Any], ...] = ()
     note: str | None = None
+    block: str | None = None
+    """`render_catalog` of `skills`, or None when there is no skill."""
 
 
 Status = Literal["disabled", "own_catalog", "no_server", "injected", "empty", "failed"]
@@ -170,8 +172,8 @@ def parse_catalog(result: CallToolResult) -> SkillsCatalog:
 
 @functools.lru_cache(maxsize=16)
 def _catalog_from_text(text: str) -> SkillsCatalog:
-    # Cached by the reply's text: an unchanged catalog is parsed (and rendered, below)
-    # once, so a warm run pays for one string comparison instead.
+    # Cached by the reply's text: an unchanged catalog is parsed and rendered once, so a
+    # warm run pays for hashing the text instead.
     try:
         payload = json.loads(text)
     except ValueError:
@@ -200,6 +202,7 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
         skills_dir=skills_dir if isinstance(skills_dir, str) else None,
         diagnostics=tuple(d if isinstance(d, dict) else {"message": str(d)} for d in diagnostics),
         note=note if isinstance(note, str) else None,
+        block=render_catalog(skills) if skills else None,
     )
 
 
@@ -209,11 +212,6 @@ def _attr(value: str) -> str:
 
 def render_catalog(skills: Sequence[SkillEntry]) -> str:
     """The block appended to the system prompt for a non-empty catalog."""
-    return _render(tuple(skills))
-
-
-@functools.lru_cache(maxsize=16)
-def _render(skills: tuple[SkillEntry, ...]) -> str:
     lines = [CATALOG_HEADING, "", _GUIDE, "", _OWN_CATALOG_TAG]
     for skill in skills:
         path = f' path="{_attr(skill.path)}"' if skill.path is not None else ""
@@ -289,7 +287,7 @@ async def prepare_skills(
     return SkillsOutcome(
         status="injected",
         server=server_name,
-        prompt_block=render_catalog(catalog.skills),
+        prompt_block=catalog.block,
         skills=catalog.skills,
         diagnostics=catalog.diagnostics,
     )
