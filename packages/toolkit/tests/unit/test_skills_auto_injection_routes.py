@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -140,10 +139,10 @@ def http_standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
-            httpx.get(url, timeout=0.5)
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             break
-        except httpx.TransportError:
-            time.sleep(0.1)
+        except OSError:
+            time.sleep(0.05)
     try:
         yield url, cat
     finally:
