@@ -566,3 +566,49 @@ async def test_concurrent_runs_each_get_the_catalog(catalog: Catalog) -> None:
             group.start_soon(agent.run, f"run {index}")
     assert len(model.requests) == 4
     assert {r.system for r in model.requests} == {f"{INSTRUCTIONS}\n\n{EXPECTED_TWO}"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["builder", "yaml", "config_dict"])
+async def test_auto_inject_skills_is_set_the_same_way_everywhere(
+    where: str, catalog: Catalog, tmp_path: Path
+) -> None:
+    model = TestModel(answer)
+    entry = _mcp_command(catalog, AsyncExitStack())
+    agents: list[Agent] = []
+    for enabled in (True, False):
+        if where == "builder":
+            agent = (
+                Agent.builder()
+                .model(model)
+                .instructions(INSTRUCTIONS)
+                .tools([entry])
+                .auto_inject_skills(enabled)
+                .skills_timeout(2.0)
+                .build()
+            )
+        else:
+            config = {
+                "instructions": INSTRUCTIONS,
+                "tools": [entry],
+                "auto_inject_skills": enabled,
+                "skills_timeout": 2.0,
+            }
+            if where == "yaml":
+                path = tmp_path / f"agent-{enabled}.yaml"
+                path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
+                agent = Agent.from_yaml(path, model=model)
+            else:
+                agent = Agent.from_config(config, model=model)
+        agents.append(agent)
+    on, off = agents
+    assert (on.skills_timeout, off.skills_timeout) == (2.0, 2.0)
+    async with on:
+        assert (await on.run("one")).skills.status == "injected"
+    async with off:
+        assert (await off.run("two")).skills.status == "disabled"
+    assert [r.system for r in model.requests] == [
+        f"{INSTRUCTIONS}\n\n{EXPECTED_TWO}",
+        INSTRUCTIONS,
+    ]
+    assert catalog.calls() == ["list_skills"]
