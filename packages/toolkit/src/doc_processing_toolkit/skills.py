@@ -62,7 +62,7 @@ kind of task. Before you start a task that matches a skill's description, load t
 and follow it.
 
 To load a skill:
-- Call the `load_skill` tool with the skill's name (preferred). Its result holds the
+- Call `load_skill` with the skill's name (preferred). Its result holds the
   skill's instructions inside <skill_content>, the files bundled with it inside
   <skill_resources>, and the skill's folder. Paths mentioned in the instructions are
   relative to that folder.
