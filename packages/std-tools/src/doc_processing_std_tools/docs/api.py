@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import re
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, TypeVar
 
 from ..errors import DocumentError, InvalidArgumentError
+from ..filesystem.bounded_regex import BoundedRegex
 from ..filesystem.operations import Workspace
 from . import flow, pdf, sheets
 from .flow import FlowDocument
@@ -39,6 +40,7 @@ _MATCH_CHARS = 300
 _PREVIEW_CHARS = 500
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _fit(payload: dict[str, object], limit: int) -> str:
@@ -94,6 +96,21 @@ def _reading(source: Source) -> Iterator[None]:
             f"{source.name!r} could not be read as {source.format.upper()}: the file looks "
             f"damaged ({type(exc).__name__}: {detail})."
         ) from None
+
+
+@contextmanager
+def _closed_after(items: Iterator[T]) -> Iterator[Iterator[T]]:
+    """`items`, closed (when it is a generator) as soon as the block ends.
+
+    A reader's generator may hold PDFium's lock while suspended; closing it here, in the
+    thread that drew it, releases the lock even when the block stops early or fails.
+    """
+    try:
+        yield items
+    finally:
+        close = getattr(items, "close", None)
+        if callable(close):
+            close()
 
 
 def get_file_overview(ws: Workspace, path: str) -> str:
@@ -167,11 +184,12 @@ def read_document(ws: Workspace, path: str, pages: str = "") -> str:
     source = open_source(ws, path)
     with _reading(source):
         _, chunks = _units(source, pages)
-        return assemble(
-            chunks,
-            ws.output_limit,
-            hint=lambda restart: f'call read_document with pages="{restart}" to read on',
-        )
+        with _closed_after(chunks) as drawn:
+            return assemble(
+                drawn,
+                ws.output_limit,
+                hint=lambda restart: f'call read_document with pages="{restart}" to read on',
+            )
 
 
 def _table_chunks(tables: Iterator[Table], style: TableFormat) -> Iterator[Chunk]:
@@ -221,32 +239,28 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
             document, _ = _flow(source)
             numbers = parse_ranges(pages, len(document.sections), "section")
             chunks = _table_chunks(flow.tables(document, numbers), style)
-        text = assemble(
-            chunks,
-            max(ws.output_limit - len(note) - 2, 0),
-            hint=lambda restart: f'call extract_tables with pages="{restart}" to read on',
-        )
+        with _closed_after(chunks) as drawn:
+            text = assemble(
+                drawn,
+                max(ws.output_limit - len(note) - 2, 0),
+                hint=lambda restart: f'call extract_tables with pages="{restart}" to read on',
+            )
         if not text:
             where = f" in the selected part ({pages})" if pages.strip() else ""
             text = f"No tables were found in {source.name}{where}."
         return f"{text.rstrip()}\n\n{note}" if note else text
 
 
-def _matcher(query: str, regex: bool, ignore_case: bool) -> Callable[[str], bool]:
-    if not query.strip():
-        raise InvalidArgumentError("query is empty; pass the text to look for.")
-    if regex:
-        try:
-            pattern = re.compile(query, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
-            raise InvalidArgumentError(
-                f"query {query!r} is not a valid regular expression: {exc}."
-            ) from None
-        return lambda text: pattern.search(text) is not None
+def _plain_matcher(query: str, ignore_case: bool) -> Callable[[str], bool]:
     if ignore_case:
         folded = query.casefold()
         return lambda text: folded in text.casefold()
     return lambda text: query in text
+
+
+def _every(_text: str) -> bool:
+    """The matcher that keeps every candidate, for regular expressions matched later."""
+    return True
 
 
 def search_document(
@@ -260,14 +274,20 @@ def search_document(
 ) -> str:
     """JSON list of the matches and where they are: page and line (PDF), sheet and cell
     (XLSX), row and column (CSV), section and heading (DOCX, HTML, Markdown) or line
-    (text)."""
+    (text). A regular expression that takes longer than `MATCH_SECONDS` on a batch of
+    lines is stopped and refused."""
     if not 1 <= max_results <= MAX_SEARCH_RESULTS:
         raise InvalidArgumentError(
             f"max_results must be between 1 and {MAX_SEARCH_RESULTS}, not {max_results}."
         )
-    match = _matcher(query, regex, ignore_case)
+    if not query.strip():
+        raise InvalidArgumentError("query is empty; pass the text to look for.")
+    # A regular expression is matched in a child process under a time bound, so the
+    # readers hand over every line or cell and the bounded matcher filters them.
+    bounded = BoundedRegex(query, ignore_case=ignore_case, what="query") if regex else None
+    match = _every if bounded else _plain_matcher(query, ignore_case)
     source = open_source(ws, path)
-    with _reading(source):
+    with _reading(source), bounded or contextlib.nullcontext():
         found: Iterator[dict[str, object]]
         no_text: list[int] = []
         if source.format == "pdf":
@@ -291,16 +311,19 @@ def search_document(
             found = flow.search(
                 document, parse_ranges(pages, len(document.sections), "section"), match
             )
+        if bounded is not None:
+            found = bounded.filter(found, lambda item: str(item["text"]))
         matches: list[dict[str, object]] = []
         stopped = False
-        for item in found:
-            if len(matches) == max_results:
-                stopped = True
-                break
-            text = str(item["text"])
-            if len(text) > _MATCH_CHARS:
-                item["text"] = text[:_MATCH_CHARS] + "…"
-            matches.append(item)
+        with _closed_after(found) as items:
+            for item in items:
+                if len(matches) == max_results:
+                    stopped = True
+                    break
+                text = str(item["text"])
+                if len(text) > _MATCH_CHARS:
+                    item["text"] = text[:_MATCH_CHARS] + "…"
+                matches.append(item)
         payload: dict[str, object] = {
             "path": source.name,
             "query": query,

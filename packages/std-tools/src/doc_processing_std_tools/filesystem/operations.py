@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from ..errors import (
     PathOutsideRootError,
 )
 from ..paths import confine, is_inside
+from .bounded_regex import BoundedRegex
 
 __all__ = [
     "MAX_FIND_RESULTS",
@@ -447,46 +448,43 @@ def search_text(
 
     `path` is a folder to search recursively or a single file; `include` is an optional
     glob on file names (such as `*.md`). Binary files and files over the size limit are
-    skipped. Stops after `max_results` matches and says so.
+    skipped. Stops after `max_results` matches and says so. The pattern is matched in a
+    child process under a time bound (see `bounded_regex`), so a pattern that backtracks
+    catastrophically is refused instead of freezing the server.
     """
-    if not pattern:
-        raise InvalidArgumentError("pattern is empty; pass a regular expression such as 'TODO'.")
     if not 1 <= max_results <= MAX_SEARCH_RESULTS:
         raise InvalidArgumentError(
             f"max_results must be between 1 and {MAX_SEARCH_RESULTS}, not {max_results}."
         )
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise InvalidArgumentError(
-            f"pattern {pattern!r} is not a valid regular expression: {exc}."
-        ) from None
+    regex = BoundedRegex(pattern, ignore_case=ignore_case, what="pattern")
     base = ws.resolve(path, allow_root=True)
     if not base.exists():
         raise NotFoundError(f"There is no file or folder {path!r} in the workspace {ws.root}.")
-    if base.is_file():
-        files: Iterator[Path] = iter([base])
-    else:
-        files = _walk_files(ws, base)
-    results: list[str] = []
+    files: Iterable[Path] = [base] if base.is_file() else _walk_files(ws, base)
     searched = 0
+
+    def lines() -> Iterator[tuple[str, int, str]]:
+        nonlocal searched
+        for file in files:
+            if include and not fnmatch.fnmatchcase(file.name, include):
+                continue
+            text = _searchable_text(ws, file)
+            if text is None:
+                continue
+            searched += 1
+            name = ws.relative(file)
+            for number, line in enumerate(text.splitlines(), start=1):
+                yield name, number, line
+
+    results: list[str] = []
     stopped = False
-    for file in files:
-        if include and not fnmatch.fnmatchcase(file.name, include):
-            continue
-        text = _searchable_text(ws, file)
-        if text is None:
-            continue
-        searched += 1
-        for number, line in enumerate(text.splitlines(), start=1):
-            if regex.search(line):
-                shown = line if len(line) <= _SEARCH_LINE_CHARS else line[:_SEARCH_LINE_CHARS] + "…"
-                results.append(f"{ws.relative(file)}:{number}: {shown}")
-                if len(results) >= max_results:
-                    stopped = True
-                    break
-        if stopped:
-            break
+    with regex:
+        for name, number, line in regex.filter(lines(), lambda item: item[2]):
+            shown = line if len(line) <= _SEARCH_LINE_CHARS else line[:_SEARCH_LINE_CHARS] + "…"
+            results.append(f"{name}:{number}: {shown}")
+            if len(results) >= max_results:
+                stopped = True
+                break
     if not results:
         return f"No match for {pattern!r} under {ws.relative(base)} ({searched} files searched)."
     if stopped:
