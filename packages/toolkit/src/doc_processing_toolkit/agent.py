@@ -592,11 +592,19 @@ class Agent:
             )
             if stream:
                 response: ModelResponse | None = None
-                async for item in model.stream(request):
-                    if isinstance(item, TextDelta):
-                        yield TextDeltaEvent(item.text)
-                    else:
-                        response = item
+                replies = model.stream(request)
+                try:
+                    async for item in replies:
+                        if isinstance(item, TextDelta):
+                            yield TextDeltaEvent(item.text)
+                        else:
+                            response = item
+                finally:
+                    # A consumer that stops early closes the model's stream (and its HTTP
+                    # response) now, not whenever the garbage collector gets to it.
+                    close = getattr(replies, "aclose", None)
+                    if close is not None:
+                        await close()
                 if response is None:
                     raise ToolkitError(f"model {model.name} ended its stream without a reply.")
             else:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -26,7 +27,7 @@ from doc_processing_toolkit import (
     ToolResultPart,
 )
 from doc_processing_toolkit.messages import ModelResponse, TextPart
-from doc_processing_toolkit.models import ModelRequest
+from doc_processing_toolkit.models import ModelRequest, TextDelta
 from doc_processing_toolkit.models.test import reply, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -261,6 +262,83 @@ async def test_run_stream_yields_calls_results_text_and_the_result_in_order(
     text = "".join(e.text for e in events if isinstance(e, TextDeltaEvent))
     assert text == final.result.output == "False:streamed answer"
     assert len([e for e in events if isinstance(e, TextDeltaEvent)]) > 1
+
+
+class GatedModel:
+    """A streaming model that sends one piece of text, then waits until the consumer has
+    seen it before it sends the rest: it only finishes if deltas are passed on as they
+    arrive. `closed` tells whether its stream was closed.
+    """
+
+    name = "test:gated"
+
+    def __init__(self, *, hang: bool = False) -> None:
+        self.seen = anyio.Event()
+        self.hang = hang
+        self.closed = False
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        raise AssertionError("only streamed in these tests")
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelResponse]:
+        try:
+            yield TextDelta("first ")
+            if self.hang:
+                await anyio.sleep_forever()
+            with anyio.fail_after(5):
+                await self.seen.wait()
+            yield TextDelta("second")
+            yield ModelResponse(parts=(TextPart("first second"),))
+        finally:
+            self.closed = True
+
+
+async def test_run_stream_passes_each_text_delta_on_as_it_arrives() -> None:
+    model = GatedModel()
+    agent = Agent(model)
+    texts: list[str] = []
+    async for event in agent.run_stream("go"):
+        if isinstance(event, TextDeltaEvent):
+            texts.append(event.text)
+            model.seen.set()
+        elif isinstance(event, FinalResultEvent):
+            assert event.result.output == "first second"
+    assert texts == ["first ", "second"]
+
+
+async def test_stopping_a_stream_early_closes_the_models_stream_at_once() -> None:
+    model = GatedModel(hang=True)
+    agent = Agent(model)
+    async with aclosing(agent.run_stream("go")) as events:
+        async for event in events:
+            assert isinstance(event, TextDeltaEvent)
+            break
+    assert model.closed
+
+
+async def test_run_stream_orders_text_calls_results_and_the_final_result() -> None:
+    def look(topic: str) -> str:
+        """Look a topic up."""
+        return f"found {topic}"
+
+    def script(request: ModelRequest) -> ModelResponse:
+        if not last_results(request):
+            return tool_call("look", {"topic": "tea"}, text="checking")
+        return reply("done: " + last_results(request)[0].content)
+
+    agent = Agent(TestModel(script, chunk_size=4), tools=[look])
+    kinds: list[str] = []
+    async for event in agent.run_stream("go"):
+        kind = type(event).__name__
+        if not kinds or kinds[-1] != kind:
+            kinds.append(kind)
+    assert kinds == [
+        "TextDeltaEvent",
+        "ToolCallEvent",
+        "ToolResultEvent",
+        "TextDeltaEvent",
+        "FinalResultEvent",
+    ]
 
 
 async def test_a_run_without_a_model_is_a_config_error() -> None:
