@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,6 +192,57 @@ def test_write_file_in_a_read_only_folder_fails_without_leftovers(
         assert (locked / "a.txt").read_text(encoding="utf-8") == "a"
     finally:
         locked.chmod(0o700)
+
+
+def tree(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+def test_content_that_cannot_be_encoded_writes_nothing(ws: Workspace, root: Path) -> None:
+    (root / "kept.md").write_text("old\n", encoding="utf-8")
+    before = tree(root)
+    with pytest.raises(InvalidArgumentError, match=r"lone surrogate.*Nothing was written"):
+        ops.write_file(ws, "new/deeper/file.md", "ok \ud800 not ok")
+    with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+        ops.write_file(ws, "kept.md", "\udfff")
+    with pytest.raises(InvalidArgumentError, match=r"new_text.*lone surrogate"):
+        ops.edit_file(ws, "kept.md", "old", "\ud800")
+    assert tree(root) == before
+    assert (root / "kept.md").read_text(encoding="utf-8") == "old\n"
+
+
+# A child process whose files may not grow past 1000 bytes: the write of a larger file
+# fails half way with EFBIG, as it would on a full disk.
+_FAILING_WRITE = """
+import resource, signal, sys
+from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.filesystem import operations as ops
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+ws = ops.Workspace.from_settings()
+for path in ("kept.txt", "new/deeper/big.txt"):
+    try:
+        ops.write_file(ws, path, "x" * 5000)
+    except OSError as exc:
+        print(path, type(exc).__name__)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file size limits are POSIX")
+def test_a_write_that_fails_midway_leaves_no_trace(root: Path) -> None:
+    (root / "kept.txt").write_text("the old content\n", encoding="utf-8")
+    before = tree(root)
+    done = subprocess.run(
+        [sys.executable, "-c", _FAILING_WRITE, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.splitlines() == ["kept.txt OSError", "new/deeper/big.txt OSError"]
+    assert tree(root) == before
+    assert (root / "kept.txt").read_text(encoding="utf-8") == "the old content\n"
 
 
 # edit_file

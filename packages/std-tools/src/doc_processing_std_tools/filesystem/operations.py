@@ -3,12 +3,14 @@
 Every function takes a `Workspace` (the root, the size limit and the output limit) and a
 path relative to its root. Paths go through `paths.confine`, so `..`, absolute paths and
 symbolic links that lead outside the root are refused. Writes are atomic: the new content
-goes to a temporary file in the same folder, which then replaces the target in one step.
-Nothing here ever deletes a file of the workspace.
+goes to a temporary file in the same folder, which then replaces the target in one step;
+when a write fails, the temporary file and any folder created for it are removed again.
+Nothing here ever deletes a file or folder that was in the workspace before the call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import logging
@@ -168,6 +170,29 @@ def _read_text(ws: Workspace, path: str) -> tuple[Path, str, bool]:
     return target, text, bom
 
 
+def _encode(text: str, what: str, path: str) -> bytes:
+    """`text` as UTF-8, or an error when it holds characters UTF-8 cannot store."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(
+            f"{what} for {path!r} holds a character that cannot be written as UTF-8 "
+            f"({text[exc.start]!r} at position {exc.start}, a lone surrogate); remove it. "
+            "Nothing was written."
+        ) from None
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Create `folder` and its missing parents; return the ones created, deepest first."""
+    missing: list[Path] = []
+    current = folder
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
 def atomic_write(target: Path, data: bytes) -> None:
     """Replace `target` with `data` so that readers see the old or the new file, never half.
 
@@ -188,6 +213,21 @@ def atomic_write(target: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _sync_folder(target.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush the folder entry of a rename to disk where the system allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        logger.debug("Could not flush the folder %s", folder, exc_info=True)
+    finally:
+        os.close(fd)
 
 
 def read_file(
@@ -233,15 +273,22 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
     target = ws.resolve(path)
     if target.is_dir():
         raise InvalidArgumentError(f"{path!r} is a folder; pass the path of a file to write.")
-    data = content.encode("utf-8")
+    data = _encode(content, "content", path)
     if len(data) > ws.max_file_bytes:
         raise FileTooLargeError(
             f"The content is {_human_size(len(data))}, over the limit of "
             f"{_human_size(ws.max_file_bytes)} (DPTTOOLS_MAX_FILE_SIZE_MB); nothing was written."
         )
     existed = target.exists()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, data)
+    created = _make_folders(target.parent)
+    try:
+        atomic_write(target, data)
+    except BaseException:
+        # Leave the workspace as it was: the folders made for this write go again.
+        for folder in created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     logger.info("Wrote %d bytes to %s", len(data), target)
     action = "replaced its previous content" if existed else "created it"
     return f"Wrote {len(data)} bytes to {ws.relative(target)} ({action})."
@@ -278,7 +325,7 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
         )
     index = text.index(old_text)
     updated = text[:index] + new_text + text[index + len(old_text) :]
-    data = (b"\xef\xbb\xbf" if bom else b"") + updated.encode("utf-8")
+    data = (b"\xef\xbb\xbf" if bom else b"") + _encode(updated, "new_text", path)
     if len(data) > ws.max_file_bytes:
         raise FileTooLargeError(
             f"After the edit {path!r} would be {_human_size(len(data))}, over the limit of "
