@@ -114,6 +114,17 @@ def test_the_colon_repair_folds_continuation_lines_and_keeps_apostrophes() -> No
     assert codes(parsed) == ["unquoted_colon"]
 
 
+def test_the_colon_repair_takes_linear_time_on_a_line_full_of_blanks() -> None:
+    # A lazy pattern followed by optional blanks once made this quadratic: about 20 s.
+    blanks = " \t" * (MAX_FRONTMATTER_CHARS // 2 - 40)
+    started = time.perf_counter()
+    parsed = parse_skill_md(f"---\ndescription: Use when: asked{blanks}x\n---\n")
+    assert time.perf_counter() - started < 1.0
+    assert parsed.fields is not None
+    assert parsed.fields["description"].startswith("Use when: asked")
+    assert codes(parsed) == ["unquoted_colon"]
+
+
 def test_valid_yaml_with_colons_is_not_reported() -> None:
     parsed = parse_skill_md('---\nname: my-skill\ndescription: "Use when: asked"\n---\n')
     assert parsed.fields is not None and parsed.fields["description"] == "Use when: asked"

@@ -254,7 +254,9 @@ def _load(frontmatter: str) -> Any:
         loader.dispose()
 
 
-_TOP_LEVEL_SCALAR: Final = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(\S.*?)[ \t]*")
+# No lazy quantifier before a trailing optional run: that backtracks quadratically on a
+# long line of spaces. Trailing blanks are stripped in code instead.
+_TOP_LEVEL_SCALAR: Final = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(\S.*)")
 _NOT_PLAIN: Final = frozenset("'\"|>[{&*!%@`#")
 
 
@@ -276,7 +278,7 @@ def _quote_colon_values(frontmatter: str) -> tuple[str, list[str]]:
         if match is None or match.group(2)[0] in _NOT_PLAIN:
             out.append(line)
             continue
-        value = match.group(2)
+        value = match.group(2).rstrip(" \t")
         parts = [value]
         while index < len(lines) and lines[index][:1] in (" ", "\t") and lines[index].strip():
             parts.append(lines[index].strip())
