@@ -106,6 +106,30 @@ async def test_local_functions_sync_and_async_share_one_server() -> None:
     assert {r.server for r in result.tool_calls} == {"local-functions"}
 
 
+async def test_the_model_sees_a_functions_schema_with_its_docstring_descriptions() -> None:
+    async def scale(value: float, factor: int = 2) -> float:
+        """Scale a value.
+
+        Args:
+            value: The number to scale.
+            factor: How many times larger.
+        """
+        return value * factor
+
+    model = TestModel()
+    await Agent(model, tools=[scale]).run("hi")
+    [spec] = model.requests[0].tools
+    assert (spec.name, spec.description) == ("scale", "Scale a value.")
+    assert spec.input_schema == {
+        "type": "object",
+        "properties": {
+            "value": {"type": "number", "description": "The number to scale."},
+            "factor": {"type": "integer", "default": 2, "description": "How many times larger."},
+        },
+        "required": ["value"],
+    }
+
+
 async def test_the_model_sees_instructions_tool_schemas_and_provider_kwargs(
     make_server: Callable[..., MCPServer],
 ) -> None:

@@ -91,11 +91,21 @@ async def test_route_mcp_command(stdio_entry: Callable[..., dict[str, Any]]) -> 
 async def test_route_mcp_script(stdio_entry: Callable[..., dict[str, Any]]) -> None:
     script = stdio_entry()["args"][0]
     entry = {"type": "mcp_script", "script": script, "env": {"GREETING": "hi"}}
-    agent = Agent(one_call("env", {"name": "GREETING"}), tools=[entry])
+
+    def script_calls(request: ModelRequest) -> ModelResponse:
+        results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
+        if not results:
+            greeting = tool_call("env", {"name": "GREETING"})
+            interpreter = tool_call("python")
+            return ModelResponse(parts=(*greeting.parts, *interpreter.parts))
+        return reply("|".join(r.content for r in results))
+
+    agent = Agent(TestModel(script_calls), tools=[entry])
     assert [(s.name, s.route) for s in agent.servers] == [("stdio_server", "mcp_script")]
     async with agent:
         result = await agent.run("go")
-    assert result.output == "False:hi"
+    # The script runs with the agent's own interpreter, whatever `python` is on PATH.
+    assert result.output == f"hi|{sys.executable}"
 
 
 async def test_route_mcp_script_with_a_module(stdio_entry: Callable[..., dict[str, Any]]) -> None:
