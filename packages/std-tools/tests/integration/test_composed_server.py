@@ -10,7 +10,9 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -166,10 +168,9 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-def http_server(folders: tuple[Path, Path]) -> Iterator[str]:
+@contextmanager
+def serving_http(skills: Path, workspace: Path) -> Iterator[str]:
     """The composed server over streamable HTTP on a free local port; yields its URL."""
-    skills, workspace = folders
     port = free_port()
     process = subprocess.Popen(
         [
@@ -208,6 +209,41 @@ def http_server(folders: tuple[Path, Path]) -> Iterator[str]:
             process.stderr.close()
 
 
+@pytest.fixture
+def http_server(folders: tuple[Path, Path]) -> Iterator[str]:
+    """One copy of the composed server over streamable HTTP; yields its URL."""
+    with serving_http(*folders) as url:
+        yield url
+
+
+def post(url: str, method: str, params: dict[str, object], request_id: int) -> dict[str, Any]:
+    """One JSON-RPC request as a bare HTTP POST, without any session header; the reply,
+    which the server may send as JSON or as one server-sent event."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        ).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        assert response.headers.get("mcp-session-id") is None
+        body = response.read().decode()
+    if body.lstrip().startswith("{"):
+        reply: dict[str, Any] = json.loads(body)
+        return reply
+    data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+    assert len(data) == 1, body
+    event: dict[str, Any] = json.loads(data[0])
+    return event
+
+
 async def test_streamable_http_serves_all_three_tool_sets(
     http_server: str, folders: tuple[Path, Path]
 ) -> None:
@@ -220,30 +256,47 @@ async def test_streamable_http_serves_all_three_tool_sets(
 
 
 def test_streamable_http_hands_out_no_session(http_server: str) -> None:
-    request = urllib.request.Request(
+    reply = post(
         http_server,
-        data=json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "probe", "version": "1"},
-                },
-            }
-        ).encode(),
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
         },
-        method="POST",
+        1,
     )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 200
-        assert response.headers.get("mcp-session-id") is None
-        assert b"doc-processing-std-tools" in response.read()
+    assert reply["result"]["serverInfo"]["name"] == "doc-processing-std-tools"
+
+
+def test_replicas_answer_requests_without_session_affinity(
+    folders: tuple[Path, Path],
+) -> None:
+    """Behind a load balancer, a client's requests land on any copy: each copy answers
+    a request it has never seen the session of."""
+    with serving_http(*folders) as first, serving_http(*folders) as second:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "balancer-test", "version": "1"},
+        }
+        assert "result" in post(first, "initialize", hello, 1)
+        # The next requests go to the other copy, and then back, with no session.
+        listed = post(second, "tools/list", {}, 2)
+        assert {t["name"] for t in listed["result"]["tools"]} == (
+            SKILLS_TOOLS | FILE_TOOLS | DOC_TOOLS
+        )
+        written = post(
+            second,
+            "tools/call",
+            {"name": "write_file", "arguments": {"path": "from-b.txt", "content": "b\n"}},
+            3,
+        )
+        assert written["result"]["isError"] is False
+        read = post(
+            first, "tools/call", {"name": "read_file", "arguments": {"path": "from-b.txt"}}, 4
+        )
+        assert read["result"]["content"][0]["text"] == "b\n"
 
 
 @pytest.mark.parametrize(
