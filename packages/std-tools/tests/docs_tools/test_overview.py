@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 
 import openpyxl
+import pytest
+from fpdf import FPDF
 
 from doc_processing_std_tools.docs import api, pdf
+from doc_processing_std_tools.errors import DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
-from .samples import write_book_xlsx, write_long_pdf
+from .samples import write_book_xlsx, write_long_pdf, write_with_cut_member
 
 
 def overview(ws: Workspace, name: str) -> dict[str, object]:
@@ -146,3 +149,35 @@ def test_xlsx_overview_reads_no_rows_when_sizes_are_not_recorded(scratch: Path) 
     assert "pages='1!1-10'" in str(result["note"])
     first_rows = api.read_document(Workspace.from_settings(), "stream.xlsx", "1!1-3")
     assert "| 1 | row 1 |" in first_rows and "row 3" not in first_rows
+
+
+def test_pdf_overview_never_looks_past_its_first_pages(scratch: Path) -> None:
+    # Text on the first OVERVIEW_PAGES pages, then blank pages: an overview that read
+    # every page would report the blank ones as pages without a text layer.
+    document = FPDF()
+    document.set_font("helvetica", size=12)
+    for number in range(1, pdf.OVERVIEW_PAGES + 1):
+        document.add_page()
+        document.cell(text=f"Text page {number}")
+    for _ in range(30):
+        document.add_page()
+    document.output(str(scratch / "mostly-blank.pdf"))
+    result = overview(Workspace.from_settings(), "mostly-blank.pdf")
+    assert result["page_count"] == pdf.OVERVIEW_PAGES + 30
+    assert result["text_layer"] == "present"
+    assert "pages_without_text" not in result
+    # Reading the whole document does find the blank pages.
+    whole = api.read_document(Workspace.from_settings(), "mostly-blank.pdf", "21-22")
+    assert "[page 21 has no text]" in whole
+
+
+def test_xlsx_overview_does_not_read_the_sheet_to_its_end(scratch: Path) -> None:
+    # The sheet's XML is cut in half: only a reader that goes past its first rows fails.
+    write_book_xlsx(scratch / "long.xlsx", sales_rows=3000)
+    write_with_cut_member(scratch / "long.xlsx", scratch / "half.xlsx", "xl/worksheets/sheet1.xml")
+    ws = Workspace.from_settings()
+    result = overview(ws, "half.xlsx")
+    assert result["outline"][0]["used_range"] == "A1:C3001"  # type: ignore[index]
+    assert "| North | 100 | 2026-01-01 |" in str(result["preview"])
+    with pytest.raises(DocumentError, match="damaged"):
+        api.search_document(ws, "half.xlsx", "no such value", pages="Sales")
