@@ -1,8 +1,26 @@
-"""The one output-truncation helper shared by every tool."""
+"""Text helpers shared by every tool: the one truncation helper, and wire safety."""
 
 from __future__ import annotations
 
-__all__ = ["truncate"]
+import re
+from typing import Final
+
+__all__ = ["truncate", "wire_safe"]
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def wire_safe(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it can be sent as UTF-8.
+
+    Python stands for the bytes of a file name that is not valid UTF-8 with lone
+    surrogates; a reply holding one could not be encoded, and the client would get nothing.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def truncate(text: str, limit: int, *, hint: str = "") -> str:

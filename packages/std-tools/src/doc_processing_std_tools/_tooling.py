@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from ._text import wire_safe
 from .errors import StdToolsError
 
 __all__ = ["describe_os_error", "tool_errors"]
@@ -34,6 +35,6 @@ def tool_errors() -> Iterator[None]:
     try:
         yield
     except StdToolsError as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(wire_safe(str(exc))) from exc
     except OSError as exc:
-        raise ToolError(describe_os_error(exc)) from exc
+        raise ToolError(wire_safe(describe_os_error(exc))) from exc

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 import random
+import stat
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from doc_processing_std_tools.skills.catalog import SkillCatalog, read_skill, scan_once
+from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog, read_skill, scan_once
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -140,6 +142,71 @@ def test_a_symlinked_skill_leading_outside_the_folder_is_refused(
     assert [(d.skill, d.level, d.code) for d in catalog.diagnostics] == [
         ("escape", "error", "outside_skills_dir")
     ]
+
+
+def test_a_skill_md_linked_outside_the_folder_is_refused_even_though_it_exists(
+    skills: SkillsFolder, tmp_path: Path
+) -> None:
+    outside = tmp_path / "private.md"
+    outside.write_text("---\nname: leak\ndescription: Secret text.\n---\n", encoding="utf-8")
+    (skills.path / "leak").mkdir()
+    (skills.path / "leak" / "SKILL.md").symlink_to(outside)
+    shared = skills.write("shared")
+    (skills.path / "alias").mkdir()
+    (skills.path / "alias" / "SKILL.md").symlink_to(shared / "SKILL.md")
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [s.name for s in catalog.skills] == ["alias", "shared"]
+    assert [(d.skill, d.level, d.code) for d in catalog.diagnostics] == [
+        ("alias", "warning", "name_mismatch"),
+        ("leak", "error", "outside_skills_dir"),
+    ]
+    assert "Secret text" not in catalog.json
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_skill_md_that_is_a_pipe_or_a_device_is_an_error_not_a_hang(
+    skills: SkillsFolder, kind: str
+) -> None:
+    skills.write("good")
+    (skills.path / "odd").mkdir()
+    skill_md = skills.path / "odd" / "SKILL.md"
+    if kind == "fifo":
+        os.mkfifo(skill_md)
+    else:
+        # /dev/zero never ends; a hard link keeps it inside the folder, so only the
+        # regular-file check can stop it.
+        try:
+            os.mknod(skill_md, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+        except PermissionError:
+            pytest.skip("creating a device file needs privileges")
+    found: list[Catalog] = []
+    worker = threading.Thread(
+        target=lambda: found.append(scan_once(skills.path, max_bytes=MAX)), daemon=True
+    )
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "list_skills hangs on a SKILL.md that never ends"
+    catalog = found[0]
+    assert [s.name for s in catalog.skills] == ["good"]
+    assert [(d.skill, d.level, d.code) for d in catalog.diagnostics] == [
+        ("odd", "error", "not_a_file")
+    ]
+
+
+def test_a_folder_name_that_is_not_utf8_is_an_error_and_the_reply_still_encodes(
+    skills: SkillsFolder,
+) -> None:
+    skills.write("good")
+    # A Latin-1 name: Python stands for its undecodable byte with a lone surrogate.
+    folder = skills.path / os.fsdecode(b"caf\xe9")
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\ndescription: d\n---\n", encoding="utf-8")
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [s.name for s in catalog.skills] == ["good"]
+    assert [(d.skill, d.level, d.code) for d in catalog.diagnostics] == [
+        ("caf\ufffd", "error", "folder_name_not_utf8")
+    ]
+    catalog.json.encode("utf-8")
 
 
 def test_read_skill_reads_one_folder(skills: SkillsFolder) -> None:

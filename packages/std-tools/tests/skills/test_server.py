@@ -328,6 +328,17 @@ async def test_a_symlink_leading_outside_the_skills_folder_is_refused_even_if_it
     assert "leak.md" not in await ok("load_skill", skill_name="res")
 
 
+async def test_load_skill_refuses_a_skill_md_linked_outside_even_though_it_exists(
+    skills: SkillsFolder, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\ndescription: d\n---\ntop secret\n", encoding="utf-8")
+    (skills.path / "leak").mkdir()
+    (skills.path / "leak" / "SKILL.md").symlink_to(secret)
+    message = await fails("load_skill", skill_name="leak")
+    assert "outside" in message and "top secret" not in message
+
+
 async def test_a_symlink_to_another_skill_inside_the_folder_is_allowed(
     skills: SkillsFolder,
 ) -> None:

@@ -180,7 +180,9 @@ def list_resources(folder: Path, skills_dir: Path) -> list[str]:
 def load_skill(settings: Settings, skill_name: str) -> str:
     """The skill's SKILL.md wrapped in ``<skill_content>``, with its resource list."""
     folder = _skill_folder(settings, skill_name)
-    text = _read_text(folder / SKILL_FILE, settings, f"The SKILL.md of '{skill_name}'")
+    # The SKILL.md itself may be a symbolic link; it too must stay inside the skills folder.
+    skill_md = confine(settings.skills_dir, f"{skill_name}/{SKILL_FILE}", what="SKILL.md")
+    text = _read_text(skill_md, settings, f"The SKILL.md of '{skill_name}'")
     resources = list_resources(folder, settings.skills_dir)
     shown = resources[:MAX_LISTED_RESOURCES]
     lines = [f"<skill_resources count={_attr(str(len(resources)))}>"]

@@ -22,6 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Final
 
+from .._text import wire_safe
 from .frontmatter import Diagnostic, Level, check_fields, read_skill_md_text
 
 __all__ = [
@@ -158,7 +159,7 @@ class Catalog:
     @cached_property
     def json(self) -> str:
         """`to_payload` serialised once; an unchanged catalog reuses it."""
-        return json.dumps(self.to_payload(), ensure_ascii=False, indent=2)
+        return wire_safe(json.dumps(self.to_payload(), ensure_ascii=False, indent=2))
 
 
 def _read_diagnostic(folder: Path, code: str, message: str) -> list[SkillDiagnostic]:
@@ -166,19 +167,41 @@ def _read_diagnostic(folder: Path, code: str, message: str) -> list[SkillDiagnos
 
 
 def read_skill(
-    folder: Path, *, max_bytes: int, name: str | None = None
+    folder: Path, *, max_bytes: int, name: str | None = None, root: Path | None = None
 ) -> tuple[SkillRecord | None, list[SkillDiagnostic]]:
     """Read one skill folder's SKILL.md into a record (None when skipped) and diagnostics.
 
     `name` is the folder name used for the record and the name checks (default: the last
     part of `folder`). A SKILL.md larger than `max_bytes` is an error, as is one that
-    cannot be read.
+    cannot be read or is not a regular file (a pipe or a device would never end). When
+    `root` is given, a SKILL.md that is a symbolic link leading outside it is an error.
     """
     name = folder.name if name is None else name
     skill_md = folder / SKILL_FILE
+    if root is not None and skill_md.is_symlink():
+        target = skill_md.resolve()
+        if not target.is_relative_to(root.resolve()):
+            return None, _read_diagnostic(
+                folder,
+                "outside_skills_dir",
+                f"SKILL.md is a symbolic link to {target}, outside the skills folder {root}; "
+                "skills must live inside the skills folder, so copy the file there instead "
+                "of linking it.",
+            )
     try:
-        with open(skill_md, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        # Non-blocking, so that opening a named pipe returns at once instead of waiting
+        # for a writer; reads of a regular file are unaffected.
+        fd = os.open(skill_md, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as handle:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None, _read_diagnostic(
+                    folder,
+                    "not_a_file",
+                    "SKILL.md is not a regular file (it is a pipe, a device or a socket); "
+                    "replace it with a plain UTF-8 text file.",
+                )
+            size = st.st_size
             if size > max_bytes:
                 return None, _read_diagnostic(
                     folder,
@@ -187,7 +210,7 @@ def read_skill(
                     "DPTTOOLS_MAX_FILE_SIZE_MB allows; move long material into files under "
                     "references/.",
                 )
-            data = handle.read()
+            data = handle.read(max_bytes + 1)
     except OSError as exc:
         return None, _read_diagnostic(
             folder,
@@ -240,7 +263,7 @@ class _FolderCache:
     stamp: _Stamp
     racy: bool
     folders: list[str]
-    outside: list[str]
+    refused: list[SkillDiagnostic]
     entries: dict[str, _Entry] = field(default_factory=dict)
     catalog: Catalog | None = None
 
@@ -328,13 +351,13 @@ class SkillCatalog:
         if cache is None or cache.racy or cache.stamp != _stamp(dir_stat):
             changed = True
             taken = time.time_ns()
-            folders, outside = _list_folders(skills_dir)
+            folders, refused = _list_folders(skills_dir)
             old_entries = cache.entries if cache is not None else {}
             cache = _FolderCache(
                 _stamp(dir_stat),
                 _is_racy(dir_stat, taken),
                 folders,
-                outside,
+                refused,
                 {name: old_entries[name] for name in folders if name in old_entries},
             )
             self._remember(skills_dir, cache)
@@ -352,7 +375,9 @@ class SkillCatalog:
             if entry is not None and not entry.racy and entry.stamp == _stamp(st):
                 continue
             taken = time.time_ns()
-            record, diagnostics = read_skill(skills_dir / name, max_bytes=max_bytes)
+            record, diagnostics = read_skill(
+                skills_dir / name, max_bytes=max_bytes, root=skills_dir
+            )
             cache.entries[name] = _Entry(_stamp(st), _is_racy(st, taken), record, diagnostics)
             changed = True
         if changed or cache.catalog is None:
@@ -366,16 +391,20 @@ class SkillCatalog:
         self._folders[skills_dir] = cache
 
 
-def _list_folders(skills_dir: Path) -> tuple[list[str], list[str]]:
-    """Candidate skill folders, and symlinked ones that lead outside `skills_dir`."""
+def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic]]:
+    """Candidate skill folders, and errors for skill folders that cannot be served.
+
+    Refused: a symbolic link leading outside `skills_dir`, and a folder whose name is not
+    valid UTF-8 (no client could send that name back, and the reply could not be encoded).
+    """
     folders: list[str] = []
-    outside: list[str] = []
+    refused: list[SkillDiagnostic] = []
     real_root = skills_dir.resolve()
     try:
         entries = list(os.scandir(skills_dir))
     except OSError as exc:
         logger.warning("cannot list the skills folder %s: %s", skills_dir, exc)
-        return folders, outside
+        return folders, refused
     for entry in entries:
         if is_hidden_name(entry.name):
             continue
@@ -386,12 +415,37 @@ def _list_folders(skills_dir: Path) -> tuple[list[str], list[str]]:
                 target = Path(entry.path).resolve()
                 if not target.is_relative_to(real_root):
                     if (target / SKILL_FILE).is_file():
-                        outside.append(entry.name)
+                        refused.append(_outside_diagnostic(entry.name, skills_dir))
                     continue
+            if entry.name != wire_safe(entry.name):
+                if (Path(entry.path) / SKILL_FILE).exists():
+                    refused.append(_undecodable_name_diagnostic(entry.name))
+                continue
         except OSError:
             continue
         folders.append(entry.name)
-    return folders, outside
+    return folders, refused
+
+
+def _outside_diagnostic(name: str, skills_dir: Path) -> SkillDiagnostic:
+    return SkillDiagnostic(
+        name,
+        "error",
+        "outside_skills_dir",
+        f"'{name}' is a symbolic link to a folder outside {skills_dir}; skills must live "
+        "inside the skills folder, so copy the skill there instead of linking it.",
+    )
+
+
+def _undecodable_name_diagnostic(name: str) -> SkillDiagnostic:
+    shown = wire_safe(name)
+    return SkillDiagnostic(
+        shown,
+        "error",
+        "folder_name_not_utf8",
+        f"The folder name {shown!r} is not valid UTF-8, so no client can name this skill; "
+        "rename the folder with lowercase letters, digits and hyphens.",
+    )
 
 
 def _assemble(skills_dir: Path, cache: _FolderCache) -> Catalog:
@@ -404,16 +458,7 @@ def _assemble(skills_dir: Path, cache: _FolderCache) -> Catalog:
         if entry.record is not None:
             records.append(entry.record)
         diagnostics.extend(entry.diagnostics)
-    diagnostics.extend(
-        SkillDiagnostic(
-            name,
-            "error",
-            "outside_skills_dir",
-            f"'{name}' is a symbolic link to a folder outside {skills_dir}; skills must live "
-            "inside the skills folder, so copy the skill there instead of linking it.",
-        )
-        for name in cache.outside
-    )
+    diagnostics.extend(cache.refused)
     records.sort(key=lambda r: r.name)
     diagnostics.sort(key=lambda d: d.skill)
     return Catalog(skills_dir, tuple(records), tuple(diagnostics))

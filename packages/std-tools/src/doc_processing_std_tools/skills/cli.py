@@ -77,7 +77,8 @@ def _validate_one(path: Path, max_bytes: int) -> tuple[int, list[tuple[str, Skil
         problem = f"{path} does not exist; pass a skill folder, a SKILL.md or a skills folder."
         return 0, [(str(path), SkillDiagnostic(path.name, "error", "not_found", problem))]
     if (path / SKILL_FILE).is_file():
-        _, diagnostics = read_skill(path.absolute(), max_bytes=max_bytes)
+        folder = path.absolute()
+        _, diagnostics = read_skill(folder, max_bytes=max_bytes, root=folder.parent)
         return 1, [(str(path), d) for d in diagnostics]
     catalog = scan_once(path.absolute(), max_bytes=max_bytes)
     checked = catalog.count + len({d.skill for d in catalog.diagnostics if d.level == "error"})

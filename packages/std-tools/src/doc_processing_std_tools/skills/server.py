@@ -12,6 +12,7 @@ from typing import Final
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 
+from .._text import wire_safe
 from .._tooling import tool_errors
 from ..config import get_settings
 from . import actions
@@ -58,7 +59,7 @@ def register_skills_tools(server: MCPServer) -> None:
         load_skill_resource and run its .py scripts with execute_skill_script.
         """
         with tool_errors():
-            return actions.load_skill(get_settings(), skill_name)
+            return wire_safe(actions.load_skill(get_settings(), skill_name))
 
     @server.tool(structured_output=False)
     def load_skill_resource(skill_name: str, resource_path: str) -> str:
@@ -67,7 +68,7 @@ def register_skills_tools(server: MCPServer) -> None:
         resource_path is relative to the skill's folder, as load_skill lists it.
         """
         with tool_errors():
-            return actions.load_skill_resource(get_settings(), skill_name, resource_path)
+            return wire_safe(actions.load_skill_resource(get_settings(), skill_name, resource_path))
 
     @server.tool(structured_output=False)
     async def execute_skill_script(skill_name: str, script_path: str, args: str = "") -> str:
@@ -79,7 +80,10 @@ def register_skills_tools(server: MCPServer) -> None:
         folder; after the configured timeout it is killed and exit_code is -1.
         """
         with tool_errors():
-            return await actions.execute_skill_script(get_settings(), skill_name, script_path, args)
+            settings = get_settings()
+            return wire_safe(
+                await actions.execute_skill_script(settings, skill_name, script_path, args)
+            )
 
     @server.tool(structured_output=False)
     def create_skill(skill_name: str, description: str) -> str:
@@ -90,7 +94,7 @@ def register_skills_tools(server: MCPServer) -> None:
         with a file tool; list_skills shows the new skill from its next call.
         """
         with tool_errors():
-            return actions.create_skill(get_settings(), skill_name, description)
+            return wire_safe(actions.create_skill(get_settings(), skill_name, description))
 
 
 def _new_server() -> MCPServer:
