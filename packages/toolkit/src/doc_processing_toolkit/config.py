@@ -246,7 +246,8 @@ def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
     file's folder, so a configuration works from any working directory.
 
     Raises:
-        ConfigError: the file is missing or unreadable, is not YAML, or is invalid.
+        ConfigError: the file is missing or unreadable, is not YAML, or is invalid, or a
+            required stdio entry names a ``script`` or ``cwd`` that does not exist.
     """
     file = Path(path)
     try:
@@ -262,7 +263,27 @@ def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
     config = load_config_dict({} if data is None else data, source=str(file))
     base = file.resolve().parent
     tools = [_resolve_paths(entry, base) for entry in config.tools]
+    missing = [line for index, entry in enumerate(tools) for line in _missing_paths(entry, index)]
+    if missing:
+        raise ConfigError(f"invalid agent configuration in {file}:\n" + "\n".join(missing))
     return config.model_copy(update={"tools": tools})
+
+
+def _missing_paths(entry: McpCommandEntry | McpScriptEntry | McpHttpEntry, index: int) -> list[str]:
+    """A line per ``script`` or ``cwd`` of a required stdio entry that does not exist.
+
+    An optional entry (``required: false``) may name a path that appears later; its run
+    then reports the failed start as a warning.
+    """
+    if not entry.required or isinstance(entry, McpHttpEntry):
+        return []
+    lines: list[str] = []
+    script = entry.script if isinstance(entry, McpScriptEntry) else None
+    if script is not None and not Path(script).is_file():
+        lines.append(f"  tools[{index}].script: file {script!r} does not exist")
+    if entry.cwd is not None and not Path(entry.cwd).is_dir():
+        lines.append(f"  tools[{index}].cwd: directory {entry.cwd!r} does not exist")
+    return lines
 
 
 def _resolve_paths(

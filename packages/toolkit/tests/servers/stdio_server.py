@@ -1,10 +1,10 @@
 """A real MCP server for the toolkit's tests, run as a child process.
 
 Tools: echo, pid (the process id, to count starts), env (one environment variable), cwd,
-python (the interpreter running it), header (an HTTP request header), fail (an error result), sleep. Its name comes from
-TEST_SERVER_NAME. It writes a line to stderr when it starts. With TEST_SERVER_CRASH set it
-prints that text to stderr and exits before serving. Run with ``--http PORT`` it serves
-streamable HTTP on 127.0.0.1.
+python (the interpreter running it), header (an HTTP request header), fail (an error
+result), sleep. Its name comes from TEST_SERVER_NAME. It writes a line to stderr when it
+starts. With TEST_SERVER_CRASH set it prints that text to stderr and exits before serving.
+Run with ``--http PORT`` it serves streamable HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations

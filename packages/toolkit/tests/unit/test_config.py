@@ -67,6 +67,8 @@ def env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_key_of_a_yaml_file_reaches_the_agent(tmp_path: Path, env: None) -> None:
     path = tmp_path / "agent.yaml"
     path.write_text(EVERY_KEY)
+    (tmp_path / "servers").mkdir()
+    (tmp_path / "servers" / "helper.py").write_text("")
     agent = Agent.from_yaml(path)
     assert agent.name == "reviewer"
     assert agent.model.name == "test:scripted"
@@ -167,6 +169,35 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     with pytest.raises(ConfigError, match=r"nope\.yaml' does not exist"):
         Agent.from_yaml(missing)
+
+
+def test_a_variable_gives_a_number_or_a_boolean_where_one_is_expected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DPT_TEST_TURNS", "5")
+    monkeypatch.setenv("DPT_TEST_SKILLS_ON", "false")
+    agent = Agent.from_config(
+        {"max_turns": "${DPT_TEST_TURNS}", "auto_inject_skills": "${DPT_TEST_SKILLS_ON}"}
+    )
+    assert (agent.max_turns, agent.auto_inject_skills) == (5, False)
+
+
+def test_a_missing_script_or_cwd_names_the_key_and_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "tools:\n"
+        "  - type: mcp_script\n    script: servers/gone.py\n"
+        "  - type: mcp_command\n    command: x\n    cwd: nowhere\n"
+        "  - type: mcp_script\n    script: later.py\n    required: false\n"
+    )
+    with pytest.raises(ConfigError) as raised:
+        Agent.from_yaml(path)
+    message = str(raised.value)
+    assert message.startswith(f"invalid agent configuration in {path}:")
+    gone, nowhere = tmp_path / "servers" / "gone.py", tmp_path / "nowhere"
+    assert f"tools[0].script: file {str(gone)!r} does not exist" in message
+    assert f"tools[1].cwd: directory {str(nowhere)!r} does not exist" in message
+    assert "tools[2]" not in message  # optional: its run reports the failed start instead
 
 
 def test_a_file_that_is_not_yaml_or_not_a_mapping_is_named(tmp_path: Path) -> None:
