@@ -77,3 +77,10 @@ async def test_concurrent_calls_on_pdfs_all_succeed() -> None:
             assert error and "password-protected" in text
         else:
             assert not error and text.startswith("## Page 1")
+
+
+def test_the_server_is_exported_from_the_package() -> None:
+    import doc_processing_std_tools as package
+
+    assert "docs_server" in package.__all__
+    assert package.docs_server is docs_server

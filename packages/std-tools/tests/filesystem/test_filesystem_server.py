@@ -94,3 +94,32 @@ async def test_the_workspace_is_read_at_call_time(root: Path, tmp_path: Path) ->
         reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": str(other)}))
         text, error = await call(client, "read_file", path="here.txt")
         assert (text, error) == ("moved\n", False)
+
+
+def test_the_server_is_exported_from_the_package() -> None:
+    import doc_processing_std_tools as package
+
+    assert "file_system_server" in package.__all__
+    assert package.file_system_server is file_system_server
+
+
+async def test_the_default_workspace_is_the_directory_of_the_first_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, later = tmp_path / "first", tmp_path / "later"
+    for folder in (first, later):
+        folder.mkdir()
+        (folder / "where.txt").write_text(f"{folder.name}\n", encoding="utf-8")
+    monkeypatch.delenv("DPTTOOLS_WORKSPACE_DIR", raising=False)
+    monkeypatch.chdir(first)
+    reset_settings()
+    try:
+        async with Client(file_system_server) as client:
+            assert await call(client, "read_file", path="where.txt") == ("first\n", False)
+            # Changing directory afterwards does not move the workspace.
+            monkeypatch.chdir(later)
+            assert await call(client, "read_file", path="where.txt") == ("first\n", False)
+            text, error = await call(client, "read_file", path="../later/where.txt")
+            assert error and "'..'" in text
+    finally:
+        reset_settings()
