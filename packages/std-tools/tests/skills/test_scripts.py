@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -50,33 +51,103 @@ async def test_standard_input_is_empty(tmp_path: Path) -> None:
     assert result.stdout.strip() == "''"
 
 
-async def test_a_script_that_runs_too_long_is_killed_with_its_children(tmp_path: Path) -> None:
-    pid_file = tmp_path / "child.pid"
-    path = script(
-        tmp_path,
-        "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
-        "print('started', flush=True)\n"
-        "time.sleep(60)\n",
-    )
+# Only Linux lets the server find a child that left the process group.
+HAS_PROC = Path("/proc/self/environ").exists()
+
+
+def is_running(pid: int) -> bool:
+    """True while `pid` runs; a zombie waiting for its new parent to reap it is dead."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state not in ("Z", "X")
+
+
+async def assert_dies(pid: int, what: str) -> None:
+    deadline = time.monotonic() + 5
+    while is_running(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail(f"{what} (pid {pid}) outlived the script")
+        await anyio.sleep(0.05)
+
+
+# Starts a grandchild through a child that exits at once, so the grandchild is orphaned
+# and would outlive the script; another grandchild also leaves the process group.
+SPAWNER = """
+import os, subprocess, sys, time
+folder = sys.argv[1]
+sleeper = "import os, sys, time\\n{setsid}open(sys.argv[1], 'w').write(str(os.getpid()))\\n" \\
+    "time.sleep(120)"
+middle = (
+    "import subprocess, sys\\n"
+    "subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]])\\n"
+)
+for name, setsid in [("orphan", ""), ("escaped", "os.setsid()\\n")]:
+    code = sleeper.format(setsid=setsid)
+    subprocess.run([sys.executable, "-c", middle, code, os.path.join(folder, name)])
+while not all(os.path.exists(os.path.join(folder, n)) for n in ("orphan", "escaped")):
+    time.sleep(0.01)
+print("started", flush=True)
+if sys.argv[2] == "wait":
+    time.sleep(120)
+"""
+
+
+def pids(folder: Path) -> dict[str, int]:
+    deadline = time.monotonic() + 5
+    found: dict[str, int] = {}
+    while time.monotonic() < deadline and len(found) < 2:
+        for name in ("orphan", "escaped"):
+            text = (folder / name).read_text(encoding="utf-8") if (folder / name).exists() else ""
+            if text:
+                found[name] = int(text)
+    return found
+
+
+async def test_a_script_that_runs_too_long_is_killed_with_every_process_it_started(
+    tmp_path: Path,
+) -> None:
+    path = script(tmp_path, SPAWNER)
     started = time.monotonic()
-    result = await run_script(path, [], time_limit=1.0, output_limit=1000)
+    result = await run_script(path, [str(tmp_path), "wait"], time_limit=2.0, output_limit=1000)
     assert time.monotonic() - started < 10
     assert result.exit_code == -1
     assert result.timed_out
     assert "Timed out" in result.stderr and "DPTTOOLS_SANDBOX_TIMEOUT" in result.stderr
     assert result.stdout == "started\n"
-    child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        await anyio.sleep(0.05)
+    found = pids(tmp_path)
+    await assert_dies(found["orphan"], "a grandchild left in the process group")
+    if HAS_PROC:
+        await assert_dies(found["escaped"], "a grandchild that called setsid()")
     else:
-        pytest.fail(f"the script's child process {child} is still running")
+        os.kill(found["escaped"], signal.SIGKILL)
+
+
+async def test_a_script_that_ends_leaves_nothing_running_and_keeps_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    # The grandchildren inherit the output pipes: had they been left running, the call
+    # would have waited for them until the timeout and reported one.
+    path = script(tmp_path, SPAWNER + "sys.exit(5)\n")
+    started = time.monotonic()
+    result = await run_script(path, [str(tmp_path), "exit"], time_limit=20, output_limit=1000)
+    assert time.monotonic() - started < 10
+    assert (result.exit_code, result.timed_out, result.stdout) == (5, False, "started\n")
+    found = pids(tmp_path)
+    await assert_dies(found["orphan"], "a grandchild left in the process group")
+    if HAS_PROC:
+        await assert_dies(found["escaped"], "a grandchild that called setsid()")
+    else:
+        os.kill(found["escaped"], signal.SIGKILL)
 
 
 async def test_output_is_cut_at_the_limit_with_a_marker(tmp_path: Path) -> None:

@@ -1,19 +1,22 @@
 """Run a skill's Python script: the server's own interpreter, the script's own folder.
 
-The script runs in a new process group, never through a shell. When it outlives its
-timeout the whole group (the script and every process it started that stayed in the
-group) is killed. Output is read as it arrives, and only the part that can be shown is
-kept, so a script that prints without end costs bounded memory.
+The script runs in a new process group, never through a shell. When it ends, or when it
+outlives its timeout, the whole group is killed, and so (on Linux) is every process that
+carries the run's id in its environment, which catches children that left the group.
+Nothing a script starts outlives the call. Output is read as it arrives, and only the
+part that can be shown is kept, so a script that prints without end costs bounded memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import signal
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -24,7 +27,7 @@ from anyio.abc import ByteReceiveStream
 from .._text import truncate
 from ..errors import InvalidArgumentError
 
-__all__ = ["ScriptResult", "run_script", "split_args"]
+__all__ = ["RUN_ID_VARIABLE", "ScriptResult", "run_script", "split_args"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,13 +91,52 @@ class _Capture:
         return truncate(data, limit_chars, hint=hint)
 
 
-def _kill_group(process: anyio.abc.Process) -> None:
+RUN_ID_VARIABLE: Final = "DPT_SKILL_RUN_ID"
+"""Set in a script's environment to a value unique to the run.
+
+Every process the script starts inherits it, so the processes of a run can be found
+(on Linux, through /proc) even after they left the script's process group."""
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid`: the script and every child still in it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _kill_marked(run_id: str) -> int:
+    """SIGKILL every process whose environment carries this run's id; return how many.
+
+    Catches what a process group misses: a child that called setsid() or otherwise left
+    the group. Linux only (elsewhere there is no /proc to read, and 0 is returned).
+    """
+    marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
+    me = os.getpid()
+    killed = 0
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    except AttributeError:  # no process groups on this platform
-        process.kill()
+        with os.scandir("/proc") as entries:
+            pids = [int(e.name) for e in entries if e.name.isdigit() and int(e.name) != me]
+    except OSError:
+        return 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+def _kill_run(pid: int, run_id: str) -> None:
+    """Kill the script's process group and every process marked with its run id."""
+    _kill_group(pid)
+    killed = _kill_marked(run_id)
+    if killed:
+        logger.debug("killed %d process(es) that had left the skill script's group", killed)
 
 
 async def run_script(
@@ -102,17 +144,21 @@ async def run_script(
 ) -> ScriptResult:
     """Run `script` with `argv` using ``sys.executable``, in the script's folder.
 
-    Standard input is empty. After `time_limit` seconds the process group is killed and the
-    result has ``exit_code`` -1 and a timeout message at the end of ``stderr``. ``stdout``
-    and ``stderr`` are each cut at `output_limit` characters.
+    Standard input is empty. Nothing the script starts outlives the run: when the script
+    ends, or after `time_limit` seconds, its process group and every process carrying its
+    run id (`RUN_ID_VARIABLE`) are killed. On timeout the result has ``exit_code`` -1 and
+    a timeout message at the end of ``stderr``. ``stdout`` and ``stderr`` are each cut at
+    `output_limit` characters.
     """
+    run_id = uuid.uuid4().hex
     env = dict(os.environ)
     env.setdefault("PYTHONIOENCODING", "utf-8")
+    env[RUN_ID_VARIABLE] = run_id
     command = [sys.executable, str(script), *argv]
     logger.debug("running skill script %s with %d argument(s)", script, len(argv))
     out = _Capture(output_limit)
     err = _Capture(output_limit)
-    timed_out = False
+    drained = anyio.Event()
     process = await anyio.open_process(
         command,
         stdin=subprocess.DEVNULL,
@@ -122,21 +168,29 @@ async def run_script(
         env=env,
         start_new_session=True,
     )
+
+    async def drain_both() -> None:
+        assert process.stdout is not None and process.stderr is not None
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(out.drain, process.stdout)
+            readers.start_soon(err.drain, process.stderr)
+        drained.set()
+
     try:
-        with anyio.move_on_after(time_limit) as scope:
-            async with anyio.create_task_group() as group:
-                assert process.stdout is not None and process.stderr is not None
-                group.start_soon(out.drain, process.stdout)
-                group.start_soon(err.drain, process.stderr)
-            await process.wait()
-        if scope.cancelled_caught:
-            timed_out = True
-            _kill_group(process)
-            with anyio.move_on_after(_REAP_SECONDS, shield=True):
+        async with anyio.create_task_group() as group:
+            group.start_soon(drain_both)
+            with anyio.move_on_after(time_limit) as scope:
                 await process.wait()
+            timed_out = scope.cancelled_caught
+            # The script is over, or out of time: whatever it started goes with it. That
+            # also closes the output pipes a leftover process would otherwise hold open.
+            _kill_run(process.pid, run_id)
+            with anyio.move_on_after(_REAP_SECONDS):
+                await drained.wait()
+            group.cancel_scope.cancel()
     finally:
         if process.returncode is None:
-            _kill_group(process)
+            _kill_run(process.pid, run_id)
         with anyio.move_on_after(_REAP_SECONDS, shield=True):
             await process.aclose()
     hint = "the script's output was cut at DPTTOOLS_OUTPUT_TRUNCATION_LIMIT"
