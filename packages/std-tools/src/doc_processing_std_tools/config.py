@@ -8,6 +8,7 @@ use it). Relative folders are resolved against the working directory of that fir
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +44,8 @@ class Settings:
 
     @property
     def max_file_size_bytes(self) -> int:
-        """`max_file_size_mb` in bytes."""
-        return int(self.max_file_size_mb * 1024 * 1024)
+        """`max_file_size_mb` in bytes (a limit too large to count means no limit)."""
+        return int(min(self.max_file_size_mb * 1024 * 1024, sys.maxsize))
 
 
 def _positive_number(name: str, raw: str) -> float:
