@@ -6,6 +6,8 @@ import json
 import os
 import random
 import stat
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -214,6 +216,63 @@ def test_read_skill_reads_one_folder(skills: SkillsFolder) -> None:
     record, diagnostics = read_skill(folder, max_bytes=MAX)
     assert record is not None and record.name == "one"
     assert [d.code for d in diagnostics] == ["missing_name"]
+
+
+# ---- Documents built to blow up, in a child process whose memory and time are measured.
+
+BOMB_CHECK = """
+import json, resource, sys, time
+from pathlib import Path
+from doc_processing_std_tools.skills.catalog import scan_once
+
+resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started = time.perf_counter()
+catalog = scan_once(Path(sys.argv[1]), max_bytes=50 * 1024 * 1024)
+elapsed = time.perf_counter() - started
+grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+codes = sorted((d.skill, d.code) for d in catalog.diagnostics)
+print(json.dumps({"seconds": elapsed, "grown_kib": grown_kib, "codes": codes,
+                  "names": [s.name for s in catalog.skills]}))
+"""
+
+
+def test_yaml_bombs_are_errors_within_bounded_time_and_memory(skills: SkillsFolder) -> None:
+    laughs = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    laughs += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    # In metadata, an unchecked alias bomb would be expanded when its value is turned
+    # into a string: 10**9 elements.
+    skills.write("laughs", "description: d\n" + "\n".join(laughs) + "\nmetadata:\n  k: *a9\n")
+    skills.write(
+        "merge",
+        "description: d\nbase: &b {"
+        + ", ".join(f"k{i}: v" for i in range(100))
+        + "}\n"
+        + "\n".join(f"m{i}: &m{i} {{<<: *{'b' if i == 0 else f'm{i - 1}'}}}" for i in range(200))
+        + "\n",
+    )
+    skills.write("deep", "description: d\nx: " + "[" * 30_000 + "]" * 30_000 + "\n")
+    skills.write("huge", f"description: {'x' * (20 * 1024 * 1024)}\n")
+    skills.write("fine")
+    done = subprocess.run(
+        [sys.executable, "-c", BOMB_CHECK, str(skills.path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["names"] == ["fine"]
+    assert [tuple(c) for c in result["codes"]] == [
+        ("deep", "yaml_too_complex"),
+        ("huge", "frontmatter_too_large"),
+        ("laughs", "yaml_too_complex"),
+        ("merge", "yaml_too_complex"),
+    ]
+    assert result["seconds"] < 5
+    # The 20 MB file itself is read and decoded; nothing may cost much more than that.
+    assert result["grown_kib"] < 200 * 1024
 
 
 # ---- The cache.

@@ -126,6 +126,98 @@ async def test_list_skills_reports_diagnostics_only_when_something_is_wrong(
     ]
 
 
+# Every row of the frontmatter table: (folder, SKILL.md, listed?, [(level, code), ...]).
+FRONTMATTER_ROWS = [
+    ("no-frontmatter", "# Just Markdown\n", False, [("error", "missing_frontmatter")]),
+    ("bad-yaml", "---\ndescription: [unclosed\n---\n", False, [("error", "invalid_yaml")]),
+    (
+        "no-description",
+        "---\nname: no-description\n---\n",
+        False,
+        [("error", "missing_description")],
+    ),
+    (
+        "empty-description",
+        "---\nname: empty-description\ndescription: ''\n---\n",
+        False,
+        [("error", "missing_description")],
+    ),
+    (
+        "colon",
+        "---\nname: colon\ndescription: Use when: asked\n---\n",
+        True,
+        [("warning", "unquoted_colon")],
+    ),
+    ("no-name", "---\ndescription: d\n---\n", True, [("warning", "missing_name")]),
+    ("other-name", "---\nname: else\ndescription: d\n---\n", True, [("warning", "name_mismatch")]),
+    ("Bad_Name", "---\nname: Bad_Name\ndescription: d\n---\n", True, [("warning", "invalid_name")]),
+    (
+        "a" * 65,
+        f"---\nname: {'a' * 65}\ndescription: d\n---\n",
+        True,
+        [("warning", "name_too_long")],
+    ),
+    (
+        "long-description",
+        f"---\nname: long-description\ndescription: {'d' * 1025}\n---\n",
+        True,
+        [("warning", "description_too_long")],
+    ),
+    (
+        "long-compat",
+        f"---\nname: long-compat\ndescription: d\ncompatibility: {'c' * 501}\n---\n",
+        True,
+        [("warning", "compatibility_too_long")],
+    ),
+    (
+        "list-metadata",
+        "---\nname: list-metadata\ndescription: d\nmetadata: [a, b]\n---\n",
+        True,
+        [("warning", "invalid_metadata")],
+    ),
+    ("tools", "---\nname: tools\ndescription: d\nallowed-tools: Bash Read\n---\n", True, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("folder", "text", "listed", "expected"),
+    FRONTMATTER_ROWS,
+    ids=[row[0][:20] for row in FRONTMATTER_ROWS],
+)
+async def test_every_frontmatter_rule_reaches_list_skills_with_its_code(
+    skills: SkillsFolder, folder: str, text: str, listed: bool, expected: list[tuple[str, str]]
+) -> None:
+    skills.write("healthy")
+    skills.write_bytes(folder, text.encode("utf-8"))
+    payload = await listing()
+    names = [s["name"] for s in payload["skills"]]
+    assert names == sorted(["healthy", folder] if listed else ["healthy"])
+    found = [(d["level"], d["code"]) for d in payload.get("diagnostics", [])]
+    assert found == expected
+    assert all(d["skill"] == folder and d["message"] for d in payload.get("diagnostics", []))
+    for skill in payload["skills"]:
+        assert "allowed-tools" not in skill and "allowed_tools" not in skill
+        if skill["name"] == "list-metadata":
+            assert "metadata" not in skill
+
+
+async def test_metadata_values_reach_the_client_as_strings(skills: SkillsFolder) -> None:
+    skills.write(
+        "meta",
+        "name: meta\ndescription: d\ncompatibility: Python 3.11+\n"
+        "metadata:\n  version: 2\n  beta: true\n  since: 2025-01-31\n  tags: [a, b]\n",
+    )
+    (skill,) = (await listing())["skills"]
+    assert skill["compatibility"] == "Python 3.11+"
+    assert skill["metadata"] == {
+        "version": "2",
+        "beta": "true",
+        "since": "2025-01-31",
+        "tags": '["a", "b"]',
+    }
+    assert "license" not in skill
+
+
 async def test_list_skills_on_a_missing_folder_is_empty_with_a_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
