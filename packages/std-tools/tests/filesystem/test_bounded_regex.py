@@ -101,3 +101,15 @@ async def test_the_server_answers_other_calls_while_a_bad_pattern_runs(
     assert not read.is_error
     # The interpreter lock was never held for long: the ticker kept ticking.
     assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.3
+
+
+def test_find_files_refuses_a_glob_that_backtracks(
+    ws: Workspace, root: Path, short_bound: float
+) -> None:
+    # Matched in this process, this glob takes over ten seconds on a 60-character name.
+    (root / ("a" * 60)).write_text("x", encoding="utf-8")
+    (root / "notes.md").write_text("x", encoding="utf-8")
+    with pytest.raises(InvalidArgumentError, match=r"The glob pattern '\*a\*a.*took more than"):
+        ops.find_files(ws, "*a*a*a*a*a*a*a*b")
+    assert ops.find_files(ws, "*.md") == "notes.md"
+    assert ops.find_files(ws, "*a*a*") == "a" * 60

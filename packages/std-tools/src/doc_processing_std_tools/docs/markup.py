@@ -174,10 +174,48 @@ def load_html(text: str) -> FlowDocument:
     return reader.finish()
 
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# Lines of a Markdown file can be very long, so each line test below takes time linear in
+# the line's length: plain string operations, and regular expressions only on short,
+# whitespace-free pieces (patterns such as `\s*\|?\s*` would backtrack quadratically).
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_FRONT_KEY = re.compile(r"^(title|author|date|description)\s*:\s*(.+?)\s*$", re.IGNORECASE)
+_RULE_CELL = re.compile(r":?-{2,}:?")
+_FRONT_KEYS = frozenset({"title", "author", "date", "description"})
+
+
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading (`## Text`, optionally closed by `#`s), or None."""
+    rest = line.lstrip(" ")
+    if len(line) - len(rest) > 3:
+        return None
+    level = len(rest) - len(rest.lstrip("#"))
+    body = rest[level:]
+    if not 1 <= level <= 6 or (body and body[0] not in " \t"):
+        return None
+    body = body.strip(" \t")
+    unclosed = body.rstrip("#")
+    if not unclosed:
+        return level, ""
+    if unclosed != body and unclosed[-1] in " \t":
+        body = unclosed.rstrip(" \t")
+    return level, body
+
+
+def _is_table_rule(line: str) -> bool:
+    """Whether `line` is the rule under a pipe table's header (`|---|:--:|`)."""
+    body = line.strip()
+    body = body.removeprefix("|")
+    body = body.removesuffix("|")
+    return all(_RULE_CELL.fullmatch(cell.strip()) for cell in body.split("|"))
+
+
+def _front_matter_field(line: str) -> tuple[str, str] | None:
+    """(key, value) of a `title:`, `author:`, `date:` or `description:` line, or None."""
+    key, colon, value = line.partition(":")
+    name = key.rstrip()
+    if not colon or name.lower() not in _FRONT_KEYS or name != name.lstrip():
+        return None
+    value = value.strip()
+    return (name.lower(), value) if value else None
 
 
 def _cells(line: str) -> list[str]:
@@ -189,7 +227,7 @@ def _cells(line: str) -> list[str]:
 
 
 def _add_paragraph(builder: FlowBuilder, lines: list[str]) -> None:
-    if len(lines) >= 2 and "|" in lines[0] and _TABLE_RULE.match(lines[1]):
+    if len(lines) >= 2 and "|" in lines[0] and _is_table_rule(lines[1]):
         rows = [_cells(lines[0])]
         rest = 2
         while rest < len(lines) and "|" in lines[rest]:
@@ -215,9 +253,9 @@ def load_markdown(text: str) -> FlowDocument:
         for index in range(1, min(len(lines), 200)):
             if lines[index].strip() in ("---", "..."):
                 for line in lines[1:index]:
-                    match = _FRONT_KEY.match(line)
-                    if match:
-                        metadata[match.group(1).lower()] = match.group(2).strip("\"'")
+                    field = _front_matter_field(line)
+                    if field:
+                        metadata[field[0]] = field[1].strip("\"'")
                 start = index + 1
                 break
     builder = FlowBuilder()
@@ -232,16 +270,17 @@ def load_markdown(text: str) -> FlowDocument:
                 fence, code = None, []
             continue
         opening = _FENCE.match(line)
-        heading = _ATX.match(line)
+        heading = _atx_heading(line)
         if opening or heading or not line.strip():
             _add_paragraph(builder, paragraph)
             paragraph = []
         if opening:
             fence, code = opening.group(1), [line]
         elif heading:
-            builder.heading(len(heading.group(1)), heading.group(2) or "")
-            if "title" not in metadata and len(heading.group(1)) == 1 and heading.group(2):
-                metadata["title"] = heading.group(2).strip()
+            level, title = heading
+            builder.heading(level, title)
+            if "title" not in metadata and level == 1 and title:
+                metadata["title"] = title
         elif line.strip():
             paragraph.append(line)
     _add_paragraph(builder, paragraph)

@@ -93,14 +93,22 @@ class BoundedRegex:
     """
 
     def __init__(
-        self, pattern: str, *, ignore_case: bool, what: str, seconds: float | None = None
+        self,
+        pattern: str,
+        *,
+        ignore_case: bool,
+        what: str,
+        seconds: float | None = None,
+        label: str | None = None,
     ) -> None:
         """Check `pattern` (the argument called `what` in errors); start nothing yet.
 
         `seconds` bounds each batch (default: `MATCH_SECONDS` at the time of the call).
+        `label` names the pattern in errors when the caller wrote it in another form
+        (a glob, say); by default the regular expression itself is named.
         """
         self.regex = compile_pattern(pattern, ignore_case, what)
-        self.what = what
+        self.label = label or f"The regular expression {pattern!r} ({what})"
         self.seconds = MATCH_SECONDS if seconds is None else seconds
         self._process: subprocess.Popen[bytes] | None = None
         self._answers: queue.Queue[list[int] | None] = queue.Queue()
@@ -139,8 +147,8 @@ class BoundedRegex:
         except queue.Empty:
             self.close()
             raise InvalidArgumentError(
-                f"The regular expression {self.regex.pattern!r} ({self.what}) took more than "
-                f"{self.seconds:g} s on {len(texts)} lines and was stopped; it probably "
+                f"{self.label} took more than {self.seconds:g} s on {len(texts)} lines and "
+                "was stopped; it probably "
                 "backtracks catastrophically (nested repeats such as '(a+)+' or "
                 "overlapping alternatives such as '(a|a)*'). Simplify it, or search for "
                 "plain text."
@@ -148,14 +156,13 @@ class BoundedRegex:
         except OSError as exc:
             self.close()
             raise InvalidArgumentError(
-                f"The regular expression {self.regex.pattern!r} ({self.what}) could not be "
-                f"matched: its worker process failed ({exc})."
+                f"{self.label} could not be matched: its worker process failed ({exc})."
             ) from None
         if answer is None:
             self.close()
             raise InvalidArgumentError(
-                f"The regular expression {self.regex.pattern!r} ({self.what}) could not be "
-                "matched: its worker process stopped (out of memory?). Simplify the pattern."
+                f"{self.label} could not be matched: its worker process stopped (out of "
+                "memory?). Simplify the pattern."
             )
         return answer
 

@@ -451,9 +451,17 @@ def find_files(ws: Workspace, pattern: str, path: str = ".") -> str:
     base = ws.resolve(path, allow_root=True)
     if not base.is_dir():
         raise NotFoundError(f"There is no folder {path!r} in the workspace {ws.root}.")
-    matches = [
-        ws.relative(p) for p in _walk_files(ws, base) if regex.match(p.relative_to(base).as_posix())
-    ]
+    # A glob with many stars backtracks like a bad regular expression ('*a*a*a*a*b'
+    # against a long name), so it is matched under the same time bound.
+    bounded = BoundedRegex(
+        rf"\A(?:{regex.pattern})",
+        ignore_case=False,
+        what="pattern",
+        label=f"The glob pattern {pattern!r}",
+    )
+    candidates = ((p, p.relative_to(base).as_posix()) for p in _walk_files(ws, base))
+    with bounded:
+        matches = [ws.relative(p) for p, _ in bounded.filter(candidates, lambda item: item[1])]
     if not matches:
         return f"No files under {ws.relative(base)} match {pattern!r}."
     lines = matches[:MAX_FIND_RESULTS]
