@@ -11,8 +11,19 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: demo test lint typecheck docs pytest bench clean
 
+# A .venv whose interpreter no longer starts (its Python was removed or upgraded) or is
+# older than 3.11 is rebuilt from scratch instead of failing in every later step.
+VENV_BROKEN := $(shell [ -d $(VENV) ] && ! $(BIN)/python -c \
+	"import sys; sys.exit(sys.version_info < (3, 11))" >/dev/null 2>&1 && echo yes)
+ifeq ($(VENV_BROKEN),yes)
+.PHONY: $(UV)
+endif
+
 $(UV):
-	$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -c "import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
+	'doc-processing needs Python 3.11 or newer, but $(PYTHON) is ' + sys.version.split()[0] \
+	+ '; run make with PYTHON= set to a newer interpreter, e.g. make test PYTHON=python3.12')"
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
 
 $(STAMP): $(UV) uv.lock pyproject.toml packages/std-tools/pyproject.toml packages/toolkit/pyproject.toml
