@@ -51,3 +51,23 @@ def test_markdown_headings_tables_and_front_matter(scratch: Path) -> None:
     assert "| Widget | 3.50 |" in api.extract_tables(ws, "doc.md")
     text = api.read_document(ws, "doc.md")
     assert "#Not a heading" in text and "####### Not one either" in text
+
+
+def test_a_csv_built_to_slow_the_delimiter_guess_is_read_quickly(scratch: Path) -> None:
+    # The standard library's delimiter sniffer needs about half a minute on 64 KB of this.
+    (scratch / "quotes.csv").write_text(',"' * 40_000 + "\n", encoding="utf-8")
+    started = time.monotonic()
+    overview = json.loads(api.get_file_overview(Workspace.from_settings(), "quotes.csv"))
+    assert time.monotonic() - started < 2
+    assert overview["format"] == "csv"
+
+
+def test_the_delimiter_is_guessed_from_the_first_lines(scratch: Path) -> None:
+    rows = "".join(f"{n};name {n};{n * 2}\n" for n in range(2000))
+    (scratch / "long.csv").write_text("id;name;double\n" + rows, encoding="utf-8")
+    overview = json.loads(api.get_file_overview(Workspace.from_settings(), "long.csv"))
+    assert (overview["delimiter"], overview["column_count"], overview["row_count"]) == (
+        "semicolon",
+        3,
+        2000,
+    )

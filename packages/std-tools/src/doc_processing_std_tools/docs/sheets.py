@@ -36,6 +36,7 @@ __all__ = [
 _PREVIEW_ROWS = 5
 _CHUNK_ROWS = 50
 _MAX_COLUMNS = 200
+_SNIFF_CHARS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +354,11 @@ class CsvDocument:
 def load_csv(source: Source) -> CsvDocument:
     """Parse a CSV or TSV file, guessing the delimiter from its start."""
     text, encoding = decode_text(source)
-    sample = text[:65536]
+    # csv.Sniffer's patterns are quadratic on some inputs (64 KB of ',"' takes half a
+    # minute), so it sees whole lines from the first few kilobytes only.
+    sample = text[:_SNIFF_CHARS]
+    if len(text) > _SNIFF_CHARS and "\n" in sample:
+        sample = sample[: sample.rindex("\n") + 1]
     if source.path.suffix.lower() == ".tsv":
         delimiter = "\t"
     else:
