@@ -1,5 +1,6 @@
-"""Markdown is parsed in time linear in the length of its lines: a document with very long
-lines of blanks (which quadratic patterns such as `\\s*\\|?\\s*` choke on) is read at once."""
+"""Text formats built to slow a parser down are read in linear time: Markdown with very long
+lines of blanks (which quadratic patterns such as `\\s*\\|?\\s*` choke on), a CSV that
+stalls the delimiter guess, HTML whose constructs never close."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.errors import DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 BLANKS = " " * 60_000
@@ -71,3 +75,22 @@ def test_the_delimiter_is_guessed_from_the_first_lines(scratch: Path) -> None:
         3,
         2000,
     )
+
+
+def test_html_with_constructs_that_never_close_is_read_quickly(scratch: Path) -> None:
+    # Python's HTML parser rescans the rest of the page for each of these: seconds for
+    # 200 KB, minutes for a few megabytes.
+    page = "<html><body><h1>Title</h1><p>Text &amp; more</p>" + "<?" * 60_000 + "</" * 60_000
+    (scratch / "crafted.html").write_text(page, encoding="utf-8")
+    ws = Workspace.from_settings()
+    started = time.monotonic()
+    overview = json.loads(api.get_file_overview(ws, "crafted.html"))
+    assert time.monotonic() - started < 2
+    assert overview["outline"][0]["title"] == "Title"
+    assert "Text & more" in api.read_document(ws, "crafted.html", "1")
+
+
+def test_malformed_html_declarations_are_a_clear_error(scratch: Path) -> None:
+    (scratch / "broken.html").write_text("<html><body><![" * 20 + ">", encoding="utf-8")
+    with pytest.raises(DocumentError, match=r"'broken.html' could not be read as HTML"):
+        api.read_document(Workspace.from_settings(), "broken.html")

@@ -169,9 +169,19 @@ class _HtmlReader(HTMLParser):
 def load_html(text: str) -> FlowDocument:
     """The page's visible text as sections: h1-h6 start sections; scripts, styles and
     other invisible parts are dropped; tables and code blocks are kept."""
+    # The standard parser rescans the rest of the page for every '<' whose construct never
+    # closes ('<?', '</' with no '>' after them): quadratic on a crafted page. No '<' after
+    # the last '>' can close, so those are made plain text before parsing.
+    last = text.rfind(">")
+    if "<" in text[last + 1 :]:
+        text = text[: last + 1] + text[last + 1 :].replace("<", "&lt;")
     reader = _HtmlReader()
-    reader.feed(text)
-    return reader.finish()
+    try:
+        reader.feed(text)
+        return reader.finish()
+    except AssertionError as exc:
+        # The standard parser asserts on some malformed declarations ('<![' + junk).
+        raise ValueError(f"malformed markup ({exc})") from None
 
 
 # Lines of a Markdown file can be very long, so each line test below takes time linear in
