@@ -245,6 +245,29 @@ def test_a_write_that_fails_midway_leaves_no_trace(root: Path) -> None:
     assert (root / "kept.txt").read_text(encoding="utf-8") == "the old content\n"
 
 
+_WRITE_WITH_UMASK = """
+import os, sys
+from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.filesystem import operations as ops
+os.umask(int(sys.argv[2], 8))
+reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
+ops.write_file(ops.Workspace.from_settings(), sys.argv[3], "private\\n")
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="permission bits are POSIX")
+@pytest.mark.parametrize(("umask", "mode"), [("077", 0o600), ("022", 0o644), ("002", 0o664)])
+def test_a_new_file_gets_the_permissions_the_umask_allows(
+    root: Path, umask: str, mode: int
+) -> None:
+    subprocess.run(
+        [sys.executable, "-c", _WRITE_WITH_UMASK, str(root), umask, f"new-{umask}.txt"],
+        check=True,
+        timeout=60,
+    )
+    assert stat.S_IMODE((root / f"new-{umask}.txt").stat().st_mode) == mode
+
+
 # edit_file
 
 

@@ -193,6 +193,22 @@ def _make_folders(folder: Path) -> list[Path]:
     return missing
 
 
+def _new_file_mode() -> int:
+    """The permissions `open()` would give a new file: 0o666 less the process umask.
+
+    The umask is read from /proc where there is one, because `os.umask` can only be read
+    by setting it, which would race with other threads creating files.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o644
+
+
 def atomic_write(target: Path, data: bytes) -> None:
     """Replace `target` with `data` so that readers see the old or the new file, never half.
 
@@ -207,7 +223,7 @@ def atomic_write(target: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
         tmp.chmod(mode)
         tmp.replace(target)
     except BaseException:
