@@ -7,9 +7,10 @@ import io
 from pathlib import Path
 
 import pytest
+from fpdf import FPDF
 
 from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.errors import InvalidArgumentError
+from doc_processing_std_tools.errors import DocumentError, InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 from .samples import INVOICE_ROWS, write_long_pdf
@@ -86,3 +87,18 @@ def test_a_long_pdf_is_searched_for_tables_a_window_at_a_time(
     assert api.extract_tables(ws, "long.pdf", "4-") == (
         "No tables were found in long.pdf in the selected part (4-)."
     )
+
+
+def test_a_pdf_only_pdfium_can_repair_gives_text_and_a_clear_table_error(scratch: Path) -> None:
+    # Without its cross-reference table and trailer, PDFium rebuilds the file; pdfminer,
+    # under the table extractor, gives up.
+    document = FPDF()
+    document.set_font("helvetica", size=12)
+    document.add_page()
+    document.cell(text="Hello tables")
+    data = bytes(document.output())
+    (scratch / "noxref.pdf").write_bytes(data[: data.rindex(b"xref")])
+    ws = Workspace.from_settings()
+    assert "Hello tables" in api.read_document(ws, "noxref.pdf")
+    with pytest.raises(DocumentError, match=r"tables on page 1 could not be read"):
+        api.extract_tables(ws, "noxref.pdf")

@@ -207,16 +207,30 @@ def tables(source: Source, pages: list[int]) -> Iterator[Table]:
     """
     try:
         import pdfplumber
+        from pdfminer.psparser import PSException
+        from pdfplumber.utils.exceptions import PdfminerException
     except ImportError as exc:
         raise missing_extra("PDF") from exc
-    with pdfplumber.open(source.path) as document:
-        for number in pages:
-            page = document.pages[number - 1]
-            for found in page.extract_tables():
-                rows = [[cell or "" for cell in row] for row in found]
-                if rows:
-                    yield Table(rows=rows, where=f"page {number}", restart=f"{number}-")
-            page.close()
+    number = 0
+    try:
+        with pdfplumber.open(source.path) as document:
+            for number in pages:
+                page = document.pages[number - 1]
+                try:
+                    found_tables = page.extract_tables()
+                finally:
+                    page.close()
+                for found in found_tables:
+                    rows = [[cell or "" for cell in row] for row in found]
+                    if rows:
+                        yield Table(rows=rows, where=f"page {number}", restart=f"{number}-")
+    except (PSException, PdfminerException) as exc:
+        # PDFium opened the file; pdfminer, under pdfplumber, is stricter.
+        raise DocumentError(
+            f"{source.name!r}: the tables on page {number or 1} could not be read, as the "
+            f"PDF's content there is damaged ({type(exc).__name__}). read_document may still "
+            "show the page's text."
+        ) from None
 
 
 def search(
