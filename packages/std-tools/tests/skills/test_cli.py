@@ -115,3 +115,19 @@ def test_the_installed_command_runs(skills: SkillsFolder) -> None:
         [command, "list", "--json"], capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(done.stdout)["count"] == 1
+
+
+def test_a_reader_that_leaves_early_gets_no_error_message(skills: SkillsFolder) -> None:
+    for index in range(400):
+        skills.write(f"skill-{index:03d}")
+    command = shutil.which("dpt-skills") or str(Path(sys.executable).parent / "dpt-skills")
+    with subprocess.Popen(
+        [command, "list", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        assert child.stdout.readline().strip() == b"{"
+        # The JSON is far larger than a pipe's buffer, so the next write meets a closed pipe.
+        child.stdout.close()
+        stderr = child.stderr.read()
+        child.wait(timeout=60)
+    assert stderr == b""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -149,6 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except StdToolsError as exc:
         print(f"dpt-skills: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader left early (`dpt-skills list --json | head`): stop quietly, and keep
+        # the interpreter's final flush from complaining about the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except OSError as exc:
         print(f"dpt-skills: {exc}", file=sys.stderr)
