@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -110,3 +111,28 @@ def test_without_the_docs_extra_the_error_names_the_install_command(
         f'Reading {what} files needs the docs extra: pip install "doc-processing-std-tools[docs]"'
     )
     assert "Ada" in api.read_document(ws, "people.csv")
+
+
+def write_zip_bomb(source: Path, target: Path) -> None:
+    """Copy an Office package and add a member of 64 MiB of zeros (about 64 KB packed)."""
+    with (
+        zipfile.ZipFile(source) as original,
+        zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as bomb,
+    ):
+        for item in original.infolist():
+            bomb.writestr(item, original.read(item.filename))
+        with bomb.open("docProps/padding.bin", "w") as member:
+            block = bytes(1024 * 1024)
+            for _ in range(64):
+                member.write(block)
+
+
+@pytest.mark.parametrize("name", ["handbook.docx", "book.xlsx"])
+def test_an_office_zip_bomb_is_refused_before_it_is_unpacked(
+    scratch: Path, library: Path, name: str
+) -> None:
+    write_zip_bomb(library / name, scratch / name)
+    assert (scratch / name).stat().st_size < 1024 * 1024
+    for tool in TOOLS.values():
+        with pytest.raises(DocumentError, match="likely ZIP bomb"):
+            tool(Workspace.from_settings(), name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,6 +20,7 @@ from ..filesystem.operations import Workspace
 
 __all__ = [
     "INSTALL_HINT",
+    "MAX_UNPACK_RATIO",
     "Format",
     "Source",
     "decode_text",
@@ -58,6 +60,9 @@ _LEGACY = {
     ".rtf": "DOCX",
 }
 _ZIP_MAGIC = b"PK\x03\x04"
+#: An Office package may unpack to at most this many times its size on disk.
+MAX_UNPACK_RATIO = 100
+_MIN_UNPACKED_CHECK = 16 * 1024 * 1024
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
@@ -148,7 +153,28 @@ def open_source(ws: Workspace, path: str) -> Source:
             f"{name!r} is not a valid {fmt.upper()} file (it is not a ZIP package); it is "
             f"damaged or another format renamed to {suffix}."
         )
+    if fmt in ("docx", "xlsx"):
+        _check_unpacked_size(target, name, size, fmt)
     return Source(path=target, name=name, format=fmt, size=size)
+
+
+def _check_unpacked_size(target: Path, name: str, size: int, fmt: str) -> None:
+    """Refuse an Office package that would unpack to far more than its own size.
+
+    The readers hold whole parts in memory, so a small ZIP bomb would exhaust it. The
+    sizes the package declares are binding: Python's ZIP reader stops at them.
+    """
+    try:
+        with zipfile.ZipFile(target) as package:
+            unpacked = sum(item.file_size for item in package.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return  # the format reader reports the damage with its own message
+    if unpacked > _MIN_UNPACKED_CHECK and unpacked > size * MAX_UNPACK_RATIO:
+        raise DocumentError(
+            f"{name!r} would unpack to {unpacked:,} bytes, {unpacked // size:,} times its size "
+            f"of {size:,} bytes; Office files expand a few dozen times at most, so this is "
+            f"refused as a likely ZIP bomb. Re-save it as {fmt.upper()} and try again."
+        )
 
 
 def decode_text(source: Source) -> tuple[str, str]:
