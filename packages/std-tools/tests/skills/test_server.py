@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +15,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import TextContent
 
 from doc_processing_std_tools import make_skills_server, skills_server
-from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills import register_skills_tools
+from doc_processing_std_tools.config import get_settings, reset_settings
+from doc_processing_std_tools.errors import AlreadyExistsError
+from doc_processing_std_tools.skills import actions, register_skills_tools
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -590,6 +592,48 @@ async def test_create_skill_fills_an_existing_folder_that_has_no_skill_md(
     await ok("create_skill", skill_name="half", description="Half made.")
     assert (skills.path / "half" / "SKILL.md").is_file()
     assert (skills.path / "half" / "scripts").is_dir()
+
+
+def test_racing_create_skill_calls_publish_one_whole_file_and_overwrite_nothing(
+    skills: SkillsFolder,
+) -> None:
+    settings = get_settings()
+    outcomes: dict[int, str] = {}
+    start = threading.Barrier(12)
+
+    def create(index: int) -> None:
+        start.wait()
+        try:
+            actions.create_skill(settings, "raced", f"Written by caller {index}.")
+            outcomes[index] = "created"
+        except AlreadyExistsError as exc:
+            outcomes[index] = str(exc)
+
+    workers = [threading.Thread(target=create, args=(i,)) for i in range(12)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    winners = [i for i, outcome in outcomes.items() if outcome == "created"]
+    assert len(outcomes) == 12 and len(winners) == 1
+    assert all("nothing was" in o for o in outcomes.values() if o != "created")
+    folder = skills.path / "raced"
+    assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md"]
+    assert (folder / "SKILL.md").read_text(encoding="utf-8") == actions.render_template(
+        "raced", f"Written by caller {winners[0]}."
+    )
+
+
+async def test_execute_skill_script_refuses_a_script_in_a_linked_folder_outside(
+    skills: SkillsFolder, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "evil.py").write_text("print('escaped')\n", encoding="utf-8")
+    folder = skills.write("run")
+    (folder / "scripts").symlink_to(elsewhere)
+    message = await fails("execute_skill_script", skill_name="run", script_path="scripts/evil.py")
+    assert "outside" in message and "escaped" not in message
 
 
 @pytest.mark.parametrize("description", ["", "   ", "d" * 1025])
