@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import random
 import subprocess
 import sys
 import threading
@@ -218,6 +220,35 @@ async def test_metadata_values_reach_the_client_as_strings(skills: SkillsFolder)
         "tags": '["a", "b"]',
     }
     assert "license" not in skill
+
+
+async def test_no_file_or_folder_name_makes_list_skills_fail(skills: SkillsFolder) -> None:
+    rng = random.Random(7)
+    tags = ["!!binary aGVsbG8=", "!!set {a, b}", "!!float nan", "!!omap [a: 1]", "!!null", ""]
+    values = ["", "x: y", "[1, {a: 2}]", "{? [1]: 2}", "&a [*a]", "2025-13-45", "'", "|"]
+    folders: set[str] = set()
+    for index in range(60):
+        # Folder names from random bytes, some of them not UTF-8.
+        raw = bytes(rng.choice(b"abcz-_.\xe9\xff\x80 ") for _ in range(rng.randrange(1, 12)))
+        name = f"{index:02d}" + os.fsdecode(raw).replace("/", "")
+        folders.add(name)
+        fields = [
+            f"{key}: {rng.choice(tags)} {rng.choice(values)}"
+            for key in rng.sample(
+                ["name", "description", "license", "compatibility", "metadata", "allowed-tools"],
+                rng.randrange(0, 6),
+            )
+        ]
+        skills.write_bytes(name, ("---\n" + "\n".join(fields) + "\n---\nbody\n").encode())
+    async with Client(skills_server) as client:
+        result = await client.call_tool("list_skills", {})
+    assert not result.is_error and len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    block.text.encode("utf-8")  # what a transport has to do with it
+    payload = json.loads(block.text)
+    errors = {d["skill"] for d in payload.get("diagnostics", []) if d["level"] == "error"}
+    assert payload["count"] + len(errors) == len(folders)
 
 
 async def test_list_skills_on_a_missing_folder_is_empty_with_a_note(
