@@ -446,3 +446,49 @@ def test_nothing_is_ever_deleted(ws: Workspace, root: Path) -> None:
     ops.edit_file(ws, "a.txt", "beta", "gamma")
     ops.write_file(ws, "a.txt", "")
     assert sorted(p.name for p in root.iterdir()) == ["a.txt", "b.txt"]
+
+
+# A named pipe would make a reader wait forever for a writer; the checks run in a child
+# process so that a regression fails on the timeout instead of hanging the test run.
+_NAMED_PIPE_CHECKS = """
+import json, sys
+from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.errors import StdToolsError
+from doc_processing_std_tools.filesystem import operations as ops
+reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
+ws = ops.Workspace.from_settings()
+out = {"search": ops.search_text(ws, "needle"), "find": ops.find_files(ws, "*")}
+calls = {
+    "read_file": lambda: ops.read_file(ws, "pipe"),
+    "edit_file": lambda: ops.edit_file(ws, "pipe", "a", "b"),
+    "write_file": lambda: ops.write_file(ws, "pipe", "x"),
+    "read_document": lambda: api.read_document(ws, "pipe"),
+}
+for name, call in calls.items():
+    try:
+        call()
+        out[name] = "no error"
+    except StdToolsError as exc:
+        out[name] = str(exc)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_named_pipes_are_refused_and_skipped_never_waited_on(root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    (root / "notes.txt").write_text("a needle\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", _NAMED_PIPE_CHECKS, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    out = json.loads(done.stdout)
+    assert out.pop("search") == "notes.txt:1: a needle"
+    assert out.pop("find") == "notes.txt"
+    for name, message in out.items():
+        assert "'pipe' is not a regular file" in message, name
+    assert stat.S_ISFIFO((root / "pipe").lstat().st_mode)

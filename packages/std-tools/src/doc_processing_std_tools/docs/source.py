@@ -111,8 +111,13 @@ def open_source(ws: Workspace, path: str) -> Source:
             f"There is no document {path!r} in the workspace {ws.root}; "
             "use find_files or list_directory to see what exists."
         )
-    if not target.is_file():
+    if target.is_dir():
         raise InvalidArgumentError(f"{path!r} is a folder, not a document.")
+    if not target.is_file():
+        raise InvalidArgumentError(
+            f"{path!r} is not a regular file (a named pipe, socket or device), so it is not "
+            "a document."
+        )
     size = target.stat().st_size
     name = ws.relative(target)
     if size == 0:

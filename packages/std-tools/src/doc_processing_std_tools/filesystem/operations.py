@@ -131,7 +131,17 @@ def _existing_file(ws: Workspace, path: str) -> Path:
         raise InvalidArgumentError(
             f"{path!r} is a folder, not a file; use list_directory to see what it holds."
         )
+    if not target.is_file():
+        raise InvalidArgumentError(_not_regular(path))
     return target
+
+
+def _not_regular(path: str) -> str:
+    # Reading a named pipe or a device would block or never end.
+    return (
+        f"{path!r} is not a regular file (a named pipe, socket or device); the file tools "
+        "only read and write regular files."
+    )
 
 
 def _check_size(ws: Workspace, target: Path, path: str) -> int:
@@ -289,6 +299,8 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
     target = ws.resolve(path)
     if target.is_dir():
         raise InvalidArgumentError(f"{path!r} is a folder; pass the path of a file to write.")
+    if target.exists() and not target.is_file():
+        raise InvalidArgumentError(_not_regular(path))
     data = _encode(content, "content", path)
     if len(data) > ws.max_file_bytes:
         raise FileTooLargeError(
@@ -432,16 +444,16 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
 
 
 def _walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
-    """Files under `base` (sorted, depth first) that resolve inside the workspace."""
+    """Regular files under `base` (sorted, depth first) that resolve inside the workspace."""
     for folder, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
         for name in sorted(filenames):
             candidate = Path(folder) / name
-            if candidate.is_symlink():
-                real = candidate.resolve()
-                if not is_inside(real, ws.root) or not real.is_file():
-                    continue
-            yield candidate
+            if candidate.is_symlink() and not is_inside(candidate.resolve(), ws.root):
+                continue
+            # Regular files only: reading a named pipe or a device would block.
+            if candidate.is_file():
+                yield candidate
 
 
 def _check_pattern(pattern: str, what: str) -> str:
