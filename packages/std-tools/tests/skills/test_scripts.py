@@ -179,3 +179,8 @@ def test_args_are_split_with_posix_shell_rules(args: str, argv: list[str]) -> No
 def test_unbalanced_quotes_are_a_clear_error() -> None:
     with pytest.raises(InvalidArgumentError, match="close every quote"):
         split_args("'unclosed")
+
+
+def test_a_nul_character_in_args_is_a_clear_error() -> None:
+    with pytest.raises(InvalidArgumentError, match="NUL character"):
+        split_args("a\x00b")

@@ -57,8 +57,14 @@ def split_args(args: str) -> list[str]:
     """Split `args` with POSIX shell rules (quotes group words; nothing is expanded).
 
     Raises:
-        InvalidArgumentError: the quoting is unbalanced.
+        InvalidArgumentError: the quoting is unbalanced, or a NUL character (which no
+            command-line argument can hold) is present.
     """
+    if "\x00" in args:
+        raise InvalidArgumentError(
+            "args contains a NUL character, which a command-line argument cannot hold; "
+            "pass plain text, or write binary data to a file and pass its path."
+        )
     try:
         return shlex.split(args, posix=True)
     except ValueError as exc:
