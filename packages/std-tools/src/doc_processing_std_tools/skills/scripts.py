@@ -85,6 +85,7 @@ class _Capture:
         self._kept = 0
 
     async def drain(self, stream: ByteReceiveStream) -> None:
+        """Read `stream` to its end, keeping only the bytes that may be shown."""
         async for chunk in stream:
             room = self._cap - self._kept
             if room > 0:
@@ -93,6 +94,7 @@ class _Capture:
                 self._kept += len(piece)
 
     def text(self, limit_chars: int, hint: str) -> str:
+        """The kept bytes as text, cut at `limit_chars` with a marker naming `hint`."""
         data = b"".join(self._chunks).decode("utf-8", errors="replace")
         return truncate(data, limit_chars, hint=hint)
 
