@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -181,3 +182,22 @@ def test_xlsx_overview_does_not_read_the_sheet_to_its_end(scratch: Path) -> None
     assert "| North | 100 | 2026-01-01 |" in str(result["preview"])
     with pytest.raises(DocumentError, match="damaged"):
         api.search_document(ws, "half.xlsx", "no such value", pages="Sales")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "report.pdf",
+        "handbook.docx",
+        "book.xlsx",
+        "people.csv",
+        "policy.html",
+        "notes.md",
+        "plain.txt",
+    ],
+)
+def test_every_overview_dates_the_file(ws: Workspace, library: Path, name: str) -> None:
+    result = overview(ws, name)
+    modified = dt.datetime.fromisoformat(str(result["file_modified"]))
+    expected = dt.datetime.fromtimestamp(int((library / name).stat().st_mtime), dt.UTC)
+    assert modified == expected

@@ -9,6 +9,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Literal, TypeVar
 
 from ..errors import DocumentError, InvalidArgumentError
@@ -114,17 +115,21 @@ def _closed_after(items: Iterator[T]) -> Iterator[Iterator[T]]:
 
 
 def get_file_overview(ws: Workspace, path: str) -> str:
-    """JSON: format, size, page/sheet/section count, metadata, outline and a preview.
+    """JSON: format, size, the file's modification time, page/sheet/section count,
+    metadata, outline and a preview.
 
     Bounded work: a PDF is looked at through its first `pdf.OVERVIEW_PAGES` pages, an
     XLSX through the used ranges its sheets record and the first rows of one sheet.
     """
     source = open_source(ws, path)
     with _reading(source):
+        modified = datetime.fromtimestamp(source.path.stat().st_mtime, UTC)
         result: dict[str, object] = {
             "path": source.name,
             "format": source.format,
             "size_bytes": source.size,
+            # Every format has this date, also those that carry no metadata of their own.
+            "file_modified": modified.isoformat(timespec="seconds"),
         }
         if source.format == "pdf":
             result.update(pdf.overview(source))
