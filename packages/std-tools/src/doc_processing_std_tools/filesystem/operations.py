@@ -144,7 +144,7 @@ def _not_regular(path: str) -> str:
     )
 
 
-def _check_size(ws: Workspace, target: Path, path: str) -> int:
+def _check_size(ws: Workspace, target: Path, path: str) -> None:
     size = target.stat().st_size
     if size > ws.max_file_bytes:
         raise FileTooLargeError(
@@ -152,7 +152,6 @@ def _check_size(ws: Workspace, target: Path, path: str) -> int:
             f"{_human_size(ws.max_file_bytes)} (DPTTOOLS_MAX_FILE_SIZE_MB); "
             "raise the limit to read it."
         )
-    return size
 
 
 def _decode(data: bytes, path: str) -> tuple[str, bool]:
