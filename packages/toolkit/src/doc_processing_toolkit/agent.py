@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
@@ -291,6 +292,7 @@ class Agent:
         self._loop_token: object | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._loop_thread: LoopThread | None = None
+        self._loop_thread_lock = threading.Lock()
         if self.model_options and not isinstance(model, str):
             raise ConfigError(
                 "model_options apply when model is a name such as 'openai:gpt-5'; with a "
@@ -437,7 +439,8 @@ class Agent:
 
     def close(self) -> None:
         """Close the sessions opened by `run_sync` and stop its event loop thread."""
-        thread, self._loop_thread = self._loop_thread, None
+        with self._loop_thread_lock:
+            thread, self._loop_thread = self._loop_thread, None
         if thread is not None:
             try:
                 thread.call(self.aclose)
@@ -562,15 +565,19 @@ class Agent:
             raise ToolkitError(
                 "run_sync() cannot be called from a running event loop; use `await agent.run()`."
             )
-        if self._loop_thread is None:
-            self._loop_thread = LoopThread(f"dpt-agent-{self.name}")
-            atexit.register(_close_at_exit, weakref.ref(self))
+        with self._loop_thread_lock:
+            # Threads calling run_sync at once share one loop thread (and so one set of
+            # sessions) instead of each starting its own.
+            if self._loop_thread is None:
+                self._loop_thread = LoopThread(f"dpt-agent-{self.name}")
+                atexit.register(_close_at_exit, weakref.ref(self))
+            loop_thread = self._loop_thread
         history = message_history
 
         async def call() -> RunResult:
             return await self.run(prompt, message_history=history)
 
-        return self._loop_thread.call(call)
+        return loop_thread.call(call)
 
     async def _iterate(
         self, prompt: str, history: Sequence[Message] | None, *, stream: bool

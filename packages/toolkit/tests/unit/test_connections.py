@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -305,3 +306,30 @@ async def test_a_run_cancelled_while_a_server_starts_leaves_no_child(tmp_path: P
     with anyio.fail_after(5):
         await agent.aclose()
     await wait_until_dead(pid)
+
+
+def test_run_sync_from_several_threads_at_once_shares_one_child(
+    stdio_entry: Callable[..., dict[str, Any]],
+) -> None:
+    agent = Agent(calling("pid"), tools=[stdio_entry()])
+    start = threading.Barrier(4)
+    outputs: list[str] = []
+
+    def one() -> None:
+        start.wait()
+        outputs.append(agent.run_sync("go").output)
+
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads), "run_sync calls are stuck"
+    agent.close()
+    assert len(outputs) == 4
+    assert len(set(outputs)) == 1
+    pid = int(outputs[0])
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(pid)
