@@ -410,6 +410,29 @@ def test_search_text_skips_files_outside_through_symlinks(
     assert ops.search_text(ws, "secret").startswith("No match")
 
 
+def test_search_text_skips_binary_and_oversized_files(ws: Workspace, root: Path) -> None:
+    (root / "small.txt").write_text("needle\n", encoding="utf-8")
+    (root / "blob.bin").write_bytes(b"needle\x00\x01")
+    (root / "huge.txt").write_bytes(b"needle\n" + b"x" * ws.max_file_bytes)
+    assert ops.search_text(ws, "needle") == "small.txt:1: needle"
+    assert ops.search_text(ws, "nothing").endswith("(1 files searched).")
+
+
+def test_listing_finding_and_searching_are_cut_at_the_output_limit(
+    ws: Workspace, root: Path
+) -> None:
+    for number in range(200):
+        (root / f"a-rather-long-file-name-{number:03}.txt").write_text("hit\n", encoding="utf-8")
+    outputs = {
+        "list_directory": ops.list_directory(ws),
+        "find_files": ops.find_files(ws, "*.txt"),
+        "search_text": ops.search_text(ws, "hit", max_results=200),
+    }
+    for name, out in outputs.items():
+        assert len(out) <= ws.output_limit, name
+        assert "[... truncated:" in out, name
+
+
 # get_file_info
 
 
