@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.errors import (
     BinaryFileError,
     FileTooLargeError,
@@ -216,6 +217,7 @@ def test_content_that_cannot_be_encoded_writes_nothing(ws: Workspace, root: Path
 _FAILING_WRITE = """
 import resource, signal, sys
 from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.filesystem import operations as ops
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
@@ -248,6 +250,7 @@ def test_a_write_that_fails_midway_leaves_no_trace(root: Path) -> None:
 _WRITE_WITH_UMASK = """
 import os, sys
 from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.filesystem import operations as ops
 os.umask(int(sys.argv[2], 8))
 reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
@@ -478,6 +481,7 @@ import json, sys
 from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.errors import StdToolsError
+from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.filesystem import operations as ops
 reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
 ws = ops.Workspace.from_settings()
@@ -515,3 +519,27 @@ def test_named_pipes_are_refused_and_skipped_never_waited_on(root: Path) -> None
     for name, message in out.items():
         assert "'pipe' is not a regular file" in message, name
     assert stat.S_ISFIFO((root / "pipe").lstat().st_mode)
+
+
+def test_a_loop_of_symbolic_links_is_named_and_never_breaks_a_listing(
+    ws: Workspace, root: Path
+) -> None:
+    (root / "a").symlink_to(root / "b")
+    (root / "b").symlink_to(root / "a")
+    (root / "f.txt").write_text("hit\n", encoding="utf-8")
+    assert ops.list_directory(ws).splitlines()[1:] == [
+        "a  (symbolic link in a loop: it leads nowhere)",
+        "b  (symbolic link in a loop: it leads nowhere)",
+        "f.txt  4 bytes",
+    ]
+    assert ops.find_files(ws, "*") == "f.txt"
+    assert ops.search_text(ws, "hit") == "f.txt:1: hit"
+    for call in (
+        lambda: ops.read_file(ws, "a"),
+        lambda: ops.write_file(ws, "a/new.txt", "x"),
+        lambda: ops.get_file_info(ws, "b"),
+        lambda: api.get_file_overview(ws, "b"),
+    ):
+        with pytest.raises(InvalidArgumentError, match="loop of symbolic links"):
+            call()
+    assert sorted(p.name for p in root.iterdir()) == ["a", "b", "f.txt"]

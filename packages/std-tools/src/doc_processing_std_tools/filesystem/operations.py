@@ -103,7 +103,14 @@ class Workspace:
 
     def resolve(self, path: str, *, allow_root: bool = False) -> Path:
         """Confine `path` inside the root and return it absolute and symlink-free."""
-        return confine(self.root, path, what="path", allow_root=allow_root)
+        try:
+            return confine(self.root, path, what="path", allow_root=allow_root)
+        except RuntimeError:
+            # pathlib reports a loop of symbolic links this way.
+            raise InvalidArgumentError(
+                f"{path!r} goes through a loop of symbolic links, so it leads nowhere; "
+                "fix or remove the links."
+            ) from None
 
     def relative(self, absolute: Path) -> str:
         """`absolute` as a path relative to the root, with `/` separators (`.` for the root)."""
@@ -364,14 +371,32 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
     return f"Replaced 1 occurrence in {ws.relative(target)} at line {line}."
 
 
+def _resolved(path: Path) -> Path | None:
+    """`path` with every symbolic link followed, or None when the links loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether the entry is a folder (or links to one); False when that cannot be told."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _entry_line(ws: Workspace, entry: os.DirEntry[str]) -> str:
     if entry.is_symlink():
-        real = Path(entry.path).resolve()
+        real = _resolved(Path(entry.path))
+        if real is None:
+            return f"{entry.name}  (symbolic link in a loop: it leads nowhere)"
         if not is_inside(real, ws.root):
             return f"{entry.name}  (symbolic link leading outside the workspace)"
         kind = "/" if real.is_dir() else ""
         return f"{entry.name}{kind}  (symbolic link to {ws.relative(real)})"
-    if entry.is_dir():
+    if _is_dir(entry):
         return f"{entry.name}/"
     try:
         size = entry.stat().st_size
@@ -389,8 +414,8 @@ def list_directory(ws: Workspace, path: str = ".") -> str:
         raise InvalidArgumentError(f"{path!r} is a file, not a folder; use get_file_info on it.")
     with os.scandir(target) as scan:
         entries = list(scan)
-    entries.sort(key=lambda e: (not e.is_dir(), e.name.lower(), e.name))
-    folders = sum(1 for e in entries if e.is_dir())
+    entries.sort(key=lambda e: (not _is_dir(e), e.name.lower(), e.name))
+    folders = sum(1 for e in entries if _is_dir(e))
     if not entries:
         return f"{ws.relative(target)}: empty folder"
     header = f"{ws.relative(target)}: {folders} folders, {len(entries) - folders} files"
@@ -448,8 +473,10 @@ def _walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
         for name in sorted(filenames):
             candidate = Path(folder) / name
-            if candidate.is_symlink() and not is_inside(candidate.resolve(), ws.root):
-                continue
+            if candidate.is_symlink():
+                real = _resolved(candidate)
+                if real is None or not is_inside(real, ws.root):
+                    continue
             # Regular files only: reading a named pipe or a device would block.
             if candidate.is_file():
                 yield candidate
