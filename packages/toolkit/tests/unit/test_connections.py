@@ -333,3 +333,36 @@ def test_run_sync_from_several_threads_at_once_shares_one_child(
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not alive(pid)
+
+
+async def test_aclose_while_a_run_is_starting_a_server_stops_it_and_fails_that_run(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pid"
+    code = (
+        "import os, sys, pathlib; "
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); sys.stdin.read()"
+    )
+    entry = {"type": "mcp_command", "command": sys.executable, "args": ["-c", code], "name": "slow"}
+    agent = Agent("test", tools=[entry], connect_timeout=60)
+    failures: list[BaseException] = []
+
+    async def run() -> None:
+        try:
+            await agent.run("never connects")
+        except ToolServerError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        pid_path = anyio.Path(pid_file)
+        with anyio.fail_after(10):
+            while not await pid_path.exists() or not (await pid_path.read_text()):
+                await anyio.sleep(0.02)
+        pid = int(await pid_path.read_text())
+        with anyio.fail_after(5):
+            await agent.aclose()
+    await wait_until_dead(pid)
+    [failure] = failures
+    assert "'slow'" in str(failure)
+    assert "closed while it was starting" in str(failure)

@@ -152,6 +152,7 @@ class Connection:
         fixed = _fixed_session(server)
         self._fixed = None if fixed is None else self._wrap(fixed)
         self._owner: _Owner | None = None
+        self._starting: _Owner | None = None
         self._session: ToolSession | None = None
         self._lock: anyio.Lock | None = None
         self.generation = 0
@@ -226,6 +227,7 @@ class Connection:
     async def _open(self, spawn: Spawner) -> _Owner:
         owner = _Owner()
         spawn(lambda: self._own(owner))
+        self._starting = owner
         try:
             with anyio.move_on_after(self._timeout) as timer:
                 await owner.ready.wait()
@@ -234,6 +236,16 @@ class Connection:
             # an owner nobody will ever close.
             await self._stop(owner)
             raise
+        finally:
+            if self._starting is owner:
+                self._starting = None
+        if owner.closing.is_set():
+            # `aclose` stopped the server while it started.
+            await self._stop(owner)
+            raise ToolServerError(
+                f"server {self.server.describe()} was closed while it was starting "
+                "(the agent was closed during the run)."
+            )
         if timer.cancelled_caught:
             await self._stop(owner)
             raise ToolServerError(
@@ -285,13 +297,17 @@ class Connection:
 
     def forget(self) -> None:
         """Drop the session without closing it (its event loop is gone)."""
-        self._owner, self._session, self._lock = None, None, None
+        self._owner, self._starting, self._session, self._lock = None, None, None, None
 
     async def aclose(self) -> None:
-        """Close the session if the agent opened it (fixed sessions are left alone)."""
+        """Close the session if the agent opened it (fixed sessions are left alone), and
+        stop a server that a run is starting right now.
+        """
         owner, self._owner, self._session = self._owner, None, None
-        if owner is not None:
-            await self._stop(owner)
+        starting, self._starting = self._starting, None
+        for stopping in (starting, owner):
+            if stopping is not None:
+                await self._stop(stopping)
         self._lock = None
 
 
