@@ -53,6 +53,16 @@ async def wait_until_dead(pid: int) -> None:
     pytest.fail(f"process {pid} is still alive")
 
 
+async def read_pid(path: anyio.Path) -> int:
+    """The process id a child wrote to `path`, once it is there."""
+    for _ in range(500):
+        text = await path.read_text() if await path.exists() else ""
+        if text:
+            return int(text)
+        await anyio.sleep(0.02)
+    pytest.fail(f"no process id in {path}")
+
+
 async def test_a_child_is_started_once_across_runs_and_stopped_by_aclose(
     stdio_entry: Callable[..., dict[str, Any]],
 ) -> None:
@@ -355,11 +365,7 @@ async def test_aclose_while_a_run_is_starting_a_server_stops_it_and_fails_that_r
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
-        pid_path = anyio.Path(pid_file)
-        with anyio.fail_after(10):
-            while not await pid_path.exists() or not (await pid_path.read_text()):
-                await anyio.sleep(0.02)
-        pid = int(await pid_path.read_text())
+        pid = await read_pid(anyio.Path(pid_file))
         with anyio.fail_after(5):
             await agent.aclose()
     await wait_until_dead(pid)
