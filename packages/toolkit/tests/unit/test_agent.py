@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
@@ -212,6 +213,24 @@ async def test_a_slow_tool_times_out_as_an_error_result(
     await agent.aclose()
     assert time.perf_counter() - started < 3
     assert result.output == "True:Tool 'slow' timed out after 0.2 s."
+
+
+async def test_a_blocking_sync_function_times_out_without_holding_the_run() -> None:
+    release = threading.Event()
+
+    def block() -> str:
+        """Block until released (or 10 s)."""
+        release.wait(10)
+        return "finished"
+
+    agent = Agent(TestModel(call_then_answer("block")), tools=[block], tool_timeout=0.2)
+    started = time.perf_counter()
+    try:
+        result = await agent.run("go")
+    finally:
+        release.set()
+    assert time.perf_counter() - started < 3
+    assert result.output == "True:Tool 'block' timed out after 0.2 s."
 
 
 async def test_several_tool_calls_of_one_reply_run_concurrently() -> None:

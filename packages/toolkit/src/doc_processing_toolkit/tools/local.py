@@ -157,7 +157,8 @@ class LocalTool:
         return Tool(name=self.name, description=self.description, input_schema=self.input_schema)
 
     async def call(self, arguments: dict[str, Any]) -> Any:
-        """Validate `arguments` and call the function (sync functions run in a worker thread).
+        """Validate `arguments` and call the function (sync functions run in a worker
+        thread, which a timeout or cancellation leaves behind rather than waits for).
 
         Raises:
             pydantic.ValidationError: the arguments do not match the signature.
@@ -166,7 +167,11 @@ class LocalTool:
         kwargs = {key: getattr(validated, key) for key in type(validated).model_fields}
         if inspect.iscoroutinefunction(self.function):
             return await self.function(**kwargs)
-        result = await anyio.to_thread.run_sync(functools.partial(self.function, **kwargs))
+        # Abandoned on cancellation (a tool_timeout, a cancelled run): the caller gets
+        # control back at once; the thread itself runs on until the function returns.
+        result = await anyio.to_thread.run_sync(
+            functools.partial(self.function, **kwargs), abandon_on_cancel=True
+        )
         if inspect.isawaitable(result):
             return await result
         return result
