@@ -271,6 +271,23 @@ def test_a_new_file_gets_the_permissions_the_umask_allows(
     assert stat.S_IMODE((root / f"new-{umask}.txt").stat().st_mode) == mode
 
 
+def test_a_read_only_file_is_neither_replaced_nor_edited(ws: Workspace, root: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root may write any file")
+    frozen = root / "frozen.txt"
+    frozen.write_text("keep me\n", encoding="utf-8")
+    frozen.chmod(0o444)
+    try:
+        with pytest.raises(InvalidArgumentError, match="is read-only"):
+            ops.write_file(ws, "frozen.txt", "replaced\n")
+        with pytest.raises(InvalidArgumentError, match="is read-only"):
+            ops.edit_file(ws, "frozen.txt", "keep", "lose")
+        assert frozen.read_text(encoding="utf-8") == "keep me\n"
+        assert sorted(p.name for p in root.iterdir()) == ["frozen.txt"]
+    finally:
+        frozen.chmod(0o644)
+
+
 # edit_file
 
 

@@ -225,6 +225,19 @@ def _new_file_mode() -> int:
     return 0o644
 
 
+def _check_writable(target: Path, path: str) -> None:
+    """Refuse to replace a file its permissions keep us from writing.
+
+    An atomic write swaps the folder entry, which the file's own permissions do not
+    guard; this keeps a file marked read-only from being replaced anyway.
+    """
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InvalidArgumentError(
+            f"{path!r} is read-only (its permissions do not let this server write it); "
+            "nothing was changed. Make it writable first if it should change."
+        )
+
+
 def atomic_write(target: Path, data: bytes) -> None:
     """Replace `target` with `data` so that readers see the old or the new file, never half.
 
@@ -313,6 +326,7 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
             f"The content is {_human_size(len(data))}, over the limit of "
             f"{_human_size(ws.max_file_bytes)} (DPTTOOLS_MAX_FILE_SIZE_MB); nothing was written."
         )
+    _check_writable(target, path)
     existed = target.exists()
     created = _make_folders(target.parent)
     try:
@@ -365,6 +379,7 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
             f"After the edit {path!r} would be {_human_size(len(data))}, over the limit of "
             f"{_human_size(ws.max_file_bytes)} (DPTTOOLS_MAX_FILE_SIZE_MB); nothing was changed."
         )
+    _check_writable(target, path)
     atomic_write(target, data)
     line = text.count("\n", 0, index) + 1
     logger.info("Edited %s at line %d", target, line)
