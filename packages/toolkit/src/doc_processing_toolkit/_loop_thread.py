@@ -13,6 +13,8 @@ from typing import TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal
 
+from .errors import ToolkitError
+
 __all__ = ["LoopThread"]
 
 T = TypeVar("T")
@@ -46,9 +48,16 @@ class LoopThread:
             self._ready.set()
 
     def call(self, function: Callable[[], Awaitable[T]]) -> T:
-        """Run `function()` in the loop and return its result (or raise its exception)."""
+        """Run `function()` in the loop and return its result (or raise its exception).
+
+        Raises:
+            ToolkitError: the loop was stopped.
+        """
         if self._portal is None:
-            raise RuntimeError("the loop thread is stopped")
+            raise ToolkitError(
+                "the agent was closed (agent.close()) while this run_sync call started; "
+                "call run_sync again to reopen its sessions."
+            )
         return self._portal.call(function)
 
     def stop(self) -> None:
