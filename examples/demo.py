@@ -9,6 +9,7 @@ an example invoice whose printed totals are wrong. Run it with
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -73,7 +74,7 @@ async def main() -> None:
                     {
                         "skill_name": "invoice-extraction",
                         "script_path": "scripts/normalise_totals.py",
-                        "args": f"'{INVOICE}'",
+                        "args": shlex.quote(str(INVOICE)),
                     },
                 )
             )
