@@ -109,7 +109,9 @@ def test_find_files_refuses_a_glob_that_backtracks(
     # Matched in this process, this glob takes over ten seconds on a 60-character name.
     (root / ("a" * 60)).write_text("x", encoding="utf-8")
     (root / "notes.md").write_text("x", encoding="utf-8")
-    with pytest.raises(InvalidArgumentError, match=r"The glob pattern '\*a\*a.*took more than"):
+    with pytest.raises(
+        InvalidArgumentError, match=r"The glob pattern '\*a\*a.*took more than 0\.5 s on 2 paths"
+    ):
         ops.find_files(ws, "*a*a*a*a*a*a*a*b")
     assert ops.find_files(ws, "*.md") == "notes.md"
     assert ops.find_files(ws, "*a*a*") == "a" * 60

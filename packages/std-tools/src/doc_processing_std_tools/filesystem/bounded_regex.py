@@ -100,16 +100,19 @@ class BoundedRegex:
         what: str,
         seconds: float | None = None,
         label: str | None = None,
+        unit: str = "lines",
     ) -> None:
         """Check `pattern` (the argument called `what` in errors); start nothing yet.
 
         `seconds` bounds each batch (default: `MATCH_SECONDS` at the time of the call).
         `label` names the pattern in errors when the caller wrote it in another form
-        (a glob, say); by default the regular expression itself is named.
+        (a glob, say); by default the regular expression itself is named. `unit` says
+        what the texts are ("lines", "paths") in the time-out message.
         """
         self.regex = compile_pattern(pattern, ignore_case, what)
         self.label = label or f"The regular expression {pattern!r} ({what})"
         self.seconds = MATCH_SECONDS if seconds is None else seconds
+        self.unit = unit
         self._process: subprocess.Popen[bytes] | None = None
         self._answers: queue.Queue[list[int] | None] = queue.Queue()
 
@@ -127,6 +130,7 @@ class BoundedRegex:
             stderr=subprocess.DEVNULL,
         )
         assert process.stdin is not None and process.stdout is not None
+        self._process = process
         self._answers = queue.Queue()
         threading.Thread(
             target=_receive_all,
@@ -135,21 +139,20 @@ class BoundedRegex:
             daemon=True,
         ).start()
         _send(process.stdin, {"pattern": self.regex.pattern, "flags": self.regex.flags})
-        self._process = process
         return process
 
     def _match_batch(self, texts: list[str]) -> list[int]:
-        process = self._process or self._start()
-        assert process.stdin is not None
         try:
+            process = self._process or self._start()
+            assert process.stdin is not None
             _send(process.stdin, texts)
             answer = self._answers.get(timeout=self.seconds)
         except queue.Empty:
             self.close()
             raise InvalidArgumentError(
-                f"{self.label} took more than {self.seconds:g} s on {len(texts)} lines and "
-                "was stopped; it probably "
-                "backtracks catastrophically (nested repeats such as '(a+)+' or "
+                f"{self.label} took more than {self.seconds:g} s on {len(texts)} "
+                f"{self.unit} and was stopped; it probably backtracks catastrophically "
+                "(nested repeats such as '(a+)+' or "
                 "overlapping alternatives such as '(a|a)*'). Simplify it, or search for "
                 "plain text."
             ) from None

@@ -527,6 +527,7 @@ def find_files(ws: Workspace, pattern: str, path: str = ".") -> str:
         ignore_case=False,
         what="pattern",
         label=f"The glob pattern {pattern!r}",
+        unit="paths",
     )
     candidates = ((p, p.relative_to(base).as_posix()) for p in _walk_files(ws, base))
     with bounded:
