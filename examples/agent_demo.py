@@ -29,6 +29,7 @@ from doc_processing_toolkit import (
     FinalResultEvent,
     Model,
     ModelRequest,
+    RunStartEvent,
     TestModel,
     TextDeltaEvent,
     ToolCallEvent,
@@ -122,7 +123,12 @@ def main() -> int:
     async def run() -> int:
         async with agent:
             async for event in agent.run_stream(PROMPT):
-                if isinstance(event, TextDeltaEvent):
+                if isinstance(event, RunStartEvent):
+                    print("=== System prompt, with the injected skill catalog ===")
+                    print(event.system_prompt)
+                    print(f"\n=== Tools offered: {', '.join(event.tools)} ===\n")
+                    print(f"> {PROMPT}\n")
+                elif isinstance(event, TextDeltaEvent):
                     print(event.text, end="", flush=True)
                 elif isinstance(event, ToolCallEvent):
                     print(f"\n-> {event.call.name}({json.dumps(event.call.arguments)})")
@@ -131,9 +137,7 @@ def main() -> int:
                     print(f"<- {event.record.name}: {status}, {len(event.record.content)} chars")
                 elif isinstance(event, FinalResultEvent):
                     result = event.result
-                    print("\n\n=== System prompt the model received ===")
-                    print(result.system_prompt)
-                    print("\n=== Answer ===")
+                    print("\n\n=== Answer ===")
                     print(result.output)
                     print(
                         f"\n({result.usage.requests} model requests, skills: "

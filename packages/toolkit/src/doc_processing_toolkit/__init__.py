@@ -26,6 +26,7 @@ from .errors import (
 from .events import (
     AgentEvent,
     FinalResultEvent,
+    RunStartEvent,
     TextDeltaEvent,
     ToolCallEvent,
     ToolCallRecord,
@@ -55,6 +56,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "RunResult",
+    "RunStartEvent",
     "TestModel",
     "TextDeltaEvent",
     "TextPart",

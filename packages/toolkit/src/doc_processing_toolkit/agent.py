@@ -44,6 +44,7 @@ from .errors import (
 from .events import (
     AgentEvent,
     FinalResultEvent,
+    RunStartEvent,
     TextDeltaEvent,
     ToolCallEvent,
     ToolCallRecord,
@@ -540,9 +541,11 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """Run the agent and yield its events as they happen.
 
-        Text arrives as `TextDeltaEvent`s (the model is streamed); each tool call is a
-        `ToolCallEvent` before it runs and a `ToolResultEvent` once it ends; the last event
-        is a `FinalResultEvent` holding the `RunResult`. Errors are raised as in `run`.
+        The first event is a `RunStartEvent` (the system prompt with any injected skill
+        catalog, and the tools offered). Text arrives as `TextDeltaEvent`s (the model is
+        streamed); each tool call is a `ToolCallEvent` before it runs and a
+        `ToolResultEvent` once it ends; the last event is a `FinalResultEvent` holding the
+        `RunResult`. Errors are raised as in `run`.
         """
         async with aclosing(self._iterate(prompt, message_history, stream=True)) as events:
             async for event in events:
@@ -590,6 +593,12 @@ class Agent:
         records: list[ToolCallRecord] = []
         usage = Usage()
         specs = setup.tool_specs()
+        yield RunStartEvent(
+            system_prompt=setup.system_prompt,
+            tools=tuple(spec.name for spec in specs),
+            skills=setup.skills,
+            warnings=tuple(setup.warnings),
+        )
         for turn in range(1, self.max_turns + 1):
             request = ModelRequest(
                 system=setup.system_prompt,

@@ -17,7 +17,13 @@ import anyio
 from . import __version__
 from .agent import Agent
 from .errors import ToolkitError
-from .events import FinalResultEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
+from .events import (
+    FinalResultEvent,
+    RunStartEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 
 __all__ = ["main", "stream_run"]
 
@@ -40,6 +46,7 @@ async def stream_run(
     """
     async with agent:
         at_line_start = True
+        shown_warnings = 0
         async for event in agent.run_stream(prompt):
             if isinstance(event, TextDeltaEvent):
                 out.write(event.text)
@@ -52,7 +59,17 @@ async def stream_run(
                 at_line_start = True
             if quiet:
                 continue
-            if isinstance(event, ToolCallEvent):
+            if isinstance(event, RunStartEvent):
+                skills = event.skills
+                if skills.status == "injected":
+                    names = ", ".join(skill.name for skill in skills.skills)
+                    err.write(f"skills: {len(skills.skills)} from {skills.server!r}: {names}\n")
+                elif skills.status == "empty":
+                    err.write(f"skills: none yet in {skills.server!r}\n")
+                for warning in event.warnings:
+                    err.write(f"warning: {warning}\n")
+                shown_warnings = len(event.warnings)
+            elif isinstance(event, ToolCallEvent):
                 where = f" [{event.server}]" if event.server else ""
                 arguments = json.dumps(event.call.arguments, ensure_ascii=False)
                 err.write(f"-> {event.call.name}{where} {_preview(arguments)}\n")
@@ -64,7 +81,7 @@ async def stream_run(
                 )
             elif isinstance(event, FinalResultEvent):
                 result = event.result
-                for warning in result.warnings:
+                for warning in result.warnings[shown_warnings:]:
                     err.write(f"warning: {warning}\n")
                 usage = result.usage
                 err.write(

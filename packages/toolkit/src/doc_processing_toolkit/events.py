@@ -9,10 +9,12 @@ from .messages import ToolCallPart
 
 if TYPE_CHECKING:
     from .agent import RunResult
+    from .skills import SkillsOutcome
 
 __all__ = [
     "AgentEvent",
     "FinalResultEvent",
+    "RunStartEvent",
     "TextDeltaEvent",
     "ToolCallEvent",
     "ToolCallRecord",
@@ -50,6 +52,25 @@ class ToolCallRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RunStartEvent:
+    """The run is set up and its first model request is about to go out; always the
+    first event.
+
+    Attributes:
+        system_prompt: the system prompt of every model request of the run (the
+            instructions, with the skill catalog when one was injected).
+        tools: the names of the tools the model is offered in this run.
+        skills: what skills auto-injection did for this run.
+        warnings: what went wrong so far without failing the run.
+    """
+
+    system_prompt: str | None
+    tools: tuple[str, ...]
+    skills: SkillsOutcome
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TextDeltaEvent:
     """A piece of the model's text, as it arrives."""
 
@@ -83,5 +104,5 @@ class FinalResultEvent:
     result: RunResult
 
 
-AgentEvent = TextDeltaEvent | ToolCallEvent | ToolResultEvent | FinalResultEvent
+AgentEvent = RunStartEvent | TextDeltaEvent | ToolCallEvent | ToolResultEvent | FinalResultEvent
 """Any event of `Agent.run_stream`."""

@@ -19,6 +19,7 @@ from doc_processing_toolkit import (
     FinalResultEvent,
     MaxTurnsExceededError,
     Message,
+    RunStartEvent,
     TestModel,
     TextDeltaEvent,
     ToolCallEvent,
@@ -290,8 +291,11 @@ async def test_run_stream_yields_calls_results_text_and_the_result_in_order(
         TestModel(call_then_answer("echo", {"text": "streamed answer"}), chunk_size=4),
         tools=[make_server()],
     )
-    events = [event async for event in agent.run_stream("go")]
+    start, *events = [event async for event in agent.run_stream("go")]
     await agent.aclose()
+    assert isinstance(start, RunStartEvent)
+    assert start.tools == ("echo", "add")
+    assert start.skills.status == "no_server"
     kinds = [type(e).__name__ for e in events]
     first_text = kinds.index("TextDeltaEvent")
     assert kinds[:2] == ["ToolCallEvent", "ToolResultEvent"]
@@ -354,6 +358,8 @@ async def test_stopping_a_stream_early_closes_the_models_stream_at_once() -> Non
     agent = Agent(model)
     async with aclosing(agent.run_stream("go")) as events:
         async for event in events:
+            if isinstance(event, RunStartEvent):
+                continue
             assert isinstance(event, TextDeltaEvent)
             break
     assert model.closed
@@ -376,6 +382,7 @@ async def test_run_stream_orders_text_calls_results_and_the_final_result() -> No
         if not kinds or kinds[-1] != kind:
             kinds.append(kind)
     assert kinds == [
+        "RunStartEvent",
         "TextDeltaEvent",
         "ToolCallEvent",
         "ToolResultEvent",

@@ -99,3 +99,28 @@ def test_the_module_runs_as_a_program() -> None:
         check=False,
     )
     assert (completed.returncode, completed.stdout) == (0, "echo: hey\n")
+
+
+STANDIN = Path(__file__).parents[1] / "servers" / "skills_standin.py"
+
+
+def test_progress_names_the_injected_skills_before_the_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(
+        '{"skills": [{"name": "a-skill", "description": "A."},'
+        ' {"name": "b-skill", "description": "B."}]}'
+    )
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "model: test\ntools:\n"
+        f"  - type: mcp_script\n    script: {STANDIN}\n    name: kit\n"
+        f"    env:\n      STANDIN_CATALOG: {catalog}\n"
+    )
+    assert main(["run", "-c", str(config), "hi"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "skills: 2 from 'kit': a-skill, b-skill"
+    catalog.write_text('{"skills": []}')
+    assert main(["run", "-c", str(config), "hi"]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == "skills: none yet in 'kit'"
