@@ -86,6 +86,18 @@ async def exercise(client: Client, skills: Path, workspace: Path) -> None:
     assert text_of(await client.call_tool("read_file", {"path": "out/summary.md"})) == (
         "total 17.00\n"
     )
+    # The regular expression runs in a child process of the server: its pipes must not
+    # touch the server's own stdio.
+    found = await client.call_tool("search_text", {"pattern": r"Gadget,\d+"})
+    assert text_of(found) == "totals.csv:3: Gadget,10.00"
+    searched = json.loads(
+        text_of(
+            await client.call_tool(
+                "search_document", {"path": "totals.csv", "query": "^W", "regex": True}
+            )
+        )
+    )
+    assert searched["matches"] == [{"row": 1, "column": "item", "text": "Widget"}]
     refused = await client.call_tool("read_file", {"path": "../skills/invoice-check/SKILL.md"})
     assert refused.is_error and "'..'" in text_of(refused)
 
