@@ -288,6 +288,16 @@ def test_a_read_only_file_is_neither_replaced_nor_edited(ws: Workspace, root: Pa
         frozen.chmod(0o644)
 
 
+def test_a_file_with_the_longest_name_the_system_allows_is_written_and_edited(
+    ws: Workspace, root: Path
+) -> None:
+    name = "n" * 251 + ".txt"
+    ops.write_file(ws, name, "draft\n")
+    ops.edit_file(ws, name, "draft", "final")
+    assert (root / name).read_text(encoding="utf-8") == "final\n"
+    assert [p.name for p in root.iterdir()] == [name]
+
+
 # edit_file
 
 

@@ -245,7 +245,10 @@ def atomic_write(target: Path, data: bytes) -> None:
     temporary file is renamed over the target. An existing target keeps its permissions.
     If anything fails, the temporary file is removed and the target is untouched.
     """
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    # A short prefix: the temporary name must fit where a 255-character name fits.
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{target.name[:64]}.", suffix=".tmp", dir=target.parent
+    )
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
