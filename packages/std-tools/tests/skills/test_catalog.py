@@ -289,19 +289,31 @@ def test_an_unchanged_folder_returns_the_same_catalog(skills: SkillsFolder) -> N
     assert cache.scan(skills.path, max_bytes=MAX) is not first
 
 
+def test_a_new_size_limit_judges_every_skill_md_again(skills: SkillsFolder) -> None:
+    skill_md = skills.write("one", body="x" * 3000) / "SKILL.md"
+    age(skill_md)
+    age(skills.path)
+    cache = SkillCatalog()
+    assert cache.scan(skills.path, max_bytes=MAX).count == 1
+    assert cache.peek(skills.path, max_bytes=1000) is None
+    small = cache.scan(skills.path, max_bytes=1000)
+    assert small.count == 0
+    assert [d.code for d in small.diagnostics] == ["skill_md_too_large"]
+
+
 def test_peek_answers_only_for_a_folder_known_to_be_unchanged(skills: SkillsFolder) -> None:
     skill_md = skills.write("one") / "SKILL.md"
     age(skill_md)
     age(skills.path)
     cache = SkillCatalog()
-    assert cache.peek(skills.path) is None
+    assert cache.peek(skills.path, max_bytes=MAX) is None
     first = cache.scan(skills.path, max_bytes=MAX)
-    assert cache.peek(skills.path) is first
+    assert cache.peek(skills.path, max_bytes=MAX) is first
     skills.write("one", description="Changed.")
-    assert cache.peek(skills.path) is None
+    assert cache.peek(skills.path, max_bytes=MAX) is None
     assert cache.scan(skills.path, max_bytes=MAX).skills[0].description == "Changed."
     skills.write("two")
-    assert cache.peek(skills.path) is None
+    assert cache.peek(skills.path, max_bytes=MAX) is None
 
 
 def test_added_changed_and_removed_skills_show_on_the_next_scan(skills: SkillsFolder) -> None:

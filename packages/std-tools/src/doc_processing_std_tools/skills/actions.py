@@ -69,7 +69,7 @@ def cached(settings: Settings) -> Catalog | None:
 
     Costs only ``stat`` calls; see `SkillCatalog.peek`.
     """
-    return _catalog.peek(settings.skills_dir)
+    return _catalog.peek(settings.skills_dir, max_bytes=settings.max_file_size_bytes)
 
 
 def clear_cache() -> None:

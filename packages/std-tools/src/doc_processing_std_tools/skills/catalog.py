@@ -277,7 +277,8 @@ class SkillCatalog:
     def __init__(self) -> None:
         """Start with an empty cache."""
         self._lock = threading.Lock()
-        self._folders: dict[Path, _FolderCache] = {}
+        # Keyed by folder and SKILL.md size limit: a new limit must re-judge every file.
+        self._folders: dict[tuple[Path, int], _FolderCache] = {}
 
     def clear(self) -> None:
         """Forget everything read so far; the next scan reads every SKILL.md again."""
@@ -293,7 +294,7 @@ class SkillCatalog:
         with self._lock:
             return self._scan(skills_dir, max_bytes)
 
-    def peek(self, skills_dir: Path) -> Catalog | None:
+    def peek(self, skills_dir: Path, *, max_bytes: int) -> Catalog | None:
         """The remembered catalog if nothing changed on disk since, else None.
 
         Only ``stat`` calls are made, never a read, so this is cheap enough for an event
@@ -303,7 +304,7 @@ class SkillCatalog:
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            cache = self._folders.get(skills_dir)
+            cache = self._folders.get((skills_dir, max_bytes))
             if cache is None or cache.catalog is None or cache.racy:
                 return None
             try:
@@ -329,10 +330,11 @@ class SkillCatalog:
             self._lock.release()
 
     def _scan(self, skills_dir: Path, max_bytes: int) -> Catalog:
+        key = (skills_dir, max_bytes)
         try:
             dir_stat = skills_dir.stat()
         except OSError:
-            self._folders.pop(skills_dir, None)
+            self._folders.pop(key, None)
             return Catalog(
                 skills_dir,
                 note=f"The skills folder {skills_dir} does not exist; create it (or call "
@@ -340,13 +342,13 @@ class SkillCatalog:
                 "folder.",
             )
         if not stat.S_ISDIR(dir_stat.st_mode):
-            self._folders.pop(skills_dir, None)
+            self._folders.pop(key, None)
             return Catalog(
                 skills_dir,
                 note=f"The skills path {skills_dir} is a file, not a folder; point "
                 "DPTTOOLS_SKILLS_DIR at a folder that holds one subfolder per skill.",
             )
-        cache = self._folders.get(skills_dir)
+        cache = self._folders.get(key)
         changed = False
         if cache is None or cache.racy or cache.stamp != _stamp(dir_stat):
             changed = True
@@ -360,7 +362,7 @@ class SkillCatalog:
                 refused,
                 {name: old_entries[name] for name in folders if name in old_entries},
             )
-            self._remember(skills_dir, cache)
+            self._remember(key, cache)
         prefix = f"{skills_dir}{os.sep}"
         for name in cache.folders:
             entry = cache.entries.get(name)
@@ -384,11 +386,11 @@ class SkillCatalog:
             cache.catalog = _assemble(skills_dir, cache)
         return cache.catalog
 
-    def _remember(self, skills_dir: Path, cache: _FolderCache) -> None:
-        self._folders.pop(skills_dir, None)
+    def _remember(self, key: tuple[Path, int], cache: _FolderCache) -> None:
+        self._folders.pop(key, None)
         while len(self._folders) >= _MAX_CACHED_FOLDERS:
             self._folders.pop(next(iter(self._folders)))
-        self._folders[skills_dir] = cache
+        self._folders[key] = cache
 
 
 def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic]]:
