@@ -127,15 +127,22 @@ def _kill_marked(run_id: str) -> int:
     except OSError:
         return 0
     for pid in pids:
+        # A pidfd pins the process before its environment is read, so a pid reused by an
+        # unrelated process in between is never signalled.
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue
         try:
             with open(f"/proc/{pid}/environ", "rb") as handle:
                 environ = handle.read()
+            if marker in environ.split(b"\0"):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                killed += 1
         except OSError:
             continue
-        if marker in environ.split(b"\0"):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
+        finally:
+            os.close(pidfd)
     return killed
 
 
