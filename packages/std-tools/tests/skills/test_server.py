@@ -180,6 +180,7 @@ FRONTMATTER_ROWS = [
         [("warning", "invalid_metadata")],
     ),
     ("tools", "---\nname: tools\ndescription: d\nallowed-tools: Bash Read\n---\n", True, []),
+    ("bom-crlf", "\ufeff---\r\nname: bom-crlf\r\ndescription: d\r\n---\r\nBody\r\n", True, []),
 ]
 
 
@@ -333,6 +334,16 @@ async def test_every_tool_refuses_a_bad_skill_name_stating_the_rule(
         message = await fails(tool, skill_name=name, **extra)
         assert "lowercase letters" in message and "hyphen" in message
     assert not any(skills.path.iterdir())
+
+
+async def test_tool_calls_use_the_folder_name_not_the_frontmatter_name(
+    skills: SkillsFolder,
+) -> None:
+    skills.write("folder-name", "name: other-name\ndescription: d\n")
+    assert "no skill named 'other-name'" in await fails("load_skill", skill_name="other-name")
+    text = await ok("load_skill", skill_name="folder-name")
+    assert text.startswith('<skill_content name="folder-name"')
+    assert [s["name"] for s in (await listing())["skills"]] == ["folder-name"]
 
 
 async def test_an_unknown_skill_is_a_clear_error(skills: SkillsFolder) -> None:
