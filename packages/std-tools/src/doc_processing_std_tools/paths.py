@@ -16,7 +16,10 @@ __all__ = ["confine", "is_inside"]
 
 def is_inside(path: Path, root: Path) -> bool:
     """True when the fully resolved `path` is `root` or lies below it."""
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError):  # a loop of symbolic links is inside nothing
+        return False
     real_root = root.resolve()
     return resolved == real_root or resolved.is_relative_to(real_root)
 
@@ -53,7 +56,13 @@ def confine(root: Path, relative: str, *, what: str = "path", allow_root: bool =
             "Pass a path relative to that folder without '..'."
         )
     real_root = root.resolve()
-    candidate = (real_root / text).resolve()
+    try:
+        candidate = (real_root / text).resolve()
+    except (RuntimeError, OSError) as exc:  # a loop of symbolic links (3.13+: OSError)
+        raise InvalidArgumentError(
+            f"{what} {relative!r} cannot be followed: it leads into a loop of symbolic "
+            f"links inside {root} ({exc}). Point it at a regular file instead."
+        ) from None
     if candidate != real_root and not candidate.is_relative_to(real_root):
         raise PathOutsideRootError(
             f"{what} {relative!r} leads outside {root} (through a symbolic link to "

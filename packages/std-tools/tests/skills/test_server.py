@@ -710,3 +710,31 @@ async def test_make_skills_server_gives_a_full_server_when_a_skill_exists(
         assert sorted(t.name for t in (await client.list_tools()).tools) == sorted(TOOLS)
     (skills.path / "present" / "SKILL.md").unlink()
     assert make_skills_server() is None
+
+
+# ---- Loops of symbolic links: clear errors, never a hidden crash.
+
+
+async def test_symbolic_link_loops_give_clear_errors(skills: SkillsFolder) -> None:
+    folder = skills.write("loopy")
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    (skills.path / "selfloop").mkdir()
+    (skills.path / "selfloop" / "SKILL.md").symlink_to(skills.path / "selfloop" / "SKILL.md")
+    (skills.path / "dirloop").symlink_to(skills.path / "dirloop")
+
+    payload = await listing()
+    assert [s["name"] for s in payload["skills"]] == ["loopy"]
+    assert [(d["skill"], d["level"], d["code"]) for d in payload["diagnostics"]] == [
+        ("selfloop", "error", "unreadable")
+    ]
+    assert "loop" in payload["diagnostics"][0]["message"].lower()
+    # A second, warm call gives the same answer.
+    assert await listing() == payload
+
+    loaded = await ok("load_skill", skill_name="loopy")
+    assert '<skill_resources count="0">' in loaded
+    message = await fails("load_skill_resource", skill_name="loopy", resource_path="a")
+    assert "loop of symbolic links" in message
+    message = await fails("execute_skill_script", skill_name="loopy", script_path="a/x.py")
+    assert "loop of symbolic links" in message

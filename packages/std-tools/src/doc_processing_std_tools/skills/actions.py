@@ -169,7 +169,7 @@ def list_resources(folder: Path, skills_dir: Path) -> list[str]:
                         found.append(prefix + entry.name)
                 elif entry.is_dir() and depth == 0:
                     visible_files(Path(entry.path), f"{entry.name}/", 1)
-            except OSError:
+            except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (< 3.13)
                 continue
 
     visible_files(folder, "", 0)

@@ -11,6 +11,7 @@ second edit made in the same tick.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -179,7 +180,15 @@ def read_skill(
     name = folder.name if name is None else name
     skill_md = folder / SKILL_FILE
     if root is not None and skill_md.is_symlink():
-        target = skill_md.resolve()
+        try:
+            target = skill_md.resolve()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a link loop (< 3.13)
+            return None, _read_diagnostic(
+                folder,
+                "unreadable",
+                f"SKILL.md is a symbolic link that cannot be followed ({exc}); replace it "
+                "with the file itself.",
+            )
         if not target.is_relative_to(root.resolve()):
             return None, _read_diagnostic(
                 folder,
@@ -240,6 +249,11 @@ def read_skill(
 
 
 _Stamp = tuple[int, int, int, int]
+
+
+#: The stamp of a skill whose SKILL.md is a loop of symbolic links (it has no real stamp,
+#: but it is reported with a diagnostic rather than silently left out).
+_LINK_LOOP: Final[_Stamp] = (-1, -1, -1, -1)
 
 
 def _stamp(st: os.stat_result) -> _Stamp:
@@ -319,8 +333,10 @@ class SkillCatalog:
                     return None
                 try:
                     st = os.stat(f"{prefix}{name}{os.sep}{SKILL_FILE}")  # noqa: PTH116
-                except OSError:
+                except OSError as exc:
                     if entry.stamp is None:
+                        continue
+                    if entry.stamp == _LINK_LOOP and exc.errno == errno.ELOOP:
                         continue
                     return None
                 if entry.stamp != _stamp(st):
@@ -369,7 +385,15 @@ class SkillCatalog:
             try:
                 # A string path: this loop is the whole cost of a warm scan.
                 st = os.stat(f"{prefix}{name}{os.sep}{SKILL_FILE}")  # noqa: PTH116
-            except OSError:
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    if entry is None or entry.stamp != _LINK_LOOP:
+                        record, diagnostics = read_skill(
+                            skills_dir / name, max_bytes=max_bytes, root=skills_dir
+                        )
+                        cache.entries[name] = _Entry(_LINK_LOOP, False, record, diagnostics)
+                        changed = True
+                    continue
                 if entry is None or entry.stamp is not None:
                     cache.entries[name] = _Entry(None, False)
                     changed = True
@@ -423,7 +447,7 @@ def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic]]:
                 if (Path(entry.path) / SKILL_FILE).exists():
                     refused.append(_undecodable_name_diagnostic(entry.name))
                 continue
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (< 3.13)
             continue
         folders.append(entry.name)
     return folders, refused
