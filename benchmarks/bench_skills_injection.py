@@ -65,20 +65,26 @@ def load_then_answer(request: ModelRequest) -> ModelResponse:
 SCENARIOS = {"no tool call": answer, "one tool call": load_then_answer}
 
 
-async def time_runs(tools: list[Any], inject: bool, runs: int, script: Any) -> float:
-    """Median seconds of one run, connect excluded."""
-    agent = Agent(model=TestModel(script), tools=tools, auto_inject_skills=inject)
-    samples: list[float] = []
-    async with agent:
+async def time_pair(route: str, folder: Path, runs: int, script: Any) -> tuple[float, float]:
+    """Median seconds of one run with injection off and on, connect excluded.
+
+    The two agents run alternately, so that a noisy neighbour slows both alike.
+    """
+    off = Agent(model=TestModel(script), tools=route_tools(route, folder), auto_inject_skills=False)
+    on = Agent(model=TestModel(script), tools=route_tools(route, folder), auto_inject_skills=True)
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    async with off, on:
         for _ in range(max(3, runs // 10)):
-            await agent.run("warm up")
+            await off.run("warm up")
+            await on.run("warm up")
         for _ in range(runs):
-            start = time.perf_counter()
-            result = await agent.run("go")
-            samples.append(time.perf_counter() - start)
-        expected = "injected" if inject else "disabled"
-        assert result.skills.status == expected, result.skills
-    return statistics.median(samples)
+            for inject, agent in ((False, off), (True, on)):
+                start = time.perf_counter()
+                result = await agent.run("go")
+                samples[inject].append(time.perf_counter() - start)
+                expected = "injected" if inject else "disabled"
+                assert result.skills.status == expected, result.skills
+    return statistics.median(samples[False]), statistics.median(samples[True])
 
 
 def route_tools(route: str, folder: Path) -> list[Any]:
@@ -110,8 +116,7 @@ async def main(runs: int) -> None:
             for route in ("in process", "stdio"):
                 for size, folder in folders.items():
                     count = runs if route == "in process" else max(20, runs // 4)
-                    off = await time_runs(route_tools(route, folder), False, count, script)
-                    on = await time_runs(route_tools(route, folder), True, count, script)
+                    off, on = await time_pair(route, folder, count, script)
                     print(
                         f"{scenario:<14} {route:<10} {size:>6} {off * 1e3:>10.3f}ms "
                         f"{on * 1e3:>10.3f}ms {(on - off) * 1e3:>8.3f}ms {on / off:>6.2f}x"
