@@ -1,5 +1,5 @@
-"""Pieces the real providers share: one SDK client per event loop, splitting
-provider_kwargs, and wording API errors."""
+"""Pieces the real providers share: one SDK client per event loop, the model scaffolding
+built on it, splitting provider_kwargs, and wording API errors."""
 
 from __future__ import annotations
 
@@ -7,19 +7,27 @@ import asyncio
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import ModelAPIError
 
 __all__ = [
     "LoopClients",
     "RequestExtras",
+    "SDKModel",
     "api_error",
     "connection_error",
     "split_provider_kwargs",
 ]
 
 C = TypeVar("C")
+
+
+class _AsyncClosable(Protocol):
+    async def close(self) -> None: ...
+
+
+SDKClient = TypeVar("SDKClient", bound=_AsyncClosable)
 
 
 class LoopClients(Generic[C]):
@@ -76,6 +84,52 @@ class LoopClients(Generic[C]):
         except RuntimeError:
             return self._latest
         return self._by_loop.pop(loop, None)
+
+
+class SDKModel(Generic[SDKClient]):
+    """What a model behind an SDK client shares: its name, its model id, and one client
+    per event loop (see `LoopClients`).
+
+    A subclass sets `_provider` and passes its constructor's `client` on, with `factory`
+    making a new client from the constructor's options; `factory` is called at once when no
+    client was given, and again for each further event loop.
+    """
+
+    _provider: ClassVar[str]
+
+    def __init__(
+        self,
+        model_name: str,
+        client: SDKClient | None,
+        factory: Callable[[], SDKClient],
+    ) -> None:
+        self._model_name = model_name
+        if client is None:
+            self._clients = LoopClients(factory(), factory)
+        else:
+            self._clients = LoopClients(client, None)
+
+    @property
+    def name(self) -> str:
+        """``<provider>:<model>``, for example ``anthropic:<model>`` or ``openai:<model>``."""
+        return f"{self._provider}:{self._model_name}"
+
+    @property
+    def model_name(self) -> str:
+        """The model id sent to the API (or the OpenAI-compatible server)."""
+        return self._model_name
+
+    @property
+    def client(self) -> SDKClient:
+        """The SDK client this model sends its requests through (the one of the event loop
+        that used it last: each event loop gets its own unless the client was given)."""
+        return self._clients.latest
+
+    async def aclose(self) -> None:
+        """Close the running event loop's SDK client, unless the client was given to us."""
+        client = self._clients.release()
+        if client is not None:
+            await client.close()
 
 
 _STATUS_HINTS = {

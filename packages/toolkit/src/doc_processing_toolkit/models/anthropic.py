@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from ..errors import MissingCredentialsError, MissingDependencyError, ModelError
@@ -22,7 +22,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import LoopClients, RequestExtras, api_error, connection_error, split_provider_kwargs
+from ._common import RequestExtras, SDKModel, api_error, connection_error, split_provider_kwargs
 from .base import ModelRequest, TextDelta
 
 try:
@@ -43,7 +43,7 @@ DEFAULT_MAX_TOKENS = 8192
 _PROVIDER = "anthropic"
 
 
-class AnthropicModel:
+class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
     """A Claude model behind Anthropic's Messages API.
 
     Args:
@@ -69,6 +69,8 @@ class AnthropicModel:
         MissingCredentialsError: no API key, token or profile could be found.
     """
 
+    _provider = _PROVIDER
+
     def __init__(
         self,
         model_name: str,
@@ -80,35 +82,18 @@ class AnthropicModel:
         max_retries: int = 2,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
-        self._model_name = model_name
         self._max_tokens = max_tokens
-        factory: Callable[[], anthropic.AsyncAnthropic] | None = None
-        if client is None:
-            factory = functools.partial(
+        super().__init__(
+            model_name,
+            client,
+            functools.partial(
                 _make_client,
                 api_key=api_key,
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
-            )
-            client = factory()
-        self._clients = LoopClients(client, factory)
-
-    @property
-    def name(self) -> str:
-        """``anthropic:<model>``."""
-        return f"{_PROVIDER}:{self._model_name}"
-
-    @property
-    def model_name(self) -> str:
-        """The model id sent to the API."""
-        return self._model_name
-
-    @property
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client this model sends its requests through (the one of the event loop
-        that used it last: each event loop gets its own unless the client was given)."""
-        return self._clients.latest
+            ),
+        )
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one Messages API request and return the whole reply.
@@ -142,12 +127,6 @@ class AnthropicModel:
         except (anthropic.AnthropicError, ValueError) as exc:
             raise self._translate_error(client, exc) from exc
         yield self._to_response(message)
-
-    async def aclose(self) -> None:
-        """Close the running event loop's SDK client, unless the client was given to us."""
-        client = self._clients.release()
-        if client is not None:
-            await client.close()
 
     def _prepare(
         self, client: anthropic.AsyncAnthropic, request: ModelRequest

@@ -12,7 +12,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import LoopClients, api_error, connection_error, split_provider_kwargs
+from ._common import SDKModel, api_error, connection_error, split_provider_kwargs
 from .base import ModelRequest, TextDelta
 
 try:
@@ -47,7 +47,7 @@ _PROVIDER = "openai"
 _ERROR_PREFIX = "Error: "
 
 
-class OpenAIModel:
+class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
     """A chat model behind the Chat Completions API (OpenAI or a compatible server).
 
     Args:
@@ -80,6 +80,8 @@ class OpenAIModel:
         MissingCredentialsError: no API key and no base URL.
     """
 
+    _provider = _PROVIDER
+
     def __init__(
         self,
         model_name: str,
@@ -90,34 +92,17 @@ class OpenAIModel:
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        self._model_name = model_name
-        factory: Callable[[], openai.AsyncOpenAI] | None = None
-        if client is None:
-            factory = functools.partial(
+        super().__init__(
+            model_name,
+            client,
+            functools.partial(
                 _make_client,
                 api_key=api_key,
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
-            )
-            client = factory()
-        self._clients = LoopClients(client, factory)
-
-    @property
-    def name(self) -> str:
-        """``openai:<model>``."""
-        return f"{_PROVIDER}:{self._model_name}"
-
-    @property
-    def model_name(self) -> str:
-        """The model id sent to the server."""
-        return self._model_name
-
-    @property
-    def client(self) -> openai.AsyncOpenAI:
-        """The SDK client this model sends its requests through (the one of the event loop
-        that used it last: each event loop gets its own unless the client was given)."""
-        return self._clients.latest
+            ),
+        )
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one Chat Completions request and return the whole reply.
@@ -180,12 +165,6 @@ class OpenAIModel:
         except openai.OpenAIError as exc:
             raise self._translate_error(client, exc) from exc
         yield reply.response(self._model_name)
-
-    async def aclose(self) -> None:
-        """Close the running event loop's SDK client, unless the client was given to us."""
-        client = self._clients.release()
-        if client is not None:
-            await client.close()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         extras = split_provider_kwargs(request.provider_kwargs)
