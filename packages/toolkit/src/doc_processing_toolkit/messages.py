@@ -60,6 +60,16 @@ class ToolResultPart:
 Part = TextPart | ToolCallPart | ToolResultPart
 
 
+def _joined_text(parts: tuple[Part, ...]) -> str:
+    """The text parts of `parts`, concatenated."""
+    return "".join(p.text for p in parts if isinstance(p, TextPart))
+
+
+def _tool_calls(parts: tuple[Part, ...]) -> list[ToolCallPart]:
+    """The tool calls among `parts`, in order."""
+    return [p for p in parts if isinstance(p, ToolCallPart)]
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One turn of the conversation."""
@@ -70,12 +80,12 @@ class Message:
     @property
     def text(self) -> str:
         """The concatenated text parts of this message."""
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        return _joined_text(self.parts)
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
         """The tool calls in this message, in order."""
-        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+        return _tool_calls(self.parts)
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -125,12 +135,12 @@ class ModelResponse:
     @property
     def text(self) -> str:
         """The concatenated text parts of the reply."""
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        return _joined_text(self.parts)
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
         """The tool calls of the reply, in order."""
-        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+        return _tool_calls(self.parts)
 
     def to_message(self) -> Message:
         """The reply as an assistant message for the history."""
