@@ -15,7 +15,9 @@ __all__ = [
     "LoopClients",
     "RequestExtras",
     "SDKModel",
+    "add_request_extras",
     "api_error",
+    "client_options",
     "connection_error",
     "split_provider_kwargs",
 ]
@@ -171,6 +173,42 @@ def split_provider_kwargs(provider_kwargs: Mapping[str, Any]) -> RequestExtras:
         else:
             extras.body[key] = value
     return extras
+
+
+def add_request_extras(
+    params: dict[str, Any], agent_tools: list[Any], extras: RequestExtras
+) -> None:
+    """Put into an SDK call's `params` the agent's tools followed by ``extras.tools``, and
+    the extra body, headers and query, each only when not empty."""
+    tools = [*agent_tools, *extras.tools]
+    if tools:
+        params["tools"] = tools
+    if extras.body:
+        params["extra_body"] = extras.body
+    if extras.headers:
+        params["extra_headers"] = extras.headers
+    if extras.query:
+        params["extra_query"] = extras.query
+
+
+def client_options(
+    http_client: Any,
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float | None,
+    max_retries: int,
+) -> dict[str, Any]:
+    """The keyword arguments of an SDK client: `max_retries` and `http_client`, and each of
+    `api_key`, `base_url` and `timeout` that is set (the SDK's own default otherwise)."""
+    options: dict[str, Any] = {"max_retries": max_retries, "http_client": http_client}
+    if api_key is not None:
+        options["api_key"] = api_key
+    if base_url is not None:
+        options["base_url"] = base_url
+    if timeout is not None:
+        options["timeout"] = timeout
+    return options
 
 
 def api_error(

@@ -22,7 +22,15 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import RequestExtras, SDKModel, api_error, connection_error, split_provider_kwargs
+from ._common import (
+    RequestExtras,
+    SDKModel,
+    add_request_extras,
+    api_error,
+    client_options,
+    connection_error,
+    split_provider_kwargs,
+)
 from .base import ModelRequest, TextDelta
 
 try:
@@ -142,16 +150,7 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         }
         if request.system:
             params["system"] = request.system
-        tools: list[Any] = [to_anthropic_tool(spec) for spec in request.tools]
-        tools.extend(extras.tools)
-        if tools:
-            params["tools"] = tools
-        if extras.body:
-            params["extra_body"] = extras.body
-        if extras.headers:
-            params["extra_headers"] = extras.headers
-        if extras.query:
-            params["extra_query"] = extras.query
+        add_request_extras(params, [to_anthropic_tool(spec) for spec in request.tools], extras)
         if betas is None:
             return client.messages, params
         params["betas"] = [betas] if isinstance(betas, str) else list(betas)
@@ -198,16 +197,13 @@ def _make_client(
 ) -> anthropic.AsyncAnthropic:
     # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
     # running loop, which fails for a client whose loop has ended (see LoopClients).
-    options: dict[str, Any] = {
-        "max_retries": max_retries,
-        "http_client": anthropic.DefaultAsyncHttpxClient(),
-    }
-    if api_key is not None:
-        options["api_key"] = api_key
-    if base_url is not None:
-        options["base_url"] = base_url
-    if timeout is not None:
-        options["timeout"] = timeout
+    options = client_options(
+        anthropic.DefaultAsyncHttpxClient(),
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
     try:
         client = anthropic.AsyncAnthropic(**options)
     except anthropic.AnthropicError as exc:

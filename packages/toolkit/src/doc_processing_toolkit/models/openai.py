@@ -26,7 +26,14 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import SDKModel, api_error, connection_error, split_provider_kwargs
+from ._common import (
+    SDKModel,
+    add_request_extras,
+    api_error,
+    client_options,
+    connection_error,
+    split_provider_kwargs,
+)
 from .base import ModelRequest, TextDelta
 
 try:
@@ -172,16 +179,7 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
             "model": self._model_name,
             "messages": to_openai_messages(request.system, request.messages),
         }
-        tools: list[Any] = [to_openai_tool(spec) for spec in request.tools]
-        tools.extend(extras.tools)
-        if tools:
-            params["tools"] = tools
-        if extras.body:
-            params["extra_body"] = extras.body
-        if extras.headers:
-            params["extra_headers"] = extras.headers
-        if extras.query:
-            params["extra_query"] = extras.query
+        add_request_extras(params, [to_openai_tool(spec) for spec in request.tools], extras)
         return params
 
     def _translate_error(self, client: openai.AsyncOpenAI, exc: openai.OpenAIError) -> ModelError:
@@ -260,16 +258,13 @@ def _make_client(
 ) -> openai.AsyncOpenAI:
     # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
     # running loop, which fails for a client whose loop has ended (see LoopClients).
-    options: dict[str, Any] = {
-        "max_retries": max_retries,
-        "http_client": openai.DefaultAsyncHttpxClient(),
-    }
-    if api_key is not None:
-        options["api_key"] = api_key
-    if base_url is not None:
-        options["base_url"] = base_url
-    if timeout is not None:
-        options["timeout"] = timeout
+    options = client_options(
+        openai.DefaultAsyncHttpxClient(),
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
     has_key = bool(api_key or os.environ.get("OPENAI_API_KEY"))
     has_base_url = bool(base_url or os.environ.get("OPENAI_BASE_URL"))
     if not has_key:
