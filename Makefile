@@ -1,5 +1,6 @@
 # Two entry points: `make demo` and `make test`. Both create .venv on first use from
-# python3 alone, then install exactly what uv.lock pins.
+# python3 alone, then install exactly what requirements.lock pins (versions and hashes).
+# `make lock` re-resolves the dependencies and rewrites the two lock files.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck docs pytest bench clean
+.PHONY: demo test lint typecheck docs pytest bench lock clean
 
 # A .venv whose interpreter no longer starts (its Python was removed or upgraded) or is
 # older than 3.11 is rebuilt from scratch instead of failing in every later step.
@@ -26,8 +27,8 @@ $(UV):
 	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
 
-$(STAMP): $(UV) uv.lock pyproject.toml packages/std-tools/pyproject.toml packages/toolkit/pyproject.toml
-	$(UV) sync --locked --python $(BIN)/python
+$(STAMP): $(UV) requirements.lock
+	$(UV) pip sync --quiet --python $(BIN)/python requirements.lock
 	touch $@
 
 demo: $(STAMP)
@@ -50,9 +51,15 @@ docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir .site
 
 bench: $(UV)
-	$(UV) sync --locked --python $(BIN)/python --group bench
+	$(UV) pip sync --quiet --python $(BIN)/python requirements-bench.lock
 	rm -f $(STAMP)
 	@echo "Peers installed. Run a benchmark, e.g.: $(BIN)/python benchmarks/bench_list_skills.py"
+
+# After changing a dependency in a pyproject.toml: resolve again and rewrite the locks.
+lock: $(UV)
+	$(UV) lock
+	$(UV) export --frozen --no-emit-project --no-header -o requirements.lock
+	$(UV) export --frozen --no-emit-project --no-header --all-groups -o requirements-bench.lock
 
 clean:
 	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache
