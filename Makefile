@@ -58,8 +58,8 @@ bench: $(UV)
 # After changing a dependency in a pyproject.toml: resolve again and rewrite the locks.
 lock: $(UV)
 	$(UV) lock
-	$(UV) export --frozen --no-emit-project --no-header -o requirements.lock
-	$(UV) export --frozen --no-emit-project --no-header --all-groups -o requirements-bench.lock
+	$(UV) export --frozen --no-emit-project --no-header -o requirements.lock >/dev/null
+	$(UV) export --frozen --no-emit-project --no-header --all-groups -o requirements-bench.lock >/dev/null
 
 clean:
 	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache
