@@ -144,15 +144,12 @@ class _RunSetup:
 
     Attributes:
         system_prompt: the system prompt of every model request of the run.
-        servers: the connected servers in loaded order, each with its session and the
-            tools it lists now.
         tools: the tools the model may see and call, by model-visible name.
         warnings: what went wrong without failing the run.
         skills: what the skills step decided for this run.
     """
 
     system_prompt: str | None
-    servers: tuple[ListedServer, ...]
     tools: dict[str, ToolRoute]
     warnings: list[str]
     skills: SkillsOutcome
@@ -416,7 +413,7 @@ class Agent:
             ToolServerError: a required server could not connect.
             ToolNameConflictError: two servers expose the same tool name.
         """
-        _servers, warnings = await self._connect_and_list()
+        _servers, _routes, warnings = await self._connect_and_list()
         return warnings
 
     async def aclose(self) -> None:
@@ -470,9 +467,12 @@ class Agent:
 
     # -- the per-run view -----------------------------------------------------------------
 
-    async def _connect_and_list(self) -> tuple[tuple[ListedServer, ...], list[str]]:
+    async def _connect_and_list(
+        self,
+    ) -> tuple[tuple[ListedServer, ...], dict[str, ToolRoute], list[str]]:
         """Connect what is not connected (reconnecting dead sessions), list every server's
-        tools, fail on an unreachable required server, and check tool names.
+        tools, fail on an unreachable required server, and route every tool name (which
+        checks for name conflicts).
         """
         self._bind_loop()
         listing = await self._pool.list_servers()
@@ -487,15 +487,14 @@ class Agent:
             for c in listing.reconnected
         )
         servers = tuple(listing.listed)
-        build_tool_routes(servers)  # name conflicts are checked on every tool
-        return servers, warnings
+        return servers, build_tool_routes(servers), warnings
 
     async def _prepare_run(self) -> _RunSetup:
         """Compute the system prompt and the visible tools of one run: connect and list
         the servers, then apply the skills step (catalog appended, activation tools hidden
         on an empty catalog).
         """
-        listed, warnings = await self._connect_and_list()
+        listed, routes, warnings = await self._connect_and_list()
         step = await apply_skills(
             listed,
             enabled=self.auto_inject_skills,
@@ -506,8 +505,8 @@ class Agent:
             warnings.append(step.outcome.warning)
         return _RunSetup(
             system_prompt=step.system_prompt,
-            servers=step.servers,
-            tools=build_tool_routes(step.servers),
+            # Routes change only when the skills step hid tools of the skills server.
+            tools=build_tool_routes(step.servers) if step.outcome.hidden_tools else routes,
             warnings=warnings,
             skills=step.outcome,
         )
@@ -573,7 +572,7 @@ class Agent:
             # sessions) instead of each starting its own.
             if self._loop_thread is None:
                 self._loop_thread = LoopThread(f"dpt-agent-{self.name}")
-                atexit.register(_close_at_exit, weakref.ref(self))
+                _SYNC_AGENTS.add(self)
             loop_thread = self._loop_thread
         history = message_history
 
@@ -740,10 +739,16 @@ def _loop_ended(token: object) -> bool:
     return isinstance(native, asyncio.AbstractEventLoop) and native.is_closed()
 
 
-def _close_at_exit(ref: weakref.ref[Agent]) -> None:
-    agent = ref()
-    if agent is not None:
+_SYNC_AGENTS: weakref.WeakSet[Agent] = weakref.WeakSet()
+"""Agents whose run_sync started a loop thread; closed at interpreter exit."""
+
+
+def _close_sync_agents_at_exit() -> None:
+    for agent in list(_SYNC_AGENTS):
         try:
             agent.close()
         except Exception:
             logger.debug("closing agent %r at exit failed", agent, exc_info=True)
+
+
+atexit.register(_close_sync_agents_at_exit)

@@ -90,7 +90,6 @@ class SkillsCatalog:
     skills: tuple[SkillEntry, ...]
     skills_dir: str | None = None
     diagnostics: tuple[Mapping[str, Any], ...] = ()
-    note: str | None = None
     block: str | None = None
     """`render_catalog` of `skills`, or None when there is no skill."""
 
@@ -193,15 +192,15 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
         skills.append(SkillEntry(name, description, path if isinstance(path, str) else None))
     raw_diagnostics = payload.get("diagnostics")
     diagnostics = tuple(
-        d for d in (raw_diagnostics if isinstance(raw_diagnostics, list) else []) if d
+        d if isinstance(d, dict) else {"message": str(d)}
+        for d in (raw_diagnostics if isinstance(raw_diagnostics, list) else [])
+        if d
     )
     skills_dir = payload.get("skills_dir")
-    note = payload.get("note")
     return SkillsCatalog(
         skills=tuple(skills),
         skills_dir=skills_dir if isinstance(skills_dir, str) else None,
-        diagnostics=tuple(d if isinstance(d, dict) else {"message": str(d)} for d in diagnostics),
-        note=note if isinstance(note, str) else None,
+        diagnostics=diagnostics,
         block=render_catalog(skills) if skills else None,
     )
 

@@ -118,7 +118,8 @@ def is_valid_name(name: str) -> bool:
 
 
 def decode_skill_md(data: bytes) -> str | Diagnostic:
-    """Decode SKILL.md bytes as UTF-8 (a byte-order mark is dropped) with LF line endings.
+    """Decode SKILL.md bytes as UTF-8; `parse_skill_md` drops a byte-order mark and turns
+    line endings into LF.
 
     Returns the text, or an error `Diagnostic` (code ``not_utf8``) when the bytes are not
     UTF-8.
@@ -132,7 +133,7 @@ def decode_skill_md(data: bytes) -> str | Diagnostic:
             f"SKILL.md is not valid UTF-8 (byte {exc.start} cannot be decoded); "
             "save the file with UTF-8 encoding.",
         )
-    return text.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def read_skill_md_text(data: bytes) -> ParsedSkillMd:

@@ -38,8 +38,8 @@ def tool_call(
     return ModelResponse(parts=tuple(parts))
 
 
-def _estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4) if text else 0
+def _estimate_tokens(chars: int) -> int:
+    return max(1, chars // 4) if chars else 0
 
 
 class TestModel:
@@ -83,8 +83,8 @@ class TestModel:
         return ModelResponse(
             parts=response.parts,
             usage=Usage(
-                input_tokens=_estimate_tokens("x" * prompt_chars),
-                output_tokens=_estimate_tokens(response.text) + 10 * len(response.tool_calls),
+                input_tokens=_estimate_tokens(prompt_chars),
+                output_tokens=_estimate_tokens(len(response.text)) + 10 * len(response.tool_calls),
                 requests=1,
             ),
             model_name=self.name,

@@ -394,10 +394,7 @@ class ConnectionPool:
                 "outside asyncio, open the agent's sessions with `async with agent:` first."
             ) from None
 
-        async def main() -> None:
-            await run()
-
-        task = loop.create_task(main())
+        task = loop.create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

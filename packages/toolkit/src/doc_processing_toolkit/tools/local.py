@@ -20,6 +20,7 @@ import pydantic_core
 from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
 
 from ..errors import ConfigError
+from .base import TOOL_NAME_PATTERN
 
 __all__ = ["LocalFunctionSession", "LocalTool", "tool"]
 
@@ -112,7 +113,7 @@ class LocalTool:
                 valid tool name.
         """
         tool_name = name or str(getattr(function, "__name__", ""))
-        if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", tool_name):
+        if not TOOL_NAME_PATTERN.fullmatch(tool_name):
             raise ConfigError(
                 f"tool name {tool_name!r} is not valid: use 1-64 letters, digits, '_' or '-' "
                 "(pass @tool(name=...) to choose another)."
@@ -267,7 +268,7 @@ class LocalFunctionSession:
 
     async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
         """All the tools, in one page."""
-        return self._listing.model_copy(deep=True)
+        return self._listing
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
         """Call the function named `name`; failures come back as ``is_error`` results."""

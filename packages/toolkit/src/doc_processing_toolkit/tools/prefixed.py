@@ -18,7 +18,6 @@ class PrefixedSession:
 
     def __init__(self, inner: ToolSession, prefix: str) -> None:
         self.inner = inner
-        self.prefix = prefix
         self._start = f"{prefix}_"
 
     async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
