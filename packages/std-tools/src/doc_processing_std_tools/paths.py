@@ -7,21 +7,41 @@ when its target exists.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from .errors import InvalidArgumentError, PathOutsideRootError
 
-__all__ = ["confine", "is_inside"]
+__all__ = ["confine", "is_inside", "real_path"]
+
+
+def real_path(path: Path) -> Path:
+    """`path` made absolute with every symbolic link followed; a part that does not exist
+    is kept as written.
+
+    Raises:
+        OSError: (errno ``ELOOP``) the path runs into a loop of symbolic links. Python
+            reports loops differently across versions (a ``RuntimeError`` before 3.13,
+            nothing at all from a non-strict resolve since); this is the one place that
+            tells them apart.
+    """
+    try:
+        return path.resolve(strict=True)
+    except RuntimeError:
+        raise OSError(errno.ELOOP, f"{path} runs into a loop of symbolic links") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, f"{path} runs into a loop of symbolic links") from None
+        return path.resolve()
 
 
 def is_inside(path: Path, root: Path) -> bool:
-    """True when the fully resolved `path` is `root` or lies below it."""
+    """True when the fully resolved `path` is `root` or lies below it (a path that runs
+    into a loop of symbolic links is inside nothing)."""
     try:
-        resolved = path.resolve()
-    except (RuntimeError, OSError):  # a loop of symbolic links is inside nothing
+        return real_path(path).is_relative_to(root.resolve())
+    except OSError:
         return False
-    real_root = root.resolve()
-    return resolved == real_root or resolved.is_relative_to(real_root)
 
 
 def confine(root: Path, relative: str, *, what: str = "path", allow_root: bool = False) -> Path:
@@ -57,8 +77,8 @@ def confine(root: Path, relative: str, *, what: str = "path", allow_root: bool =
         )
     real_root = root.resolve()
     try:
-        candidate = (real_root / text).resolve()
-    except (RuntimeError, OSError) as exc:  # a loop of symbolic links (3.13+: OSError)
+        candidate = real_path(real_root / text)
+    except OSError as exc:
         raise InvalidArgumentError(
             f"{what} {relative!r} cannot be followed: it leads into a loop of symbolic "
             f"links inside {root} ({exc}). Point it at a regular file instead."

@@ -26,7 +26,7 @@ from ..errors import (
     InvalidArgumentError,
     NotFoundError,
 )
-from ..paths import confine
+from ..paths import confine, is_inside
 from .catalog import SKILL_FILE, Catalog, SkillCatalog, is_hidden_name
 from .frontmatter import (
     MAX_DESCRIPTION_LENGTH,
@@ -162,14 +162,14 @@ def list_resources(folder: Path, skills_dir: Path) -> list[str]:
             if is_hidden_name(entry.name):
                 continue
             try:
-                if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(real_root):
+                if entry.is_symlink() and not is_inside(Path(entry.path), real_root):
                     continue
                 if entry.is_file():
                     if depth or entry.name != SKILL_FILE:
                         found.append(prefix + entry.name)
                 elif entry.is_dir() and depth == 0:
                     visible_files(Path(entry.path), f"{entry.name}/", 1)
-            except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (< 3.13)
+            except OSError:
                 continue
 
     visible_files(folder, "", 0)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .._text import wire_safe
+from ..paths import real_path
 from .frontmatter import Diagnostic, Level, check_fields, read_skill_md_text
 
 __all__ = [
@@ -181,13 +182,13 @@ def read_skill(
     skill_md = folder / SKILL_FILE
     if root is not None and skill_md.is_symlink():
         try:
-            target = skill_md.resolve()
-        except (OSError, RuntimeError) as exc:  # RuntimeError: a link loop (< 3.13)
+            target = real_path(skill_md)
+        except OSError:
             return None, _read_diagnostic(
                 folder,
                 "unreadable",
-                f"SKILL.md is a symbolic link that cannot be followed ({exc}); replace it "
-                "with the file itself.",
+                "SKILL.md is a symbolic link that leads into a loop of symbolic links; "
+                "replace it with the file itself.",
             )
         if not target.is_relative_to(root.resolve()):
             return None, _read_diagnostic(
@@ -438,7 +439,7 @@ def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic]]:
             if not entry.is_dir():
                 continue
             if entry.is_symlink():
-                target = Path(entry.path).resolve()
+                target = real_path(Path(entry.path))
                 if not target.is_relative_to(real_root):
                     if (target / SKILL_FILE).is_file():
                         refused.append(_outside_diagnostic(entry.name, skills_dir))
@@ -447,7 +448,7 @@ def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic]]:
                 if (Path(entry.path) / SKILL_FILE).exists():
                     refused.append(_undecodable_name_diagnostic(entry.name))
                 continue
-        except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (< 3.13)
+        except OSError:
             continue
         folders.append(entry.name)
     return folders, refused
