@@ -75,6 +75,32 @@ def test_read_file_cuts_long_text_and_says_where_to_go_on(ws: Workspace, root: P
     assert ops.read_file(ws, "long.txt", next_line, next_line).startswith(f"line {next_line:04d}")
 
 
+@pytest.mark.parametrize("ending", ["\r", "\x0c", "\u2028", "\r\n"])
+def test_read_file_hints_count_lines_as_start_line_does(
+    ws: Workspace, root: Path, ending: str
+) -> None:
+    # start_line counts lines with str.splitlines, which also ends them at "\r", "\f",
+    # "\u2028"...; the hint must count the same way, or the reader never gets past line 1.
+    lines = [f"line {i:04d} " + "x" * 40 + ending for i in range(1, 201)]
+    (root / "old-mac.txt").write_bytes("".join(lines).encode("utf-8"))
+    seen: list[str] = []
+    start = 1
+    for _ in range(len(lines)):
+        out = ops.read_file(ws, "old-mac.txt", start_line=start)
+        assert len(out) <= ws.output_limit
+        if "\n[... truncated" not in out:
+            seen.extend(out.splitlines(keepends=True))
+            break
+        next_line = int(out.rsplit("start_line=", 1)[1].split()[0])
+        assert next_line > start
+        # Keep the complete lines before the restart line; the rest comes again.
+        seen.extend(out.splitlines(keepends=True)[: next_line - start])
+        start = next_line
+    else:
+        pytest.fail("reading on by the hints never reached the end of the file")
+    assert seen == lines
+
+
 def test_read_file_refuses_binary_and_non_utf8_files(ws: Workspace, root: Path) -> None:
     (root / "image.bin").write_bytes(b"\x89PNG\x00\x00\x01")
     (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))

@@ -98,20 +98,19 @@ class BoundedRegex:
         *,
         ignore_case: bool,
         what: str,
-        seconds: float | None = None,
         label: str | None = None,
         unit: str = "lines",
     ) -> None:
         """Check `pattern` (the argument called `what` in errors); start nothing yet.
 
-        `seconds` bounds each batch (default: `MATCH_SECONDS` at the time of the call).
+        Each batch may take `MATCH_SECONDS` seconds (its value at the time of this call).
         `label` names the pattern in errors when the caller wrote it in another form
         (a glob, say); by default the regular expression itself is named. `unit` says
         what the texts are ("lines", "paths") in the time-out message.
         """
         self.regex = compile_pattern(pattern, ignore_case, what)
         self.label = label or f"The regular expression {pattern!r} ({what})"
-        self.seconds = MATCH_SECONDS if seconds is None else seconds
+        self.seconds = MATCH_SECONDS
         self.unit = unit
         self._process: subprocess.Popen[bytes] | None = None
         self._answers: queue.Queue[list[int] | None] = queue.Queue()

@@ -96,21 +96,14 @@ class Workspace:
         """The workspace described by `settings` (default: the current settings)."""
         current = settings if settings is not None else get_settings()
         return cls(
-            root=current.workspace_dir.resolve(),
+            root=current.workspace_dir,  # `load_settings` resolves it already
             max_file_bytes=current.max_file_size_bytes,
             output_limit=current.output_truncation_limit,
         )
 
     def resolve(self, path: str, *, allow_root: bool = False) -> Path:
         """Confine `path` inside the root and return it absolute and symlink-free."""
-        try:
-            return confine(self.root, path, what="path", allow_root=allow_root)
-        except RuntimeError:
-            # pathlib reports a loop of symbolic links this way.
-            raise InvalidArgumentError(
-                f"{path!r} goes through a loop of symbolic links, so it leads nowhere; "
-                "fix or remove the links."
-            ) from None
+        return confine(self.root, path, what="path", allow_root=allow_root)
 
     def relative(self, absolute: Path) -> str:
         """`absolute` as a path relative to the root, with `/` separators (`.` for the root)."""
@@ -287,6 +280,7 @@ def read_file(
     """
     _, text, _ = _read_text(ws, path)
     first = 1
+    lines: list[str] | None = None
     if start_line is not None or end_line is not None:
         first = 1 if start_line is None else start_line
         if first < 1:
@@ -301,13 +295,21 @@ def read_file(
             raise InvalidArgumentError(
                 f"start_line {first} is past the end of {path!r}, which has {len(lines)} lines."
             )
-        text = "".join(lines[first - 1 : end_line])
+        lines = lines[first - 1 : end_line]
+        text = "".join(lines)
     if len(text) <= ws.output_limit:
         return text
     # The cut lands at most a few hundred characters before the limit; restart from the
-    # line that holds the cut, so nothing is skipped.
+    # line that holds the cut, so nothing is skipped. Lines are counted as `start_line`
+    # counts them (`splitlines`, which also ends a line at "\r", "\f", "\u2028" ...).
     safe = max(ws.output_limit - 300, 0)
-    next_line = first + text.count("\n", 0, safe)
+    next_line = first
+    end = 0
+    for line in text.splitlines(keepends=True) if lines is None else lines:
+        end += len(line)
+        if end > safe:
+            break
+        next_line += 1
     return truncate(
         text, ws.output_limit, hint=f"call read_file with start_line={next_line} to read on"
     )
