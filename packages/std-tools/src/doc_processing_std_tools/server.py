@@ -26,7 +26,7 @@ def make_composed_server() -> MCPServer:
     """
     from .docs.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
-    from .skills.server import register_skills_tools
+    from .skills.tools import register_skills_tools
 
     server = MCPServer(
         COMPOSED_SERVER_NAME,

@@ -1,4 +1,5 @@
-"""The skills MCP server: five tools, each a few lines of glue to `actions`.
+"""The standalone skills MCP server, ``skills-tools``, with the five tools of
+`skills.tools`.
 
 The settings are read when a tool is called, never at import time, so the skills folder
 and limits follow ``DPTTOOLS_*`` as `get_settings()` reports them.
@@ -9,13 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 
-from .._text import wire_safe
-from .._tooling import tool_errors
 from ..config import get_settings
 from . import actions
+from .tools import register_skills_tools
 
 __all__ = ["SKILLS_SERVER_NAME", "make_skills_server", "register_skills_tools", "skills_server"]
 
@@ -23,78 +22,6 @@ logger = logging.getLogger(__name__)
 
 SKILLS_SERVER_NAME: Final = "skills-tools"
 """The MCP name of the standalone skills server."""
-
-
-def register_skills_tools(server: MCPServer) -> None:
-    """Add the five skills tools to `server` (any `MCPServer`, such as a composed one).
-
-    The tools are list_skills, load_skill, load_skill_resource, execute_skill_script and
-    create_skill. Each reads the settings at call time. Anticipated failures reach the
-    client as a `ToolError` carrying a message that says how to fix the call.
-    """
-
-    @server.tool(structured_output=False)
-    async def list_skills() -> str:
-        """List every Agent Skill: name, description and SKILL.md path, as JSON.
-
-        Returns {"skills": [...], "skills_dir": ..., "count": ...}, plus "diagnostics"
-        when a SKILL.md has problems and "note" when the skills folder does not exist.
-        Call load_skill with a name to read that skill's instructions.
-        """
-        with tool_errors():
-            settings = get_settings()
-            # An unchanged folder is answered from the cache right here; reading files
-            # happens in a worker thread so the event loop never waits on the disk.
-            catalog = actions.cached(settings)
-            if catalog is None:
-                catalog = await anyio.to_thread.run_sync(actions.scan, settings)
-            return catalog.json
-
-    @server.tool(structured_output=False)
-    def load_skill(skill_name: str) -> str:
-        """Load one skill's full SKILL.md instructions and the list of its files.
-
-        skill_name is the name from list_skills (the skill's folder name). The answer is
-        wrapped in <skill_content> with a <skill_resources> list; read those files with
-        load_skill_resource and run its .py scripts with execute_skill_script.
-        """
-        with tool_errors():
-            return wire_safe(actions.load_skill(get_settings(), skill_name))
-
-    @server.tool(structured_output=False)
-    def load_skill_resource(skill_name: str, resource_path: str) -> str:
-        """Read a text file that belongs to a skill, such as references/glossary.md.
-
-        resource_path is relative to the skill's folder, as load_skill lists it.
-        """
-        with tool_errors():
-            return wire_safe(actions.load_skill_resource(get_settings(), skill_name, resource_path))
-
-    @server.tool(structured_output=False)
-    async def execute_skill_script(skill_name: str, script_path: str, args: str = "") -> str:
-        """Run a skill's Python script and return {"stdout", "stderr", "exit_code"} as JSON.
-
-        script_path is a .py file relative to the skill's folder (for example
-        scripts/normalise_totals.py). args is one string split like a POSIX shell
-        command line, so quote arguments that contain spaces. The script runs in its own
-        folder; after the configured timeout it is killed and exit_code is -1.
-        """
-        with tool_errors():
-            settings = get_settings()
-            return wire_safe(
-                await actions.execute_skill_script(settings, skill_name, script_path, args)
-            )
-
-    @server.tool(structured_output=False)
-    def create_skill(skill_name: str, description: str) -> str:
-        """Create a new skill folder holding a template SKILL.md, without overwriting.
-
-        skill_name: 1-64 lowercase letters, digits and single hyphens. description: what
-        the skill does and when to use it. Fill in the template's TODO sections afterwards
-        with a file tool; list_skills shows the new skill from its next call.
-        """
-        with tool_errors():
-            return wire_safe(actions.create_skill(get_settings(), skill_name, description))
 
 
 def _new_server() -> MCPServer:
