@@ -9,7 +9,6 @@ TEXT`` writes a template skill. The MCP SDK is never imported.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shutil
 import sys
@@ -17,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..config import Settings, get_settings
+from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
 from .catalog import SKILL_FILE, SkillDiagnostic, read_skill, scan_once
@@ -26,10 +25,10 @@ __all__ = ["main"]
 
 
 def _settings(skills_dir: str | None) -> Settings:
-    settings = get_settings()
     if skills_dir is None:
-        return settings
-    return dataclasses.replace(settings, skills_dir=Path(skills_dir).expanduser().resolve())
+        return get_settings()
+    # Checked like the environment variable it stands for (an empty value is an error).
+    return load_settings({**os.environ, "DPTTOOLS_SKILLS_DIR": skills_dir})
 
 
 def _shorten(text: str, width: int) -> str:
