@@ -157,25 +157,25 @@ def get_file_overview(ws: Workspace, path: str) -> str:
         return _fit(result, ws.output_limit)
 
 
-def _units(source: Source, pages: str) -> tuple[str, Iterator[Chunk]]:
-    """What `pages` counts in this format, and the selected content as chunks."""
+def _units(source: Source, pages: str) -> Iterator[Chunk]:
+    """The content `pages` selects, as chunks (pages, sheets, rows, lines or sections)."""
     if source.format == "pdf":
         numbers = parse_ranges(pages, pdf.page_count(source), "page")
-        return "pages", pdf.read(source, numbers)
+        return pdf.read(source, numbers)
     if source.format == "xlsx":
         selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
-        return "sheets", sheets.xlsx_rows(source, selection)
+        return sheets.xlsx_rows(source, selection)
     if source.format == "csv":
         table = sheets.load_csv(source)
         numbers = parse_ranges(pages, len(table.rows), "row")
-        return "rows", sheets.csv_rows(table, numbers)
+        return sheets.csv_rows(table, numbers)
     if source.format == "text":
         lines, _ = _lines(source)
         numbers = parse_ranges(pages, len(lines), "line")
-        return "lines", (Chunk(f"{n}-", lines[n - 1] + "\n") for n in numbers)
+        return (Chunk(f"{n}-", lines[n - 1] + "\n") for n in numbers)
     document, _ = _flow(source)
     numbers = parse_ranges(pages, len(document.sections), "section")
-    return "sections", flow.read(document, numbers)
+    return flow.read(document, numbers)
 
 
 def read_document(ws: Workspace, path: str, pages: str = "") -> str:
@@ -188,7 +188,7 @@ def read_document(ws: Workspace, path: str, pages: str = "") -> str:
     """
     source = open_source(ws, path)
     with _reading(source):
-        _, chunks = _units(source, pages)
+        chunks = _units(source, pages)
         with _closed_after(chunks) as drawn:
             return assemble(
                 drawn,
