@@ -261,6 +261,15 @@ def _stamp(st: os.stat_result) -> _Stamp:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
+def _probe(skill_md: str) -> _Stamp | None:
+    """The stamp of a SKILL.md (a string path: this call is the whole cost of a warm scan),
+    `_LINK_LOOP` when it is a loop of symbolic links, None when there is no such file."""
+    try:
+        return _stamp(os.stat(skill_md))  # noqa: PTH116
+    except OSError as exc:
+        return _LINK_LOOP if exc.errno == errno.ELOOP else None
+
+
 def _is_racy(st: os.stat_result, taken_ns: int) -> bool:
     return taken_ns - st.st_mtime_ns < _RACY_NS
 
@@ -332,15 +341,7 @@ class SkillCatalog:
                 entry = cache.entries.get(name)
                 if entry is None or entry.racy:
                     return None
-                try:
-                    st = os.stat(f"{prefix}{name}{os.sep}{SKILL_FILE}")  # noqa: PTH116
-                except OSError as exc:
-                    if entry.stamp is None:
-                        continue
-                    if entry.stamp == _LINK_LOOP and exc.errno == errno.ELOOP:
-                        continue
-                    return None
-                if entry.stamp != _stamp(st):
+                if entry.stamp != _probe(f"{prefix}{name}{os.sep}{SKILL_FILE}"):
                     return None
             return cache.catalog
         finally:
@@ -383,30 +384,19 @@ class SkillCatalog:
         prefix = f"{skills_dir}{os.sep}"
         for name in cache.folders:
             entry = cache.entries.get(name)
-            try:
-                # A string path: this loop is the whole cost of a warm scan.
-                st = os.stat(f"{prefix}{name}{os.sep}{SKILL_FILE}")  # noqa: PTH116
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    if entry is None or entry.stamp != _LINK_LOOP:
-                        record, diagnostics = read_skill(
-                            skills_dir / name, max_bytes=max_bytes, root=skills_dir
-                        )
-                        cache.entries[name] = _Entry(_LINK_LOOP, False, record, diagnostics)
-                        changed = True
-                    continue
-                if entry is None or entry.stamp is not None:
-                    cache.entries[name] = _Entry(None, False)
-                    changed = True
+            stamp = _probe(f"{prefix}{name}{os.sep}{SKILL_FILE}")
+            if entry is not None and not entry.racy and entry.stamp == stamp:
                 continue
-            if entry is not None and not entry.racy and entry.stamp == _stamp(st):
+            changed = True
+            if stamp is None:
+                cache.entries[name] = _Entry(None, False)
                 continue
             taken = time.time_ns()
             record, diagnostics = read_skill(
                 skills_dir / name, max_bytes=max_bytes, root=skills_dir
             )
-            cache.entries[name] = _Entry(_stamp(st), _is_racy(st, taken), record, diagnostics)
-            changed = True
+            racy = stamp != _LINK_LOOP and taken - stamp[0] < _RACY_NS
+            cache.entries[name] = _Entry(stamp, racy, record, diagnostics)
         if changed or cache.catalog is None:
             cache.catalog = _assemble(skills_dir, cache)
         return cache.catalog
