@@ -290,6 +290,9 @@ class _FolderCache:
     refused: list[SkillDiagnostic]
     entries: dict[str, _Entry] = field(default_factory=dict)
     catalog: Catalog | None = None
+    # What `peek` compares: each SKILL.md path with the stamp it had when `catalog` was
+    # built. None while any entry is racy (it must be read again, not just stat-ed).
+    checks: list[tuple[str, _Stamp | None]] | None = None
 
 
 class SkillCatalog:
@@ -329,19 +332,15 @@ class SkillCatalog:
             return None
         try:
             cache = self._folders.get((skills_dir, max_bytes))
-            if cache is None or cache.catalog is None or cache.racy:
+            if cache is None or cache.catalog is None or cache.racy or cache.checks is None:
                 return None
             try:
                 if _stamp(skills_dir.stat()) != cache.stamp:
                     return None
             except OSError:
                 return None
-            prefix = f"{skills_dir}{os.sep}"
-            for name in cache.folders:
-                entry = cache.entries.get(name)
-                if entry is None or entry.racy:
-                    return None
-                if entry.stamp != _probe(f"{prefix}{name}{os.sep}{SKILL_FILE}"):
+            for skill_md, stamp in cache.checks:
+                if _probe(skill_md) != stamp:
                     return None
             return cache.catalog
         finally:
@@ -399,6 +398,16 @@ class SkillCatalog:
             cache.entries[name] = _Entry(stamp, racy, record, diagnostics)
         if changed or cache.catalog is None:
             cache.catalog = _assemble(skills_dir, cache)
+            entries = [(name, cache.entries.get(name)) for name in cache.folders]
+            cache.checks = (
+                None
+                if any(entry is None or entry.racy for _, entry in entries)
+                else [
+                    (f"{prefix}{name}{os.sep}{SKILL_FILE}", entry.stamp)
+                    for name, entry in entries
+                    if entry is not None
+                ]
+            )
         return cache.catalog
 
     def _remember(self, key: tuple[Path, int], cache: _FolderCache) -> None:
