@@ -52,7 +52,7 @@ from .events import (
 )
 from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from .models import Model, ModelRequest, TextDelta, resolve_model
-from .skills import SkillsOutcome, apply_skills
+from .skills import CatalogPrefetch, SkillsOutcome, apply_skills, has_own_catalog
 from .tools.base import TOOL_NAME_PATTERN, ToolServer, ToolSession
 from .tools.connections import ConnectionPool, ListedServer, describe_error
 from .tools.loader import ToolLoader
@@ -63,6 +63,11 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "RunResult", "ToolRoute"]
 
 logger = logging.getLogger(__name__)
+
+#: Routes whose server usually runs outside this process (a pre-built session most often
+#: reaches a remote one): their catalog fetch is started alongside the tool listing, see
+#: `Agent._catalog_prefetch`. In process the extra task would cost more than it saves.
+_PREFETCH_ROUTES: frozenset[str] = frozenset({"session", "mcp_command", "mcp_script", "mcp_http"})
 
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -288,6 +293,7 @@ class Agent:
         self._loader = ToolLoader(tools)
         self._pool = ConnectionPool(self._loader.servers, connect_timeout=connect_timeout)
         self._loop_token: object | None = None
+        self._skills_server: ListedServer | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._loop_thread: LoopThread | None = None
         self._loop_thread_lock = threading.Lock()
@@ -494,13 +500,32 @@ class Agent:
         the servers, then apply the skills step (catalog appended, activation tools hidden
         on an empty catalog).
         """
-        listed, routes, warnings = await self._connect_and_list()
-        step = await apply_skills(
-            listed,
-            enabled=self.auto_inject_skills,
-            instructions=self.instructions,
-            timeout_s=self.skills_timeout,
-        )
+        prefetch = self._catalog_prefetch()
+        if prefetch is None:
+            listed, routes, warnings = await self._connect_and_list()
+            step = await apply_skills(
+                listed,
+                enabled=self.auto_inject_skills,
+                instructions=self.instructions,
+                timeout_s=self.skills_timeout,
+            )
+        else:
+            # Ask last run's skills server for its catalog while the tool lists are
+            # fetched: one round trip instead of two when the server is out of process.
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(prefetch.run)
+                try:
+                    listed, routes, warnings = await self._connect_and_list()
+                    step = await apply_skills(
+                        listed,
+                        enabled=self.auto_inject_skills,
+                        instructions=self.instructions,
+                        timeout_s=self.skills_timeout,
+                        prefetch=prefetch,
+                    )
+                finally:
+                    prefetch.cancel()
+        self._skills_server = step.detected
         if step.outcome.warning is not None:
             warnings.append(step.outcome.warning)
         return _RunSetup(
@@ -510,6 +535,21 @@ class Agent:
             warnings=warnings,
             skills=step.outcome,
         )
+
+    def _catalog_prefetch(self) -> CatalogPrefetch | None:
+        """A catalog call to start before listing, when last run's skills server is out
+        of process and its session is still open; None otherwise.
+        """
+        last = self._skills_server
+        if (
+            last is None
+            or last.server.route not in _PREFETCH_ROUTES
+            or not self.auto_inject_skills
+            or has_own_catalog(self.instructions)
+            or not self._pool.is_live(last.session)
+        ):
+            return None
+        return CatalogPrefetch(last.session, last.server.tool_prefix, self.skills_timeout)
 
     # -- running --------------------------------------------------------------------------
 

@@ -24,12 +24,14 @@ from xml.sax.saxutils import escape
 import anyio
 from mcp.types import CallToolResult, TextContent
 
+from .tools.base import ToolSession
 from .tools.connections import ListedServer
 
 __all__ = [
     "ACTIVATION_TOOLS",
     "CATALOG_HEADING",
     "DETECTION_TOOLS",
+    "CatalogPrefetch",
     "CatalogReplyError",
     "SkillEntry",
     "SkillsCatalog",
@@ -301,6 +303,57 @@ def _failed(server_name: str, reason: str) -> SkillsOutcome:
     return SkillsOutcome(status="failed", server=server_name, warning=warning)
 
 
+class CatalogPrefetch:
+    """A ``list_skills`` call started while the run's tool lists are still being fetched.
+
+    The agent starts one on the session that was the skills server on its previous run,
+    so that over a pipe or a network the catalog and the tool lists travel at the same
+    time instead of one after the other. `apply_skills` uses its answer only when that
+    session is detected again this run; otherwise the call is cancelled and ignored.
+
+    Args:
+        session: the session to ask (as listed: prefixed when the server has a prefix).
+        prefix: the server's tool prefix, or None.
+        timeout_s: seconds the call may take, as for a call made after the listing.
+    """
+
+    def __init__(self, session: ToolSession, prefix: str | None, timeout_s: float) -> None:
+        self.session = session
+        self._name = f"{prefix}_list_skills" if prefix else "list_skills"
+        self._timeout = timeout_s
+        self._done = anyio.Event()
+        self._scope = anyio.CancelScope()
+        self._result: CallToolResult | None = None
+        self._error: Exception | None = None
+
+    async def run(self) -> None:
+        """Make the call; its outcome (result or exception) is kept, never raised."""
+        try:
+            with (
+                self._scope,
+                anyio.fail_after(self._timeout if math.isfinite(self._timeout) else None),
+            ):
+                self._result = await self.session.call_tool(self._name, {})
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def cancel(self) -> None:
+        """Stop the call if it is still running (its answer is no longer wanted)."""
+        self._scope.cancel()
+
+    async def result(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """The call's result, or its exception raised again (a `CallTool` for
+        `prepare_skills`)."""
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise TimeoutError("list_skills was cancelled before it answered")
+        return self._result
+
+
 @dataclass(frozen=True, slots=True)
 class SkillsStep:
     """The skills step applied to one run's servers.
@@ -315,6 +368,7 @@ class SkillsStep:
     system_prompt: str | None
     servers: tuple[ListedServer, ...]
     outcome: SkillsOutcome
+    detected: ListedServer | None = None
 
 
 def _own_name(listed: ListedServer, tool_name: str) -> str:
@@ -337,9 +391,13 @@ async def apply_skills(
     enabled: bool,
     instructions: str | None,
     timeout_s: float,
+    prefetch: CatalogPrefetch | None = None,
 ) -> SkillsStep:
     """Detect the skills server among `servers`, fetch and render its catalog, and hide
     its activation tools when the catalog is empty. Never raises for a bad server.
+
+    `prefetch`, a catalog call already under way, answers for the detected server when
+    it was made on that server's session; otherwise it is cancelled.
     """
     detected = (
         find_skills_server(servers, lambda s: [_own_name(s, t.name) for t in s.tools])
@@ -347,7 +405,12 @@ async def apply_skills(
         else None
     )
     call_tool: CallTool | None = None
-    if detected is not None:
+    if prefetch is not None:
+        if detected is not None and detected.session is prefetch.session:
+            call_tool = prefetch.result
+        else:
+            prefetch.cancel()
+    if detected is not None and call_tool is None:
         session = detected.session
         prefix = f"{detected.server.tool_prefix}_" if detected.server.tool_prefix else ""
 
@@ -371,4 +434,5 @@ async def apply_skills(
         system_prompt=append_catalog(instructions, outcome.prompt_block),
         servers=result,
         outcome=outcome,
+        detected=detected,
     )

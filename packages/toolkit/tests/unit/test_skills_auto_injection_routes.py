@@ -617,3 +617,86 @@ async def test_auto_inject_skills_is_set_the_same_way_everywhere(
         INSTRUCTIONS,
     ]
     assert catalog.calls() == ["list_skills"]
+
+
+# -- the catalog call started alongside the tool listing -----------------------------------
+# For a server out of process (a child, HTTP, a pre-built session), from the second run on
+# the agent asks last run's skills server for its catalog while it lists the tools. These
+# check that this changes nothing the model sees or the server is asked.
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("route", ["mcp_command", "mcp_script", "prebuilt_session"])
+async def test_each_run_asks_for_the_catalog_once_and_sees_it_fresh(
+    route: str, catalog: Catalog
+) -> None:
+    model = TestModel(answer)
+    one_skill = {**TWO_SKILLS, "skills": TWO_SKILLS["skills"][:1], "count": 1}
+    async with agent_on(route, catalog, model) as agent:
+        results = [await agent.run("one")]
+        catalog.set(one_skill)
+        results.append(await agent.run("two"))
+        catalog.set(TWO_SKILLS)
+        results.append(await agent.run("three"))
+    assert [r.skills.status for r in results] == ["injected"] * 3
+    assert [len(r.skills.skills) for r in results] == [2, 1, 2]
+    assert model.requests[2].system == f"{INSTRUCTIONS}\n\n{EXPECTED_TWO}"
+    assert [c for c in catalog.calls() if c == "list_skills"] == ["list_skills"] * 3
+
+
+def _own_skills_server(name: str, payload: dict[str, Any], failing: list[bool]) -> MCPServer:
+    """An in-memory skills server answering `payload`, or failing once `failing[0]`; each
+    list_skills call appends True to `failing`."""
+    server = MCPServer(name)
+
+    @server.tool(structured_output=False)
+    def list_skills() -> str:
+        """List the skills."""
+        failing.append(True)
+        if failing[0]:
+            raise RuntimeError("this server is no longer a skills server")
+        return json.dumps(payload)
+
+    @server.tool(structured_output=False)
+    def load_skill(skill_name: str) -> str:
+        """Load one skill."""
+        return skill_name
+
+    return server
+
+
+@pytest.mark.anyio
+async def test_a_catalog_asked_ahead_is_dropped_when_another_server_is_detected(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mcp.client import Client
+
+    first_payload = {
+        "skills": [{"name": "alpha", "description": "First.", "path": "/a/alpha/SKILL.md"}]
+    }
+    first_fails = [False]
+    first = _own_skills_server("first", first_payload, first_fails)
+    second = _own_skills_server("second", TWO_SKILLS, [False])
+    model = TestModel(answer)
+    async with Client(first) as first_client, Client(second) as second_client:
+        tools = [
+            {"session": first_client.session, "name": "first"},
+            {"session": second_client.session, "name": "second", "tool_prefix": "b"},
+        ]
+        async with Agent(model=model, instructions=INSTRUCTIONS, tools=tools) as agent:
+            before = await agent.run("one")
+            # "first" stops being a skills server: its catalog, asked ahead on the next
+            # run, must be ignored (its failure included) and "second" asked instead.
+            first.remove_tool("load_skill")
+            first_fails[0] = True
+            with caplog.at_level(logging.INFO, logger=SKILLS_LOGGER):
+                after = await agent.run("two")
+    assert before.skills.server == "first"
+    assert [s.name for s in before.skills.skills] == ["alpha"]
+    # "first" was asked on both runs: the second call is the one made ahead and dropped.
+    assert len(first_fails) == 3
+    assert after.skills.status == "injected"
+    assert after.skills.server == "second"
+    assert model.requests[1].system == f"{INSTRUCTIONS}\n\n{EXPECTED_TWO}"
+    assert after.warnings == []
+    assert [r for r in caplog.records if r.name == SKILLS_LOGGER] == []

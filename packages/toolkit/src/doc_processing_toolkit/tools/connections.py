@@ -166,6 +166,10 @@ class Connection:
         prefix = self.server.tool_prefix
         return PrefixedSession(session, prefix) if prefix else session
 
+    def live_session(self) -> ToolSession | None:
+        """The open session, or None when it is not open (or has died)."""
+        return self._live()
+
     def _live(self) -> ToolSession | None:
         if self._fixed is not None:
             return self._fixed
@@ -397,6 +401,10 @@ class ConnectionPool:
         task = loop.create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def is_live(self, session: ToolSession) -> bool:
+        """Whether `session` is the open session of one of the connections."""
+        return any(c.live_session() is session for c in self.connections)
 
     def attach(self, task_group: anyio.abc.TaskGroup | None) -> None:
         """Start future owner tasks in `task_group` (None: as background asyncio tasks)."""
