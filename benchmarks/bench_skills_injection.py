@@ -5,6 +5,10 @@ process and over stdio, time `Agent.run` with the offline test model (connection
 once, before timing) with auto_inject_skills=True and with False, and print the medians and
 their ratio. The True run pays for list_skills, rendering the catalog and filtering tools.
 
+It also times the least any per-run catalog call can cost in process: one call of a tool
+that does nothing, through the same SDK client, and prints the ratio a run would have if
+the catalog call cost only that.
+
 Run by hand: .venv/bin/python benchmarks/bench_skills_injection.py [--runs N]
 """
 
@@ -20,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.client import Client
+from mcp.server.mcpserver import MCPServer
 
 from doc_processing_std_tools import config
 from doc_processing_toolkit import Agent, TestModel
@@ -65,26 +71,50 @@ def load_then_answer(request: ModelRequest) -> ModelResponse:
 SCENARIOS = {"no tool call": answer, "one tool call": load_then_answer}
 
 
-async def time_pair(route: str, folder: Path, runs: int, script: Any) -> tuple[float, float]:
-    """Median seconds of one run with injection off and on, connect excluded.
+def noop_server() -> MCPServer:
+    """A server whose one tool does nothing: the least a catalog call could cost."""
+    server = MCPServer("noop")
 
-    The two agents run alternately, so that a noisy neighbour slows both alike.
+    # async, like list_skills: the SDK runs a plain function in a worker thread.
+    @server.tool(structured_output=False)
+    async def noop() -> str:
+        """Do nothing."""
+        return "{}"
+
+    return server
+
+
+async def time_pair(route: str, folder: Path, runs: int, script: Any) -> tuple[float, float, float]:
+    """Median seconds of one run with injection off and on, connect excluded, and of one
+    in-process call of a tool that does nothing.
+
+    The two runs are timed alternately, so that a noisy neighbour slows both alike; the
+    no-op call is timed in a loop of its own right after (timed between agent runs, it
+    would also pay for their leftover event-loop work).
     """
     off = Agent(model=TestModel(script), tools=route_tools(route, folder), auto_inject_skills=False)
     on = Agent(model=TestModel(script), tools=route_tools(route, folder), auto_inject_skills=True)
-    samples: dict[bool, list[float]] = {False: [], True: []}
-    async with off, on:
+    samples: dict[str, list[float]] = {"off": [], "on": [], "noop": []}
+    async with off, on, Client(noop_server()) as client:
         for _ in range(max(3, runs // 10)):
             await off.run("warm up")
             await on.run("warm up")
         for _ in range(runs):
-            for inject, agent in ((False, off), (True, on)):
+            for arm, agent in (("off", off), ("on", on)):
                 start = time.perf_counter()
                 result = await agent.run("go")
-                samples[inject].append(time.perf_counter() - start)
-                expected = "injected" if inject else "disabled"
+                samples[arm].append(time.perf_counter() - start)
+                expected = "injected" if arm == "on" else "disabled"
                 assert result.skills.status == expected, result.skills
-    return statistics.median(samples[False]), statistics.median(samples[True])
+        await client.session.list_tools()  # as the agent does: a listed tool is called at once
+        for _ in range(max(3, runs // 10)):
+            await client.session.call_tool("noop", {})
+        for _ in range(runs):
+            start = time.perf_counter()
+            await client.session.call_tool("noop", {})
+            samples["noop"].append(time.perf_counter() - start)
+    off_s, on_s, noop_s = (statistics.median(samples[k]) for k in ("off", "on", "noop"))
+    return off_s, on_s, noop_s
 
 
 def route_tools(route: str, folder: Path) -> list[Any]:
@@ -108,19 +138,26 @@ def route_tools(route: str, folder: Path) -> list[Any]:
 async def main(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folders = {size: make_skills(Path(tmp), size) for size in SIZES}
+        await anyio.sleep(0.2)  # let every SKILL.md age past the catalog's racy window
         print(
             f"{'run':<14} {'route':<10} {'skills':>6} {'inject off':>12} {'inject on':>12} "
-            f"{'extra':>10} {'ratio':>7}"
+            f"{'extra':>10} {'ratio':>7} {'no-op call':>11} {'floor':>6}"
         )
         for scenario, script in SCENARIOS.items():
             for route in ("in process", "stdio"):
                 for size, folder in folders.items():
                     count = runs if route == "in process" else max(20, runs // 4)
-                    off, on = await time_pair(route, folder, count, script)
+                    off, on, noop = await time_pair(route, folder, count, script)
+                    floor = f"{(off + noop) / off:>5.2f}x" if route == "in process" else "     -"
                     print(
                         f"{scenario:<14} {route:<10} {size:>6} {off * 1e3:>10.3f}ms "
-                        f"{on * 1e3:>10.3f}ms {(on - off) * 1e3:>8.3f}ms {on / off:>6.2f}x"
+                        f"{on * 1e3:>10.3f}ms {(on - off) * 1e3:>8.3f}ms {on / off:>6.2f}x "
+                        f"{noop * 1e3:>9.3f}ms {floor}"
                     )
+        print(
+            "\nfloor: the ratio a run would have if its catalog call cost no more than one "
+            "in-process call of a tool that does nothing"
+        )
 
 
 if __name__ == "__main__":
