@@ -512,6 +512,9 @@ class Agent:
         else:
             # Ask last run's skills server for its catalog while the tool lists are
             # fetched: one round trip instead of two when the server is out of process.
+            # An error is raised after the task group, so that it reaches the caller as
+            # itself and not wrapped in an exception group.
+            failure: Exception | None = None
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(prefetch.run)
                 try:
@@ -523,8 +526,12 @@ class Agent:
                         timeout_s=self.skills_timeout,
                         prefetch=prefetch,
                     )
+                except Exception as exc:
+                    failure = exc
                 finally:
                     prefetch.cancel()
+            if failure is not None:
+                raise failure
         self._skills_server = step.detected
         if step.outcome.warning is not None:
             warnings.append(step.outcome.warning)

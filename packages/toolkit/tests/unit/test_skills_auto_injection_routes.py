@@ -700,3 +700,33 @@ async def test_a_catalog_asked_ahead_is_dropped_when_another_server_is_detected(
     assert model.requests[1].system == f"{INSTRUCTIONS}\n\n{EXPECTED_TWO}"
     assert after.warnings == []
     assert [r for r in caplog.records if r.name == SKILLS_LOGGER] == []
+
+
+@pytest.mark.anyio
+async def test_a_listing_error_with_a_catalog_asked_ahead_is_raised_as_itself() -> None:
+    from mcp.client import Client
+
+    from doc_processing_toolkit import ToolNameConflictError
+
+    skills = _own_skills_server("skills", TWO_SKILLS, [False])
+    other = MCPServer("other")
+
+    @other.tool(structured_output=False)
+    async def convert(path: str) -> str:
+        """Convert a file."""
+        return path
+
+    model = TestModel(answer)
+    async with Client(skills) as skills_client, Client(other) as other_client:
+        tools = [
+            {"session": skills_client.session, "name": "skills"},
+            {"session": other_client.session, "name": "other"},
+        ]
+        async with Agent(model=model, instructions=INSTRUCTIONS, tools=tools) as agent:
+            assert (await agent.run("one")).skills.status == "injected"
+            # "other" now also exposes load_skill: the names clash on the next run.
+            other.add_tool(convert, name="load_skill", structured_output=False)
+            with pytest.raises(ToolNameConflictError, match="load_skill"):
+                await agent.run("two")
+            other.remove_tool("load_skill")
+            assert (await agent.run("three")).skills.status == "injected"
