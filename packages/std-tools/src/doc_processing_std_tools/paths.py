@@ -12,7 +12,23 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from .errors import InvalidArgumentError, PathOutsideRootError
 
-__all__ = ["confine", "is_inside", "real_path"]
+__all__ = ["confine", "is_inside", "names_nothing", "real_path"]
+
+# The errors that `Path.exists()` and `Path.is_file()` answer False to: no such file, a
+# file used as a folder on the way, a bad descriptor, a loop of symbolic links; on Windows
+# a drive that is not ready, a name that is not valid, a name that cannot be resolved.
+_ABSENT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+_ABSENT_WINERRORS = frozenset({21, 123, 1921})
+
+
+def names_nothing(exc: OSError) -> bool:
+    """True when `exc`, raised by a ``stat`` or ``open`` of a path, means that nothing is
+    there, exactly as `Path.exists()` would have answered False.
+
+    Lets a caller stat or open a path once and still tell "missing" from a real failure
+    (such as a permission error) the way the `Path` predicates do.
+    """
+    return exc.errno in _ABSENT_ERRNOS or getattr(exc, "winerror", None) in _ABSENT_WINERRORS
 
 
 def real_path(path: Path) -> Path:

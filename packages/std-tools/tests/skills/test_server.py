@@ -17,8 +17,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import TextContent
 
 from doc_processing_std_tools import make_skills_server, skills_server
-from doc_processing_std_tools.config import get_settings, reset_settings
-from doc_processing_std_tools.errors import AlreadyExistsError
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
+from doc_processing_std_tools.errors import AlreadyExistsError, NotFoundError
 from doc_processing_std_tools.skills import actions, register_skills_tools
 
 if TYPE_CHECKING:
@@ -505,6 +505,54 @@ async def test_large_binary_non_utf8_missing_and_folder_resources_are_refused(
     for path, expected in expectations.items():
         message = await fails("load_skill_resource", skill_name="res", resource_path=path)
         assert expected in message, message
+
+
+async def test_links_and_paths_through_a_file_name_what_is_really_there(
+    skills: SkillsFolder,
+) -> None:
+    folder = skills.write("res")
+    (folder / "notes.md").write_text("notes", encoding="utf-8")
+    (folder / "references").mkdir()
+    (folder / "refs").symlink_to(folder / "references")
+    (folder / "dangling.md").symlink_to(folder / "gone.md")
+    (folder / "self").symlink_to(folder / "self")
+    expectations = {
+        "refs": "is a folder in skill 'res'",
+        "dangling.md": "does not exist in skill 'res'",
+        "notes.md/inner.md": "does not exist in skill 'res'",
+        "self": "loop of symbolic links",
+    }
+    for path, expected in expectations.items():
+        message = await fails("load_skill_resource", skill_name="res", resource_path=path)
+        assert expected in message, message
+
+
+def test_a_resource_of_exactly_the_size_limit_is_read_whole(skills: SkillsFolder) -> None:
+    folder = skills.write("res")
+    limit = get_settings().max_file_size_bytes
+    (folder / "exact.txt").write_bytes(b"ab" * (limit // 2) + b"c" * (limit % 2))
+    settings = load_settings(
+        {
+            "DPTTOOLS_SKILLS_DIR": str(skills.path),
+            "DPTTOOLS_MAX_FILE_SIZE_MB": "1",
+            "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT": str(2 * limit),
+        }
+    )
+    text = actions.load_skill_resource(settings, "res", "exact.txt")
+    assert len(text) == limit and text.startswith("abab")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.timeout(20)
+def test_a_named_pipe_resource_is_refused_without_waiting_for_a_writer(
+    skills: SkillsFolder,
+) -> None:
+    folder = skills.write("res")
+    os.mkfifo(folder / "pipe")
+    # Called directly, on the test's own thread, so that a regression that waits for a
+    # writer is stopped by the timeout instead of hanging a worker thread.
+    with pytest.raises(NotFoundError, match="'pipe' does not exist in skill 'res'"):
+        actions.load_skill_resource(get_settings(), "res", "pipe")
 
 
 async def test_a_long_resource_is_cut_with_a_marker(skills: SkillsFolder) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import uuid
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Final
@@ -25,8 +26,9 @@ from ..errors import (
     FileTooLargeError,
     InvalidArgumentError,
     NotFoundError,
+    StdToolsError,
 )
-from ..paths import confine, is_inside
+from ..paths import confine, is_inside, names_nothing
 from .catalog import SKILL_FILE, Catalog, SkillCatalog, is_hidden_name
 from .frontmatter import (
     MAX_DESCRIPTION_LENGTH,
@@ -55,6 +57,9 @@ MAX_LISTED_RESOURCES: Final = 50
 """At most this many files are named in load_skill's resource list."""
 _MIN_BODY_CHARS: Final = 200
 _BINARY_SNIFF_BYTES: Final = 8192
+# Non-blocking, so that opening a named pipe returns at once instead of waiting for a
+# writer (the pipe is then refused); binary, so that Windows does not translate newlines.
+_OPEN_FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 _catalog = SkillCatalog()
 
@@ -101,10 +106,7 @@ def _skill_folder(settings: Settings, skill_name: str) -> Path:
     check_skill_name(skill_name)
     folder = settings.skills_dir / skill_name
     if not (folder / SKILL_FILE).is_file():
-        raise NotFoundError(
-            f"There is no skill named '{skill_name}' in {settings.skills_dir}; call "
-            "list_skills to see the available names (the name is the skill's folder name)."
-        )
+        raise _no_skill(settings, skill_name)
     confine(settings.skills_dir, skill_name, what="skill folder")
     return folder
 
@@ -121,14 +123,67 @@ def _inside_skill(settings: Settings, skill_name: str, relative: str, what: str)
     return confine(settings.skills_dir, f"{skill_name}/{text}", what=what)
 
 
-def _read_text(path: Path, settings: Settings, what: str) -> str:
-    size = path.stat().st_size
-    if size > settings.max_file_size_bytes:
-        raise FileTooLargeError(
-            f"{what} is {size / 1048576:.1f} MB, more than the {settings.max_file_size_mb:g} MB "
-            "that DPTTOOLS_MAX_FILE_SIZE_MB allows; read a smaller file or raise that limit."
-        )
-    data = path.read_bytes()
+def _no_skill(settings: Settings, skill_name: str) -> NotFoundError:
+    return NotFoundError(
+        f"There is no skill named '{skill_name}' in {settings.skills_dir}; call "
+        "list_skills to see the available names (the name is the skill's folder name)."
+    )
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """`size` bytes from `fd`, or fewer when the file ends sooner."""
+    chunks: list[bytes] = []
+    while size > 0 and (chunk := os.read(fd, size)):
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_text(
+    path: Path,
+    settings: Settings,
+    what: str,
+    *,
+    missing: StdToolsError,
+    folder: StdToolsError,
+) -> str:
+    """The text of the regular file at `path`, checked with one ``fstat`` of the open file.
+
+    The file is opened first and its status taken from the open descriptor, so the type
+    and size checks apply to exactly the file that is read, and no separate exists, is-file
+    or size check touches the path again.
+
+    Raises:
+        `missing`: nothing is at `path`, or it is not a regular file (a pipe, a socket).
+        `folder`: `path` is a folder.
+        FileTooLargeError: the file is over DPTTOOLS_MAX_FILE_SIZE_MB.
+        BinaryFileError: the file is binary or not UTF-8.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if names_nothing(exc):
+            raise missing from None
+        # Windows refuses to open a folder, and so does POSIX one that may not be listed.
+        if isinstance(exc, IsADirectoryError | PermissionError) and path.is_dir():
+            raise folder from None
+        raise
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
+            raise folder
+        if not stat.S_ISREG(status.st_mode):
+            raise missing
+        size = status.st_size
+        if size > settings.max_file_size_bytes:
+            raise FileTooLargeError(
+                f"{what} is {size / 1048576:.1f} MB, more than the "
+                f"{settings.max_file_size_mb:g} MB that DPTTOOLS_MAX_FILE_SIZE_MB allows; "
+                "read a smaller file or raise that limit."
+            )
+        data = _read_exactly(fd, size)
+    finally:
+        os.close(fd)
     if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
         raise BinaryFileError(
             f"{what} is a binary file and cannot be shown as text; only text files "
@@ -182,7 +237,9 @@ def load_skill(settings: Settings, skill_name: str) -> str:
     folder = _skill_folder(settings, skill_name)
     # The SKILL.md itself may be a symbolic link; it too must stay inside the skills folder.
     skill_md = confine(settings.skills_dir, f"{skill_name}/{SKILL_FILE}", what="SKILL.md")
-    text = _read_text(skill_md, settings, f"The SKILL.md of '{skill_name}'")
+    absent = _no_skill(settings, skill_name)
+    what = f"The SKILL.md of '{skill_name}'"
+    text = _read_text(skill_md, settings, what, missing=absent, folder=absent)
     resources = list_resources(folder, settings.skills_dir)
     shown = resources[:MAX_LISTED_RESOURCES]
     lines = [f"<skill_resources count={_attr(str(len(resources)))}>"]
@@ -214,18 +271,16 @@ def load_skill_resource(settings: Settings, skill_name: str, resource_path: str)
     _skill_folder(settings, skill_name)
     path = _inside_skill(settings, skill_name, resource_path, "resource_path")
     what = f"resource_path {resource_path!r}"
-    if path.is_dir():
-        raise InvalidArgumentError(
-            f"{what} is a folder in skill '{skill_name}'; pass the path of a file in it "
-            "(load_skill lists the skill's files)."
-        )
-    if not path.is_file():
-        raise NotFoundError(
-            f"{what} does not exist in skill '{skill_name}'; load_skill lists the skill's "
-            "files, with paths relative to its folder."
-        )
+    folder = InvalidArgumentError(
+        f"{what} is a folder in skill '{skill_name}'; pass the path of a file in it "
+        "(load_skill lists the skill's files)."
+    )
+    missing = NotFoundError(
+        f"{what} does not exist in skill '{skill_name}'; load_skill lists the skill's "
+        "files, with paths relative to its folder."
+    )
     return truncate(
-        _read_text(path, settings, what),
+        _read_text(path, settings, what, missing=missing, folder=folder),
         settings.output_truncation_limit,
         hint="the file is longer than DPTTOOLS_OUTPUT_TRUNCATION_LIMIT allows",
     )
