@@ -8,7 +8,7 @@ import logging
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Literal, TypeVar
 
@@ -103,8 +103,9 @@ def _reading(source: Source) -> Iterator[None]:
 def _closed_after(items: Iterator[T]) -> Iterator[Iterator[T]]:
     """`items`, closed (when it is a generator) as soon as the block ends.
 
-    A reader's generator may hold PDFium's lock while suspended; closing it here, in the
-    thread that drew it, releases the lock even when the block stops early or fails.
+    A reader's generator may be suspended inside the document it reads; closing it here,
+    before the document it was given is closed, ends it even when the block stops early
+    or fails.
     """
     try:
         yield items
@@ -157,14 +158,18 @@ def get_file_overview(ws: Workspace, path: str) -> str:
         return _fit(result, ws.output_limit)
 
 
-def _units(source: Source, pages: str) -> Iterator[Chunk]:
-    """The content `pages` selects, as chunks (pages, sheets, rows, lines or sections)."""
+def _units(source: Source, pages: str, stack: ExitStack) -> Iterator[Chunk]:
+    """The content `pages` selects, as chunks (pages, sheets, rows, lines or sections).
+
+    A PDF or XLSX is opened once, on `stack`, and read from while `stack` is open; a
+    file that cannot be opened is refused before `pages` is checked.
+    """
     if source.format == "pdf":
-        numbers = parse_ranges(pages, pdf.page_count(source), "page")
-        return pdf.read(source, numbers)
+        document = stack.enter_context(pdf.opened(source))
+        return pdf.read(document, parse_ranges(pages, len(document), "page"))
     if source.format == "xlsx":
-        selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
-        return sheets.xlsx_rows(source, selection)
+        book = stack.enter_context(sheets.workbook(source))
+        return sheets.xlsx_rows(book, sheets.parse_sheets(pages, sheets.sheet_names(book)))
     if source.format == "csv":
         table = sheets.load_csv(source)
         numbers = parse_ranges(pages, len(table.rows), "row")
@@ -187,8 +192,8 @@ def read_document(ws: Workspace, path: str, pages: str = "") -> str:
     `pages` value that reads on.
     """
     source = open_source(ws, path)
-    with _reading(source):
-        chunks = _units(source, pages)
+    with _reading(source), ExitStack() as stack:
+        chunks = _units(source, pages, stack)
         with _closed_after(chunks) as drawn:
             return assemble(
                 drawn,
@@ -218,7 +223,7 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
         raise InvalidArgumentError(f"format must be 'markdown' or 'csv', not {format!r}.")
     style: TableFormat = "csv" if format == "csv" else "markdown"
     source = open_source(ws, path)
-    with _reading(source):
+    with _reading(source), ExitStack() as stack:
         chunks: Iterator[Chunk]
         note = ""
         if source.format == "pdf":
@@ -232,8 +237,9 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
                 )
             chunks = _table_chunks(pdf.tables(source, numbers), style)
         elif source.format == "xlsx":
-            selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
-            chunks = sheets.xlsx_rows(source, selection, style)
+            book = stack.enter_context(sheets.workbook(source))
+            selection = sheets.parse_sheets(pages, sheets.sheet_names(book))
+            chunks = sheets.xlsx_rows(book, selection, style)
         elif source.format == "csv":
             table = sheets.load_csv(source)
             numbers = parse_ranges(pages, len(table.rows), "row")
@@ -292,15 +298,17 @@ def search_document(
     bounded = BoundedRegex(query, ignore_case=ignore_case, what="query") if regex else None
     match = _every if bounded else _plain_matcher(query, ignore_case)
     source = open_source(ws, path)
-    with _reading(source), bounded or contextlib.nullcontext():
+    with _reading(source), bounded or contextlib.nullcontext(), ExitStack() as stack:
         found: Iterator[dict[str, object]]
         no_text: list[int] = []
         if source.format == "pdf":
-            numbers = parse_ranges(pages, pdf.page_count(source), "page")
-            found = pdf.search(source, numbers, match, no_text)
+            document = stack.enter_context(pdf.opened(source))
+            numbers = parse_ranges(pages, len(document), "page")
+            found = pdf.search(document, numbers, match, no_text)
         elif source.format == "xlsx":
-            selection = sheets.parse_sheets(pages, sheets.sheet_names(source))
-            found = sheets.xlsx_search(source, selection, match)
+            book = stack.enter_context(sheets.workbook(source))
+            selection = sheets.parse_sheets(pages, sheets.sheet_names(book))
+            found = sheets.xlsx_search(book, selection, match)
         elif source.format == "csv":
             table = sheets.load_csv(source)
             found = sheets.csv_search(table, parse_ranges(pages, len(table.rows), "row"), match)

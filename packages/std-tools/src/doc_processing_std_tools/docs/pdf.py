@@ -17,7 +17,7 @@ from ..errors import DocumentError, EncryptedDocumentError
 from .render import Chunk, Table
 from .source import Source, missing_extra
 
-__all__ = ["OVERVIEW_PAGES", "overview", "page_count", "read", "search", "tables"]
+__all__ = ["OVERVIEW_PAGES", "opened", "overview", "page_count", "read", "search", "tables"]
 
 #: Pages whose first line and text layer an overview looks at.
 OVERVIEW_PAGES = 20
@@ -58,7 +58,13 @@ def _refusal(source: Source, pdfium: Any) -> DocumentError:
 
 
 @contextmanager
-def _open(source: Source) -> Iterator[Any]:
+def opened(source: Source) -> Iterator[Any]:
+    """The PDF as a PDFium document (`len()` is its page count), open for the block and
+    under PDFium's lock; pass it to `read` or `search`.
+
+    An encrypted, damaged or page-less file is a `DocumentError` here, before any page is
+    read.
+    """
     try:
         import pypdfium2 as pdfium  # type: ignore[import-untyped]
     except ImportError as exc:
@@ -140,7 +146,7 @@ def _bookmarks(document: Any) -> list[dict[str, object]]:
 def overview(source: Source) -> dict[str, object]:
     """Page count, metadata, outline (bookmarks, else first lines of the first pages),
     text-layer status and a preview; reads at most `OVERVIEW_PAGES` pages."""
-    with _open(source) as document:
+    with opened(source) as document:
         count = len(document)
         sampled = min(count, OVERVIEW_PAGES)
         first_lines: list[dict[str, object]] = []
@@ -184,19 +190,20 @@ def overview(source: Source) -> dict[str, object]:
     return result
 
 
-def read(source: Source, pages: list[int]) -> Iterator[Chunk]:
-    """Each selected page as Markdown under a `## Page N` heading."""
-    with _open(source) as document:
-        for number in pages:
-            text, has_images = _page_text(document, number - 1)
-            if not text:
-                text = (_SCANNED_NOTE if has_images else _BLANK_NOTE).format(n=number)
-            yield Chunk(restart=f"{number}-", text=f"## Page {number}\n\n{text}\n\n")
+def read(document: Any, pages: list[int]) -> Iterator[Chunk]:
+    """Each selected page of `document` (from `opened`, and drawn inside its block) as
+    Markdown under a `## Page N` heading."""
+    for number in pages:
+        text, has_images = _page_text(document, number - 1)
+        if not text:
+            text = (_SCANNED_NOTE if has_images else _BLANK_NOTE).format(n=number)
+        yield Chunk(restart=f"{number}-", text=f"## Page {number}\n\n{text}\n\n")
 
 
 def page_count(source: Source) -> int:
-    """The number of pages (opening the document, reading no page)."""
-    with _open(source) as document:
+    """The number of pages (opening the document, reading no page), for `tables`, which
+    reads the file through pdfplumber; `read` and `search` use `len()` of `opened`."""
+    with opened(source) as document:
         return len(document)
 
 
@@ -234,17 +241,17 @@ def tables(source: Source, pages: list[int]) -> Iterator[Table]:
 
 
 def search(
-    source: Source, pages: list[int], match: Callable[[str], bool], no_text: list[int]
+    document: Any, pages: list[int], match: Callable[[str], bool], no_text: list[int]
 ) -> Iterator[dict[str, object]]:
-    """Lines of the selected pages for which `match` is true, with page and line number.
+    """Lines of the selected pages of `document` (from `opened`, and drawn inside its
+    block) for which `match` is true, with page and line number.
 
     The numbers of searched pages without any text are appended to `no_text`.
     """
-    with _open(source) as document:
-        for number in pages:
-            text, _ = _page_text(document, number - 1)
-            if not text:
-                no_text.append(number)
-            for line_number, line in enumerate(text.splitlines(), start=1):
-                if match(line):
-                    yield {"page": number, "line": line_number, "text": line}
+    for number in pages:
+        text, _ = _page_text(document, number - 1)
+        if not text:
+            no_text.append(number)
+        for line_number, line in enumerate(text.splitlines(), start=1):
+            if match(line):
+                yield {"page": number, "line": line_number, "text": line}

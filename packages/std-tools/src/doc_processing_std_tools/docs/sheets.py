@@ -28,6 +28,7 @@ __all__ = [
     "load_csv",
     "parse_sheets",
     "sheet_names",
+    "workbook",
     "xlsx_overview",
     "xlsx_rows",
     "xlsx_search",
@@ -80,7 +81,9 @@ def _openpyxl() -> Any:
 
 
 @contextmanager
-def _workbook(source: Source) -> Iterator[Any]:
+def workbook(source: Source) -> Iterator[Any]:
+    """The workbook, opened by openpyxl in read-only mode for the block; pass it to
+    `sheet_names`, `xlsx_rows` or `xlsx_search`. A damaged package is a `DocumentError`."""
     openpyxl = _openpyxl()
     from openpyxl.utils.exceptions import InvalidFileException  # type: ignore[import-untyped]
 
@@ -203,10 +206,9 @@ def _size_facts(used: str | None) -> dict[str, object]:
     }
 
 
-def sheet_names(source: Source) -> list[str]:
-    """The names of the workbook's sheets, in order."""
-    with _workbook(source) as book:
-        return list(book.sheetnames)
+def sheet_names(book: Any) -> list[str]:
+    """The names of the sheets of `book` (from `workbook`), in order."""
+    return list(book.sheetnames)
 
 
 def xlsx_overview(source: Source) -> dict[str, object]:
@@ -226,7 +228,7 @@ def xlsx_overview(source: Source) -> dict[str, object]:
             outline.append({"sheet": number, "name": name, "kind": "chart sheet"})
     result: dict[str, object] = {"sheet_count": len(sizes), "metadata": metadata}
     if all(used is not None for _, used, is_worksheet in sizes if is_worksheet):
-        with _workbook(source) as book:
+        with workbook(source) as book:
             first = next((name for name, _, is_worksheet in sizes if is_worksheet), None)
             sheet = _worksheet(book, first) if first is not None else None
             rows = [cells for _, cells in _rows(sheet, 1, _PREVIEW_ROWS)] if sheet else []
@@ -278,42 +280,42 @@ def parse_sheets(spec: str, names: list[str]) -> list[SheetSelection]:
 
 
 def xlsx_rows(
-    source: Source, selection: list[SheetSelection], style: str = "markdown"
+    book: Any, selection: list[SheetSelection], style: str = "markdown"
 ) -> Iterator[Chunk]:
-    """The selected sheets as Markdown tables (or CSV when `style` is "csv"); row 1 is the
-    header. `_CHUNK_ROWS` rows per chunk, so reading stops as soon as the output is full."""
+    """The selected sheets of `book` (from `workbook`, and drawn inside its block) as
+    Markdown tables (or CSV when `style` is "csv"); row 1 is the header. `_CHUNK_ROWS`
+    rows per chunk, so reading stops as soon as the output is full."""
     render = markdown_row if style == "markdown" else _csv_row
-    with _workbook(source) as book:
-        for chosen in selection:
-            sheet = _worksheet(book, chosen.name)
-            heading = f"## Sheet {chosen.number}: {chosen.name}\n\n"
-            if sheet is None:
-                yield Chunk(f"{chosen.number}-", heading + "(a chart sheet: no cells)\n\n")
-                continue
-            header = next(_rows(sheet, 1, 1), None)
-            if header is None:
-                yield Chunk(f"{chosen.number}-", heading + "(empty sheet)\n\n")
-                continue
-            width = len(header[1])
-            lines = [render(header[1])]
-            if style == "markdown":
-                lines.append(markdown_rule(width))
-            restart = f"{chosen.number}!{max(chosen.first_row, 2)}-"
-            start = max(chosen.first_row, 2)
-            if chosen.first_row > 2:
-                heading += f"(rows {chosen.first_row} and on; row 1 is the header)\n\n"
-            pending = heading + "\n".join(lines) + "\n"
-            count = 0
-            for number, cells in _rows(sheet, start, chosen.last_row):
-                if count == 0:
-                    restart = f"{chosen.number}!{number}-"
-                row = (cells + [""] * width)[: max(width, len(cells))]
-                pending += render(row) + "\n"
-                count += 1
-                if count == _CHUNK_ROWS:
-                    yield Chunk(restart, pending)
-                    pending, count = "", 0
-            yield Chunk(restart, pending + "\n")
+    for chosen in selection:
+        sheet = _worksheet(book, chosen.name)
+        heading = f"## Sheet {chosen.number}: {chosen.name}\n\n"
+        if sheet is None:
+            yield Chunk(f"{chosen.number}-", heading + "(a chart sheet: no cells)\n\n")
+            continue
+        header = next(_rows(sheet, 1, 1), None)
+        if header is None:
+            yield Chunk(f"{chosen.number}-", heading + "(empty sheet)\n\n")
+            continue
+        width = len(header[1])
+        lines = [render(header[1])]
+        if style == "markdown":
+            lines.append(markdown_rule(width))
+        restart = f"{chosen.number}!{max(chosen.first_row, 2)}-"
+        start = max(chosen.first_row, 2)
+        if chosen.first_row > 2:
+            heading += f"(rows {chosen.first_row} and on; row 1 is the header)\n\n"
+        pending = heading + "\n".join(lines) + "\n"
+        count = 0
+        for number, cells in _rows(sheet, start, chosen.last_row):
+            if count == 0:
+                restart = f"{chosen.number}!{number}-"
+            row = (cells + [""] * width)[: max(width, len(cells))]
+            pending += render(row) + "\n"
+            count += 1
+            if count == _CHUNK_ROWS:
+                yield Chunk(restart, pending)
+                pending, count = "", 0
+        yield Chunk(restart, pending + "\n")
 
 
 def _csv_row(cells: list[str]) -> str:
@@ -321,24 +323,24 @@ def _csv_row(cells: list[str]) -> str:
 
 
 def xlsx_search(
-    source: Source, selection: list[SheetSelection], match: Callable[[str], bool]
+    book: Any, selection: list[SheetSelection], match: Callable[[str], bool]
 ) -> Iterator[dict[str, object]]:
-    """Cells of the selected sheets whose text matches, with sheet name and cell address."""
+    """Cells of the selected sheets of `book` (from `workbook`, and drawn inside its block)
+    whose text matches, with sheet name and cell address."""
     from openpyxl.utils import get_column_letter  # type: ignore[import-untyped]
 
-    with _workbook(source) as book:
-        for chosen in selection:
-            sheet = _worksheet(book, chosen.name)
-            if sheet is None:
-                continue
-            for number, cells in _rows(sheet, chosen.first_row, chosen.last_row):
-                for column, text in enumerate(cells, start=1):
-                    if text and match(text):
-                        yield {
-                            "sheet": chosen.name,
-                            "cell": f"{get_column_letter(column)}{number}",
-                            "text": text,
-                        }
+    for chosen in selection:
+        sheet = _worksheet(book, chosen.name)
+        if sheet is None:
+            continue
+        for number, cells in _rows(sheet, chosen.first_row, chosen.last_row):
+            for column, text in enumerate(cells, start=1):
+                if text and match(text):
+                    yield {
+                        "sheet": chosen.name,
+                        "cell": f"{get_column_letter(column)}{number}",
+                        "text": text,
+                    }
 
 
 @dataclass(frozen=True, slots=True)
