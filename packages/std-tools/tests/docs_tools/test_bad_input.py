@@ -14,13 +14,14 @@ from doc_processing_std_tools.errors import (
     DocumentError,
     EncryptedDocumentError,
     FileTooLargeError,
+    InvalidArgumentError,
     MissingExtraError,
     NotFoundError,
     PathOutsideRootError,
     StdToolsError,
     UnsupportedFormatError,
 )
-from doc_processing_std_tools.filesystem.operations import Workspace
+from doc_processing_std_tools.filesystem.operations import Workspace, read_file
 
 TOOLS: dict[str, Callable[[Workspace, str], str]] = {
     "get_file_overview": api.get_file_overview,
@@ -42,7 +43,7 @@ BAD_FILES = [
     ("cut.docx", DocumentError, "could not be read as DOCX"),
     ("cut.xlsx", DocumentError, "could not be read as XLSX: the file looks damaged"),
     ("legacy.doc", UnsupportedFormatError, "save it as DOCX"),
-    ("missing.pdf", NotFoundError, "no document"),
+    ("missing.pdf", NotFoundError, "There is no file 'missing.pdf'"),
     ("../outside.pdf", PathOutsideRootError, "'..'"),
     ("/etc/passwd", PathOutsideRootError, "absolute"),
 ]
@@ -79,6 +80,29 @@ def test_a_symlink_out_of_the_workspace_is_refused(scratch: Path, library: Path,
     (scratch / "report.pdf").symlink_to(library / "report.pdf")
     with pytest.raises(PathOutsideRootError, match="leads outside"):
         TOOLS[tool](Workspace.from_settings(), "report.pdf")
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_missing_files_folders_and_large_files_are_worded_as_the_file_tools_word_them(
+    scratch: Path, tool: str
+) -> None:
+    ws = Workspace.from_settings()
+    (scratch / "reports").mkdir()
+    (scratch / "huge.txt").write_bytes(b"invoice\n" * (ws.max_file_bytes // 8 + 1))
+    for path, error in [
+        ("gone.pdf", NotFoundError),
+        ("reports", InvalidArgumentError),
+        ("huge.txt", FileTooLargeError),
+    ]:
+        with pytest.raises(error) as from_document_tool:
+            TOOLS[tool](ws, path)
+        with pytest.raises(error) as from_file_tool:
+            read_file(ws, path)
+        assert str(from_document_tool.value) == str(from_file_tool.value)
+    assert str(from_document_tool.value) == (
+        "'huge.txt' is 1.0 MB (1,048,584 bytes), over the limit of 1,048,576 bytes "
+        "(DPTTOOLS_MAX_FILE_SIZE_MB=1); raise DPTTOOLS_MAX_FILE_SIZE_MB to read it."
+    )
 
 
 def test_an_unknown_binary_format_is_named(scratch: Path) -> None:

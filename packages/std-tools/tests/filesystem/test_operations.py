@@ -118,10 +118,28 @@ def test_read_file_refuses_a_file_over_the_size_limit(ws: Workspace, root: Path)
 
 def test_read_file_names_missing_files_and_folders(ws: Workspace, root: Path) -> None:
     (root / "sub").mkdir()
-    with pytest.raises(NotFoundError, match="list_directory"):
-        ops.read_file(ws, "missing.txt")
-    with pytest.raises(InvalidArgumentError, match="is a folder"):
+    (root / "notes.txt").write_text("notes", encoding="utf-8")
+    (root / "gone").symlink_to(root / "nowhere.txt")
+    for path in ["missing.txt", "gone", "notes.txt/inner.txt"]:
+        with pytest.raises(NotFoundError) as caught:
+            ops.read_file(ws, path)
+        assert str(caught.value) == (
+            f"There is no file {path!r} in the workspace {root}; "
+            "use list_directory or find_files to see what exists."
+        )
+    with pytest.raises(InvalidArgumentError) as caught:
         ops.read_file(ws, "sub")
+    assert str(caught.value) == (
+        "'sub' is a folder, not a file; use list_directory to see what it holds and pass "
+        "the path of a file in it."
+    )
+
+
+def test_existing_file_returns_the_real_path_and_the_size(ws: Workspace, root: Path) -> None:
+    (root / "data").mkdir()
+    (root / "data" / "exact.txt").write_bytes(b"a" * ws.max_file_bytes)
+    (root / "link.txt").symlink_to(root / "data" / "exact.txt")
+    assert ops.existing_file(ws, "link.txt") == (root / "data" / "exact.txt", ws.max_file_bytes)
 
 
 def test_paths_outside_the_workspace_are_refused(ws: Workspace, root: Path, outside: Path) -> None:

@@ -10,13 +10,10 @@ from typing import Literal
 from ..errors import (
     DocumentError,
     EncryptedDocumentError,
-    FileTooLargeError,
-    InvalidArgumentError,
     MissingExtraError,
-    NotFoundError,
     UnsupportedFormatError,
 )
-from ..filesystem.operations import Workspace
+from ..filesystem.operations import Workspace, existing_file
 
 __all__ = [
     "INSTALL_HINT",
@@ -100,34 +97,16 @@ def open_source(ws: Workspace, path: str) -> Source:
     """Check the document at `path` and tell its format.
 
     Raises:
-        PathOutsideRootError, NotFoundError, InvalidArgumentError: bad path.
-        FileTooLargeError: the file is over DPTTOOLS_MAX_FILE_SIZE_MB.
+        PathOutsideRootError, NotFoundError, InvalidArgumentError, FileTooLargeError: the
+            checks shared with the file tools (see `existing_file`): a bad path, nothing
+            there, a folder or pipe, a file over DPTTOOLS_MAX_FILE_SIZE_MB.
         DocumentError: the file is empty or its content does not match its name.
         UnsupportedFormatError: a format the tools do not read.
     """
-    target = ws.resolve(path)
-    if not target.exists():
-        raise NotFoundError(
-            f"There is no document {path!r} in the workspace {ws.root}; "
-            "use find_files or list_directory to see what exists."
-        )
-    if target.is_dir():
-        raise InvalidArgumentError(f"{path!r} is a folder, not a document.")
-    if not target.is_file():
-        raise InvalidArgumentError(
-            f"{path!r} is not a regular file (a named pipe, socket or device), so it is not "
-            "a document."
-        )
-    size = target.stat().st_size
+    target, size = existing_file(ws, path)
     name = ws.relative(target)
     if size == 0:
         raise DocumentError(f"{name!r} is empty (0 bytes); there is nothing to read.")
-    if size > ws.max_file_bytes:
-        raise FileTooLargeError(
-            f"{name!r} is {size:,} bytes, over the limit of {ws.max_file_bytes:,} bytes "
-            f"(DPTTOOLS_MAX_FILE_SIZE_MB={ws.max_file_bytes / 1048576:g}); "
-            "raise the limit to read it."
-        )
     with target.open("rb") as handle:
         head = handle.read(4096)
     suffix = target.suffix.lower()

@@ -32,7 +32,7 @@ from ..errors import (
     NotFoundError,
     PathOutsideRootError,
 )
-from ..paths import confine, is_inside
+from ..paths import confine, is_inside, names_nothing
 from .bounded_regex import BoundedRegex
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "Workspace",
     "atomic_write",
     "edit_file",
+    "existing_file",
     "find_files",
     "get_file_info",
     "glob_to_regex",
@@ -120,38 +121,56 @@ def _human_size(size: int) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _existing_file(ws: Workspace, path: str) -> Path:
+def existing_file(ws: Workspace, path: str) -> tuple[Path, int]:
+    """Confine `path` and check that it names a regular file within the size limit.
+
+    The file tools and the document tools both start here, so a missing file, a folder,
+    a named pipe or a file over the limit is reported in the same words by either. One
+    ``stat`` of the resolved path answers every check.
+
+    Returns:
+        The absolute, symlink-free path and the file's size in bytes.
+
+    Raises:
+        PathOutsideRootError, InvalidArgumentError: a bad path (see `Workspace.resolve`).
+        NotFoundError: nothing is at `path`.
+        InvalidArgumentError: `path` is a folder, or not a regular file (a named pipe, a
+            socket, a device), which a reader would wait on forever.
+        FileTooLargeError: the file is over `Workspace.max_file_bytes`.
+    """
     target = ws.resolve(path)
-    if not target.exists():
+    try:
+        status = target.stat()
+    except OSError as exc:
+        if not names_nothing(exc):
+            raise
         raise NotFoundError(
             f"There is no file {path!r} in the workspace {ws.root}; "
             "use list_directory or find_files to see what exists."
-        )
-    if target.is_dir():
+        ) from None
+    if stat.S_ISDIR(status.st_mode):
         raise InvalidArgumentError(
-            f"{path!r} is a folder, not a file; use list_directory to see what it holds."
+            f"{path!r} is a folder, not a file; use list_directory to see what it holds and "
+            "pass the path of a file in it."
         )
-    if not target.is_file():
+    if not stat.S_ISREG(status.st_mode):
         raise InvalidArgumentError(_not_regular(path))
-    return target
+    size = status.st_size
+    if size > ws.max_file_bytes:
+        raise FileTooLargeError(
+            f"{path!r} is {_human_size(size)} ({size:,} bytes), over the limit of "
+            f"{ws.max_file_bytes:,} bytes (DPTTOOLS_MAX_FILE_SIZE_MB="
+            f"{ws.max_file_bytes / 1048576:g}); raise DPTTOOLS_MAX_FILE_SIZE_MB to read it."
+        )
+    return target, size
 
 
 def _not_regular(path: str) -> str:
     # Reading a named pipe or a device would block or never end.
     return (
-        f"{path!r} is not a regular file (a named pipe, socket or device); the file tools "
-        "only read and write regular files."
+        f"{path!r} is not a regular file (a named pipe, socket or device); the file and "
+        "document tools only work on regular files, so pass the path of one."
     )
-
-
-def _check_size(ws: Workspace, target: Path, path: str) -> None:
-    size = target.stat().st_size
-    if size > ws.max_file_bytes:
-        raise FileTooLargeError(
-            f"{path!r} is {_human_size(size)}, over the limit of "
-            f"{_human_size(ws.max_file_bytes)} (DPTTOOLS_MAX_FILE_SIZE_MB); "
-            "raise the limit to read it."
-        )
 
 
 def _decode(data: bytes, path: str) -> tuple[str, bool]:
@@ -173,8 +192,7 @@ def _decode(data: bytes, path: str) -> tuple[str, bool]:
 
 
 def _read_text(ws: Workspace, path: str) -> tuple[Path, str, bool]:
-    target = _existing_file(ws, path)
-    _check_size(ws, target, path)
+    target, _ = existing_file(ws, path)
     text, bom = _decode(target.read_bytes(), path)
     return target, text, bom
 
