@@ -32,7 +32,15 @@ from .events import (
     ToolCallRecord,
     ToolResultEvent,
 )
-from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Usage
+from .messages import (
+    Message,
+    ProviderPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+)
 from .models import Model, ModelRequest, TestModel
 from .tools.base import ToolServer
 from .tools.loader import ToolLoader
@@ -55,6 +63,7 @@ __all__ = [
     "ModelAPIError",
     "ModelError",
     "ModelRequest",
+    "ProviderPart",
     "RunResult",
     "RunStartEvent",
     "TestModel",

@@ -1,8 +1,9 @@
 """Provider-neutral conversation data: what the agent loop and every model share.
 
 A conversation is a list of `Message`s. A user message holds `TextPart`s and, after a tool
-round, `ToolResultPart`s; an assistant message holds `TextPart`s and `ToolCallPart`s.
-Providers translate these to and from their own wire formats.
+round, `ToolResultPart`s; an assistant message holds `TextPart`s and `ToolCallPart`s, and
+`ProviderPart`s for the blocks of a reply that only its provider understands. Providers
+translate these to and from their own wire formats.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ __all__ = [
     "Message",
     "ModelResponse",
     "Part",
+    "ProviderPart",
+    "ReplyPart",
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
@@ -57,7 +60,35 @@ class ToolResultPart:
     kind: Literal["tool_result"] = "tool_result"
 
 
-Part = TextPart | ToolCallPart | ToolResultPart
+@dataclass(frozen=True, slots=True)
+class ProviderPart:
+    """A block of a model's reply that the toolkit does not interpret, kept verbatim so it
+    can be sent back to the same provider on the next request.
+
+    Anthropic's extended thinking is the main case: the Messages API wants the thinking
+    blocks of a reply back, unchanged and in their place, when the conversation goes on
+    with tool results. Server-side tool blocks (code execution, web search) are kept the
+    same way. Other providers leave such parts out of their requests.
+
+    Attributes:
+        provider: the provider that produced it, for example ``"anthropic"``.
+        data: the block in that provider's wire format (JSON-compatible).
+    """
+
+    provider: str
+    data: dict[str, Any]
+    kind: Literal["provider"] = "provider"
+
+    @property
+    def type(self) -> str:
+        """The block's own type, such as ``"thinking"`` (empty when it has none)."""
+        value = self.data.get("type")
+        return value if isinstance(value, str) else ""
+
+
+Part = TextPart | ToolCallPart | ToolResultPart | ProviderPart
+ReplyPart = TextPart | ToolCallPart | ProviderPart
+"""What a model's reply may hold."""
 
 
 def _joined_text(parts: tuple[Part, ...]) -> str:
@@ -127,7 +158,7 @@ class Usage:
 class ModelResponse:
     """One reply of a model: text and/or tool calls, with its usage."""
 
-    parts: tuple[TextPart | ToolCallPart, ...]
+    parts: tuple[ReplyPart, ...]
     usage: Usage = field(default_factory=Usage)
     model_name: str = ""
     stop_reason: str | None = None

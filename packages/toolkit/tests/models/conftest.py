@@ -180,6 +180,14 @@ class AnthropicWire:
         return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
     @staticmethod
+    def thinking(text: str, signature: str) -> dict[str, Any]:
+        return {"type": "thinking", "thinking": text, "signature": signature}
+
+    @staticmethod
+    def redacted_thinking(data: str) -> dict[str, Any]:
+        return {"type": "redacted_thinking", "data": data}
+
+    @staticmethod
     def message(
         content: list[dict[str, Any]],
         *,
@@ -226,11 +234,21 @@ class AnthropicWire:
                 opening: dict[str, Any] = {"type": "text", "text": ""}
                 pieces = [block["text"][i : i + chunk] for i in range(0, len(block["text"]), chunk)]
                 deltas = [{"type": "text_delta", "text": piece} for piece in pieces]
-            else:
+            elif block["type"] == "thinking":
+                # Thinking arrives in pieces, then its signature in one delta.
+                opening = {"type": "thinking", "thinking": "", "signature": ""}
+                text = block["thinking"]
+                pieces = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+                deltas = [{"type": "thinking_delta", "thinking": piece} for piece in pieces]
+                deltas.append({"type": "signature_delta", "signature": block["signature"]})
+            elif "input" in block:
                 opening = {**block, "input": {}}
                 raw = json.dumps(block["input"])
                 pieces = [raw[i : i + chunk] for i in range(0, len(raw), chunk)]
                 deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+            else:
+                # Whole blocks such as redacted_thinking come complete in their start event.
+                opening, deltas = block, []
             events.append(
                 (
                     "content_block_start",

@@ -18,6 +18,7 @@ from doc_processing_toolkit.errors import (
 from doc_processing_toolkit.messages import (
     Message,
     ModelResponse,
+    ProviderPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -504,3 +505,92 @@ def test_one_model_serves_one_event_loop_after_another(stand_in, anthropic_wire)
     asyncio.run(model.aclose())
     del model
     gc.collect()  # the clients of the ended loops go now, warnings and all
+
+
+THOUGHT = "The user wants Paris weather; call the tool."
+SIGNATURE = "EqQBCkYIARgCKkD0c2lnbmF0dXJl"
+
+
+def thinking_reply(wire: Any) -> list[dict[str, Any]]:
+    return [
+        wire.thinking(THOUGHT, SIGNATURE),
+        wire.redacted_thinking("ZW5jcnlwdGVk"),
+        wire.text("Checking."),
+        wire.tool_use("toolu_1", "get_weather", {"city": "Paris"}),
+    ]
+
+
+def continued(first: ModelResponse) -> ModelRequest:
+    """The request after `first`: its reply, then the tool's result."""
+    return ModelRequest(
+        system="Be brief.",
+        messages=[
+            Message.user("Weather in Paris?"),
+            first.to_message(),
+            Message(
+                role="user",
+                parts=(ToolResultPart(call_id="toolu_1", name="get_weather", content="sunny"),),
+            ),
+        ],
+        tools=[WEATHER],
+        provider_kwargs={"thinking": {"type": "enabled", "budget_tokens": 2048}},
+    )
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"])
+async def test_thinking_blocks_are_kept_and_sent_back_in_their_place(
+    streamed: bool, opened, stand_in, anthropic_wire
+) -> None:
+    blocks = thinking_reply(anthropic_wire)
+    if streamed:
+        stand_in.reply_sse(anthropic_wire.stream(blocks, stop_reason="tool_use", chunk=7))
+    else:
+        stand_in.reply_json(anthropic_wire.message(blocks, stop_reason="tool_use"))
+    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("Sunny.")]))
+    model = model_for(stand_in, opened)
+
+    request = ask("Weather in Paris?", thinking={"type": "enabled", "budget_tokens": 2048})
+    first = (await collect(model, request))[1] if streamed else await model.request(request)
+    assert first.parts == (
+        ProviderPart("anthropic", blocks[0]),
+        ProviderPart("anthropic", blocks[1]),
+        TextPart("Checking."),
+        ToolCallPart(id="toolu_1", name="get_weather", arguments={"city": "Paris"}),
+    )
+    assert [p.type for p in first.parts if isinstance(p, ProviderPart)] == [
+        "thinking",
+        "redacted_thinking",
+    ]
+    assert first.text == "Checking."
+
+    second = await model.request(continued(first))
+
+    assert second.text == "Sunny."
+    assert stand_in.last.body["messages"][1:] == [
+        {"role": "assistant", "content": blocks},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}],
+        },
+    ]
+
+
+async def test_another_providers_parts_are_not_sent(opened, stand_in, anthropic_wire) -> None:
+    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("Hi.")]))
+    history = Message(
+        role="assistant",
+        parts=(ProviderPart("other", {"type": "reasoning", "text": "x"}), TextPart("Hello.")),
+    )
+    request = ModelRequest(
+        system=None,
+        messages=[Message.user("Hi"), history, Message.user("Again")],
+        tools=[],
+        provider_kwargs={},
+    )
+
+    await model_for(stand_in, opened).request(request)
+
+    assert stand_in.last.body["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hello."}],
+    }

@@ -18,6 +18,7 @@ from doc_processing_toolkit.errors import (
 from doc_processing_toolkit.messages import (
     Message,
     ModelResponse,
+    ProviderPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -509,3 +510,29 @@ def test_one_model_serves_one_event_loop_after_another(stand_in, openai_wire) ->
     asyncio.run(model.aclose())
     del model
     gc.collect()  # the clients of the ended loops go now, warnings and all
+
+
+async def test_parts_kept_for_another_provider_are_left_out(opened, stand_in, openai_wire) -> None:
+    # A conversation that began with Claude (thinking kept) goes on with an OpenAI model.
+    stand_in.reply_json(openai_wire.completion("Still sunny."))
+    claude_turn = Message(
+        role="assistant",
+        parts=(
+            ProviderPart("anthropic", {"type": "thinking", "thinking": "t", "signature": "s"}),
+            TextPart("Sunny."),
+        ),
+    )
+    request = ModelRequest(
+        system=None,
+        messages=[Message.user("Weather?"), claude_turn, Message.user("And now?")],
+        tools=[],
+        provider_kwargs={},
+    )
+
+    await model_for(stand_in, opened).request(request)
+
+    assert stand_in.last.body["messages"] == [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Sunny."},
+        {"role": "user", "content": "And now?"},
+    ]

@@ -63,6 +63,35 @@ async def test_an_anthropic_tool_round_trip(opened, stand_in, anthropic_wire) ->
     }
 
 
+async def test_an_anthropic_run_with_extended_thinking_sends_the_thinking_back(
+    opened, stand_in, anthropic_wire
+) -> None:
+    thinking = anthropic_wire.thinking("Add them with the tool.", "c2lnbmF0dXJl")
+    call = anthropic_wire.tool_use("toolu_1", "add", {"a": 2, "b": 3})
+    stand_in.reply_sse(anthropic_wire.stream([thinking, call], stop_reason="tool_use"))
+    stand_in.reply_sse(
+        anthropic_wire.stream([anthropic_wire.thinking("Done.", "c2ln"), anthropic_wire.text("5.")])
+    )
+    model = opened(
+        AnthropicModel("claude-test-1", api_key="k", base_url=stand_in.url, max_retries=0)
+    )
+    agent = Agent(
+        model=model,
+        tools=[add],
+        provider_kwargs={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )
+
+    async with agent:
+        events = [event async for event in agent.run_stream("2+3?")]
+
+    result = events[-1].result
+    assert result.output == "5."
+    assert "".join(e.text for e in events if isinstance(e, TextDeltaEvent)) == "5."
+    second = stand_in.requests[1].body
+    assert second["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert second["messages"][1] == {"role": "assistant", "content": [thinking, call]}
+
+
 async def test_openai_broken_arguments_become_an_error_result_the_model_can_fix(
     opened, stand_in, openai_wire
 ) -> None:

@@ -16,6 +16,8 @@ from ..errors import MissingCredentialsError, MissingDependencyError, ModelError
 from ..messages import (
     Message,
     ModelResponse,
+    ProviderPart,
+    ReplyPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -157,14 +159,16 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         return client.beta.messages, params
 
     def _to_response(self, message: Any) -> ModelResponse:
-        parts: list[TextPart | ToolCallPart] = []
+        parts: list[ReplyPart] = []
         for block in message.content:
             if block.type == "text":
                 parts.append(TextPart(block.text))
             elif block.type == "tool_use":
                 parts.append(_tool_call(block.id, block.name, block.input))
             else:
-                logger.debug("anthropic: %s block left out of the reply", block.type)
+                # thinking, redacted_thinking, server tool blocks...: kept as the API sent
+                # them, to go back in their place on the next request.
+                parts.append(ProviderPart(_PROVIDER, block.to_dict(mode="json")))
         usage = message.usage
         input_tokens = (
             usage.input_tokens
@@ -248,8 +252,10 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Messages as Messages API turns.
 
     Tool results go first in their user turn (the API asks for that), each one a
-    ``tool_result`` block with ``is_error`` when the tool failed. Empty text is left out,
-    and so is a turn left with nothing (the API joins the turns around it).
+    ``tool_result`` block with ``is_error`` when the tool failed. Blocks kept from earlier
+    Anthropic replies (`ProviderPart`, such as thinking) go back unchanged and in their
+    place; another provider's are left out. Empty text is left out, and so is a turn left
+    with nothing (the API joins the turns around it).
     """
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -277,6 +283,8 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 if part.is_error:
                     result["is_error"] = True
                 results.append(result)
+            elif isinstance(part, ProviderPart) and part.provider == _PROVIDER:
+                blocks.append(dict(part.data))
         if results or blocks:
             turns.append({"role": message.role, "content": results + blocks})
     return turns
