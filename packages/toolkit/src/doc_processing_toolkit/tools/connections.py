@@ -36,6 +36,11 @@ __all__ = ["Connection", "ConnectionPool", "ListedServer", "Listing"]
 
 logger = logging.getLogger(__name__)
 
+#: Seconds to connect, write or wait for a connection from the pool on the mcp_http route.
+_HTTP_TIMEOUT_S = 30.0
+#: Seconds to wait for the next bytes of a response on the mcp_http route.
+_HTTP_STREAM_READ_TIMEOUT_S = 300.0
+
 _STDERR_TAIL_LINES = 20
 _STDERR_DRAIN_WAIT = 1.0
 _STDIO_ROUTES = ("mcp_command", "mcp_script")
@@ -360,11 +365,14 @@ async def _enter_session(
         client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
         return client.session
     if server.route == "mcp_http":
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
+        # The SDK's transport takes headers through a client of our own. The timeouts are
+        # the SDK's recommended ones: a server may hold a response stream open for long.
+        timeout = httpx2.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_STREAM_READ_TIMEOUT_S)
         http = await stack.enter_async_context(
-            create_mcp_http_client(headers=dict(target.headers) or None)
+            httpx2.AsyncClient(headers=dict(target.headers) or None, timeout=timeout)
         )
         client = await stack.enter_async_context(
             Client(streamable_http_client(target.url, http_client=http))
