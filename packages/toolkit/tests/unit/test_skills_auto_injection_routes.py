@@ -730,3 +730,22 @@ async def test_a_listing_error_with_a_catalog_asked_ahead_is_raised_as_itself() 
                 await agent.run("two")
             other.remove_tool("load_skill")
             assert (await agent.run("three")).skills.status == "injected"
+
+
+def test_run_sync_asks_ahead_and_sees_each_change(catalog: Catalog) -> None:
+    model = TestModel(answer)
+    agent = Agent(
+        model=model, instructions=INSTRUCTIONS, tools=[_mcp_command(catalog, AsyncExitStack())]
+    )
+    try:
+        statuses = [agent.run_sync("one").skills.status]
+        catalog.set(EMPTY)
+        statuses.append(agent.run_sync("two").skills.status)
+        catalog.set(TWO_SKILLS)
+        statuses.append(agent.run_sync("three").skills.status)
+    finally:
+        agent.close()
+    assert statuses == ["injected", "empty", "injected"]
+    assert seen_tools(model, 1) == BOOTSTRAP_TWO
+    assert model.requests[2].system == f"{INSTRUCTIONS}\n\n{EXPECTED_TWO}"
+    assert [c for c in catalog.calls() if c == "list_skills"] == ["list_skills"] * 3
