@@ -46,12 +46,13 @@ from .events import (
     FinalResultEvent,
     RunStartEvent,
     TextDeltaEvent,
+    ThinkingDeltaEvent,
     ToolCallEvent,
     ToolCallRecord,
     ToolResultEvent,
 )
 from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
-from .models import Model, ModelRequest, TextDelta, resolve_model
+from .models import Model, ModelRequest, TextDelta, ThinkingDelta, resolve_model
 from .skills import CatalogPrefetch, SkillsOutcome, apply_skills, has_own_catalog
 from .tools.base import TOOL_NAME_PATTERN, ToolServer, ToolSession
 from .tools.connections import ConnectionPool, ListedServer, describe_error
@@ -589,7 +590,8 @@ class Agent:
 
         The first event is a `RunStartEvent` (the system prompt with any injected skill
         catalog, and the tools offered). Text arrives as `TextDeltaEvent`s (the model is
-        streamed); each tool call is a `ToolCallEvent` before it runs and a
+        streamed), and a model's visible reasoning, when its provider streams it, as
+        `ThinkingDeltaEvent`s; each tool call is a `ToolCallEvent` before it runs and a
         `ToolResultEvent` once it ends; the last event is a `FinalResultEvent` holding the
         `RunResult`. Errors are raised as in `run`.
         """
@@ -659,6 +661,8 @@ class Agent:
                     async for item in replies:
                         if isinstance(item, TextDelta):
                             yield TextDeltaEvent(item.text)
+                        elif isinstance(item, ThinkingDelta):
+                            yield ThinkingDeltaEvent(item.text)
                         else:
                             response = item
                 finally:

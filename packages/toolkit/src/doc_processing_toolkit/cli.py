@@ -21,6 +21,7 @@ from .events import (
     FinalResultEvent,
     RunStartEvent,
     TextDeltaEvent,
+    ThinkingDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -39,15 +40,26 @@ async def stream_run(
     agent: Agent, prompt: str, *, out: TextIO, err: TextIO, quiet: bool = False
 ) -> None:
     """Run `agent` on `prompt`, writing the answer to `out` as it arrives and the progress
-    (tool calls, results, warnings, usage) to `err` unless `quiet`.
+    (the model's thinking, tool calls, results, warnings, usage) to `err` unless `quiet`.
 
     Raises:
         ToolkitError: the run failed.
     """
     async with agent:
         at_line_start = True
+        thinking = False  # whether `err` is in the middle of a "thinking:" line
         shown_warnings = 0
         async for event in agent.run_stream(prompt):
+            if isinstance(event, ThinkingDeltaEvent):
+                if not quiet:
+                    err.write(event.text if thinking else f"thinking: {event.text}")
+                    err.flush()
+                    thinking = True
+                continue
+            if thinking:
+                err.write("\n")
+                err.flush()
+                thinking = False
             if isinstance(event, TextDeltaEvent):
                 out.write(event.text)
                 out.flush()
@@ -101,8 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run one prompt and stream the answer",
-        description="Run one prompt. The answer goes to stdout; tool calls, results and "
-        "warnings go to stderr.",
+        description="Run one prompt. The answer goes to stdout; the model's thinking, tool "
+        "calls, results and warnings go to stderr.",
     )
     run.add_argument("prompt", help="the prompt; '-' reads it from stdin")
     run.add_argument("-c", "--config", help="agent YAML file (see the YAML configuration docs)")

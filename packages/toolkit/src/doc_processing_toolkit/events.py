@@ -16,6 +16,7 @@ __all__ = [
     "FinalResultEvent",
     "RunStartEvent",
     "TextDeltaEvent",
+    "ThinkingDeltaEvent",
     "ToolCallEvent",
     "ToolCallRecord",
     "ToolResultEvent",
@@ -78,6 +79,15 @@ class TextDeltaEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingDeltaEvent:
+    """A piece of the model's visible reasoning, as it arrives (Anthropic's extended
+    thinking). It is not part of the answer; the complete thinking stays in the reply's
+    `ProviderPart`s."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallEvent:
     """The model asked for a tool call; it is about to run.
 
@@ -104,5 +114,12 @@ class FinalResultEvent:
     result: RunResult
 
 
-AgentEvent = RunStartEvent | TextDeltaEvent | ToolCallEvent | ToolResultEvent | FinalResultEvent
+AgentEvent = (
+    RunStartEvent
+    | TextDeltaEvent
+    | ThinkingDeltaEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | FinalResultEvent
+)
 """Any event of `Agent.run_stream`."""

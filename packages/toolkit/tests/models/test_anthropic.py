@@ -24,7 +24,7 @@ from doc_processing_toolkit.messages import (
     ToolResultPart,
     ToolSpec,
 )
-from doc_processing_toolkit.models import ModelRequest, TextDelta, resolve_model
+from doc_processing_toolkit.models import ModelRequest, TextDelta, ThinkingDelta, resolve_model
 from doc_processing_toolkit.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicModel
 
 pytestmark = pytest.mark.anyio
@@ -57,13 +57,21 @@ def model_for(stand_in: Any, opened: Any, **options: Any) -> AnthropicModel:
     return opened(AnthropicModel("claude-test-1", base_url=stand_in.url, **options))
 
 
-async def collect(model: AnthropicModel, request: ModelRequest) -> tuple[list[str], ModelResponse]:
+async def collect(
+    model: AnthropicModel, request: ModelRequest, thoughts: list[str] | None = None
+) -> tuple[list[str], ModelResponse]:
+    """The text deltas and the final response of a stream; thinking deltas go to
+    `thoughts` (a stream that has some fails without it)."""
     deltas: list[str] = []
     final: list[ModelResponse] = []
     async for item in model.stream(request):
         if isinstance(item, TextDelta):
             assert not final, "a text delta came after the final response"
             deltas.append(item.text)
+        elif isinstance(item, ThinkingDelta):
+            assert thoughts is not None, f"unexpected thinking: {item.text!r}"
+            assert not final, "a thinking delta came after the final response"
+            thoughts.append(item.text)
         else:
             final.append(item)
     assert len(final) == 1
@@ -550,7 +558,15 @@ async def test_thinking_blocks_are_kept_and_sent_back_in_their_place(
     model = model_for(stand_in, opened)
 
     request = ask("Weather in Paris?", thinking={"type": "enabled", "budget_tokens": 2048})
-    first = (await collect(model, request))[1] if streamed else await model.request(request)
+    thoughts: list[str] = []
+    if streamed:
+        deltas, first = await collect(model, request, thoughts)
+        # The thinking streams in pieces of its own, apart from the answer's text.
+        assert "".join(thoughts) == THOUGHT
+        assert len(thoughts) > 1
+        assert "".join(deltas) == "Checking."
+    else:
+        first = await model.request(request)
     assert first.parts == (
         ProviderPart("anthropic", blocks[0]),
         ProviderPart("anthropic", blocks[1]),

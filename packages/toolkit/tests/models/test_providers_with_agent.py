@@ -8,6 +8,7 @@ from doc_processing_toolkit import (
     Agent,
     FinalResultEvent,
     TextDeltaEvent,
+    ThinkingDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -87,6 +88,8 @@ async def test_an_anthropic_run_with_extended_thinking_sends_the_thinking_back(
     result = events[-1].result
     assert result.output == "5."
     assert "".join(e.text for e in events if isinstance(e, TextDeltaEvent)) == "5."
+    thoughts = "".join(e.text for e in events if isinstance(e, ThinkingDeltaEvent))
+    assert thoughts == "Add them with the tool.Done."
     second = stand_in.requests[1].body
     assert second["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert second["messages"][1] == {"role": "assistant", "content": [thinking, call]}
@@ -138,3 +141,33 @@ async def test_streaming_an_agent_run_through_openai(opened, stand_in, openai_wi
     texts = [event.text for event in events if isinstance(event, TextDeltaEvent)]
     assert "".join(texts) == "The answer is 2."
     assert len(texts) > 1
+
+
+async def test_the_cli_shows_thinking_on_stderr_and_the_answer_on_stdout(
+    opened, stand_in, anthropic_wire
+) -> None:
+    import io
+
+    from doc_processing_toolkit.cli import stream_run
+
+    thinking = anthropic_wire.thinking("Two plus three.", "c2ln")
+    call = anthropic_wire.tool_use("toolu_1", "add", {"a": 2, "b": 3})
+    stand_in.reply_sse(anthropic_wire.stream([thinking, call], stop_reason="tool_use", chunk=4))
+    stand_in.reply_sse(anthropic_wire.stream([anthropic_wire.text("It is 5.")]))
+    model = opened(
+        AnthropicModel("claude-test-1", api_key="k", base_url=stand_in.url, max_retries=0)
+    )
+    agent = Agent(
+        model=model,
+        tools=[add],
+        provider_kwargs={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )
+    out, err = io.StringIO(), io.StringIO()
+
+    await stream_run(agent, "2+3?", out=out, err=err)
+
+    assert out.getvalue() == "It is 5.\n"
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "thinking: Two plus three."
+    assert lines[1] == '-> add [local-functions] {"a": 2, "b": 3}'
+    assert lines[2].startswith("<- add (")

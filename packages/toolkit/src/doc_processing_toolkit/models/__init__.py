@@ -12,14 +12,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .base import Model, ModelRequest, TextDelta
+from .base import Model, ModelRequest, TextDelta, ThinkingDelta
 from .test import TestModel
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicModel as AnthropicModel
     from .openai import OpenAIModel as OpenAIModel
 
-__all__ = ["Model", "ModelRequest", "TestModel", "TextDelta", "infer_provider", "resolve_model"]
+__all__ = [
+    "Model",
+    "ModelRequest",
+    "TestModel",
+    "TextDelta",
+    "ThinkingDelta",
+    "infer_provider",
+    "resolve_model",
+]
 
 PROVIDERS = ("anthropic", "openai", "test")
 

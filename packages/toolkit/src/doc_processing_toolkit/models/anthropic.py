@@ -33,7 +33,7 @@ from ._common import (
     connection_error,
     split_provider_kwargs,
 )
-from .base import ModelRequest, TextDelta
+from .base import ModelRequest, TextDelta, ThinkingDelta
 
 try:
     import anthropic
@@ -119,8 +119,11 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
             raise self._translate_error(client, exc) from exc
         return self._to_response(message)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelResponse]:
-        """Stream one Messages API request: text deltas as they arrive, then the reply.
+    async def stream(
+        self, request: ModelRequest
+    ) -> AsyncIterator[TextDelta | ThinkingDelta | ModelResponse]:
+        """Stream one Messages API request: text and thinking deltas as they arrive, then
+        the reply.
 
         Raises:
             ModelAPIError: the API answered with an error, sent an error event or could
@@ -130,9 +133,14 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         api, params = self._prepare(client, request)
         try:
             async with api.stream(**params) as events:
-                async for text in events.text_stream:
-                    if text:
-                        yield TextDelta(text)
+                async for event in events:
+                    if event.type != "content_block_delta":
+                        continue
+                    delta = event.delta
+                    if delta.type == "text_delta" and delta.text:
+                        yield TextDelta(delta.text)
+                    elif delta.type == "thinking_delta" and delta.thinking:
+                        yield ThinkingDelta(delta.thinking)
                 message = await events.get_final_message()
         except (anthropic.AnthropicError, ValueError) as exc:
             raise self._translate_error(client, exc) from exc

@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message, ModelResponse, ToolSpec
 
-__all__ = ["Model", "ModelRequest", "TextDelta"]
+__all__ = ["Model", "ModelRequest", "TextDelta", "ThinkingDelta"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +32,21 @@ class TextDelta:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's visible reasoning (extended thinking), as it arrives while
+    streaming. It is not part of the answer's text."""
+
+    text: str
+
+
 @runtime_checkable
 class Model(Protocol):
     """A chat model that can call tools.
 
-    `request` returns the whole reply; `stream` yields `TextDelta`s as text arrives and
-    then exactly one `ModelResponse`, the whole reply.
+    `request` returns the whole reply; `stream` yields `TextDelta`s as text arrives (and
+    `ThinkingDelta`s as reasoning does, for a provider that streams it), then exactly one
+    `ModelResponse`, the whole reply.
     """
 
     @property
@@ -49,6 +58,8 @@ class Model(Protocol):
         """Send one request and return the complete reply."""
         ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelResponse]:
-        """Send one request and yield text deltas, then the complete reply."""
+    def stream(
+        self, request: ModelRequest
+    ) -> AsyncIterator[TextDelta | ThinkingDelta | ModelResponse]:
+        """Send one request and yield text (and thinking) deltas, then the complete reply."""
         ...
