@@ -53,7 +53,13 @@ from .events import (
 )
 from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from .models import Model, ModelRequest, TextDelta, ThinkingDelta, resolve_model
-from .skills import CatalogPrefetch, SkillsOutcome, apply_skills, has_own_catalog
+from .skills import (
+    CatalogPrefetch,
+    SkillsOutcome,
+    SkillsStep,
+    apply_skills,
+    has_own_catalog,
+)
 from .tools.base import TOOL_NAME_PATTERN, ToolServer, ToolSession
 from .tools.connections import ConnectionPool, ListedServer, describe_error
 from .tools.loader import ToolLoader
@@ -503,13 +509,7 @@ class Agent:
         """
         prefetch = self._catalog_prefetch()
         if prefetch is None:
-            listed, routes, warnings = await self._connect_and_list()
-            step = await apply_skills(
-                listed,
-                enabled=self.auto_inject_skills,
-                instructions=self.instructions,
-                timeout_s=self.skills_timeout,
-            )
+            routes, warnings, step = await self._list_and_apply_skills(None)
         else:
             # Ask last run's skills server for its catalog while the tool lists are
             # fetched: one round trip instead of two when the server is out of process.
@@ -519,14 +519,7 @@ class Agent:
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(prefetch.run)
                 try:
-                    listed, routes, warnings = await self._connect_and_list()
-                    step = await apply_skills(
-                        listed,
-                        enabled=self.auto_inject_skills,
-                        instructions=self.instructions,
-                        timeout_s=self.skills_timeout,
-                        prefetch=prefetch,
-                    )
+                    routes, warnings, step = await self._list_and_apply_skills(prefetch)
                 except Exception as exc:
                     failure = exc
                 finally:
@@ -544,6 +537,21 @@ class Agent:
             skills=step.outcome,
         )
 
+    async def _list_and_apply_skills(
+        self, prefetch: CatalogPrefetch | None
+    ) -> tuple[dict[str, ToolRoute], list[str], SkillsStep]:
+        """`_connect_and_list`, then the skills step on what it listed: the routes, the
+        warnings so far and the step."""
+        listed, routes, warnings = await self._connect_and_list()
+        step = await apply_skills(
+            listed,
+            enabled=self.auto_inject_skills,
+            instructions=self.instructions,
+            timeout_s=self.skills_timeout,
+            prefetch=prefetch,
+        )
+        return routes, warnings, step
+
     def _catalog_prefetch(self) -> CatalogPrefetch | None:
         """A catalog call to start before listing, when last run's skills server is out
         of process and its session is still open; None otherwise.
@@ -557,7 +565,7 @@ class Agent:
             or not self._pool.is_live(last.session)
         ):
             return None
-        return CatalogPrefetch(last.session, last.server.tool_prefix, self.skills_timeout)
+        return CatalogPrefetch(last, self.skills_timeout)
 
     # -- running --------------------------------------------------------------------------
 

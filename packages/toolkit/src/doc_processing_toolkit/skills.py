@@ -24,7 +24,6 @@ from xml.sax.saxutils import escape
 import anyio
 from mcp.types import CallToolResult, TextContent
 
-from .tools.base import ToolSession
 from .tools.connections import ListedServer
 
 __all__ = [
@@ -303,6 +302,17 @@ def _failed(server_name: str, reason: str) -> SkillsOutcome:
     return SkillsOutcome(status="failed", server=server_name, warning=warning)
 
 
+def _tool_caller(listed: ListedServer) -> CallTool:
+    """Calls a tool of `listed` by its own name (the server's tool prefix added)."""
+    session = listed.session
+    prefix = f"{listed.server.tool_prefix}_" if listed.server.tool_prefix else ""
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> CallToolResult:
+        return await session.call_tool(prefix + name, arguments)
+
+    return call_tool
+
+
 class CatalogPrefetch:
     """A ``list_skills`` call started while the run's tool lists are still being fetched.
 
@@ -312,14 +322,13 @@ class CatalogPrefetch:
     session is detected again this run; otherwise the call is cancelled and ignored.
 
     Args:
-        session: the session to ask (as listed: prefixed when the server has a prefix).
-        prefix: the server's tool prefix, or None.
+        server: the server to ask, as listed on the previous run.
         timeout_s: seconds the call may take, as for a call made after the listing.
     """
 
-    def __init__(self, session: ToolSession, prefix: str | None, timeout_s: float) -> None:
-        self.session = session
-        self._name = f"{prefix}_list_skills" if prefix else "list_skills"
+    def __init__(self, server: ListedServer, timeout_s: float) -> None:
+        self.session = server.session
+        self._call_tool = _tool_caller(server)
         self._timeout = timeout_s
         self._done = anyio.Event()
         self._scope = anyio.CancelScope()
@@ -333,7 +342,7 @@ class CatalogPrefetch:
                 self._scope,
                 anyio.fail_after(self._timeout if math.isfinite(self._timeout) else None),
             ):
-                self._result = await self.session.call_tool(self._name, {})
+                self._result = await self._call_tool("list_skills", {})
         except Exception as exc:
             self._error = exc
         finally:
@@ -411,11 +420,7 @@ async def apply_skills(
         else:
             prefetch.cancel()
     if detected is not None and call_tool is None:
-        session = detected.session
-        prefix = f"{detected.server.tool_prefix}_" if detected.server.tool_prefix else ""
-
-        async def call_tool(name: str, arguments: dict[str, Any]) -> CallToolResult:
-            return await session.call_tool(prefix + name, arguments)
+        call_tool = _tool_caller(detected)
 
     outcome = await prepare_skills(
         enabled=enabled,

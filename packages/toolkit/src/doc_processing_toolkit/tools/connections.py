@@ -173,9 +173,6 @@ class Connection:
 
     def live_session(self) -> ToolSession | None:
         """The open session, or None when it is not open (or has died)."""
-        return self._live()
-
-    def _live(self) -> ToolSession | None:
         if self._fixed is not None:
             return self._fixed
         owner = self._owner
@@ -189,13 +186,13 @@ class Connection:
         Raises:
             ToolServerError: the server could not be started or connected.
         """
-        live = self._live()
+        live = self.live_session()
         if live is not None:
             return live
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            live = self._live()
+            live = self.live_session()
             if live is not None:
                 return live
             if self._owner is not None:
