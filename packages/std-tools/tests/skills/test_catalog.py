@@ -109,6 +109,21 @@ def test_broken_skills_are_reported_and_never_hide_the_others(skills: SkillsFold
     assert set(entry) == {"skill", "level", "code", "message"}
 
 
+def test_a_recursive_alias_is_one_error_for_its_skill_and_the_others_are_listed(
+    skills: SkillsFolder,
+) -> None:
+    skills.write("good")
+    skills.write("self-metadata", "name: self-metadata\ndescription: d\nmetadata: &m {k: *m}\n")
+    skills.write("self-name", "name: &n [*n]\ndescription: d\n")
+    catalog = scan_once(skills.path, max_bytes=MAX)
+    assert [s.name for s in catalog.skills] == ["good"]
+    assert [(d.skill, d.level, d.code) for d in catalog.diagnostics] == [
+        ("self-metadata", "error", "yaml_recursive_alias"),
+        ("self-name", "error", "yaml_recursive_alias"),
+    ]
+    assert json.loads(catalog.json)["count"] == 1
+
+
 def test_a_skill_md_over_the_size_limit_is_an_error(skills: SkillsFolder) -> None:
     skills.write("big", body="x" * 5000)
     catalog = scan_once(skills.path, max_bytes=1000)

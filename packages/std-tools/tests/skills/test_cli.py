@@ -63,6 +63,35 @@ def test_validate_prints_every_diagnostic_and_fails_on_an_error(
     assert "Checked 2 skill(s): 1 error(s), 2 warning(s)." in out
 
 
+def test_list_and_validate_report_a_recursive_alias_without_a_traceback(
+    skills: SkillsFolder,
+) -> None:
+    skills.write("good")
+    loop = skills.write("loop", "name: loop\ndescription: d\nmetadata: &m {k: *m}\n")
+    command = [sys.executable, "-m", "doc_processing_std_tools.skills.cli"]
+    listed = subprocess.run(
+        [*command, "list"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr + listed.stdout
+    assert "1 skill(s) in" in listed.stdout
+    assert "loop: error [yaml_recursive_alias]" in listed.stdout
+    as_json = subprocess.run(
+        [*command, "list", "--json"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    assert [d["code"] for d in json.loads(as_json.stdout)["diagnostics"]] == [
+        "yaml_recursive_alias"
+    ]
+    checked = subprocess.run(
+        [*command, "validate", str(loop)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert checked.returncode == 1
+    assert "Traceback" not in checked.stderr + checked.stdout
+    assert "error [yaml_recursive_alias]" in checked.stdout
+    assert "Checked 1 skill(s): 1 error(s), 0 warning(s)." in checked.stdout
+
+
 def test_validate_passes_with_warnings_only_and_checks_whole_folders(
     skills: SkillsFolder, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from doc_processing_std_tools.skills.frontmatter import (
     MAX_FRONTMATTER_CHARS,
-    MAX_YAML_DEPTH,
     ParsedSkillMd,
     check_fields,
     decode_skill_md,
@@ -18,6 +17,7 @@ from doc_processing_std_tools.skills.frontmatter import (
     parse_skill_md,
     read_skill_md_text,
 )
+from doc_processing_std_tools.skills.safe_yaml import MAX_YAML_DEPTH
 
 
 def codes(parsed: ParsedSkillMd) -> list[str]:
@@ -213,6 +213,31 @@ def test_a_few_harmless_aliases_are_fine() -> None:
     parsed = parse_skill_md("---\ndescription: &d Same text\nmetadata:\n  copy: *d\n---\n")
     assert parsed.fields is not None
     assert parsed.fields["metadata"] == {"copy": "Same text"}
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "description: d\nmetadata: &m {k: *m}\n",
+        "name: &n [*n]\ndescription: d\n",
+        "description: &d [*d]\n",
+        "description: d\nmetadata: &a\n  b:\n    c: [*a]\n",
+        "&r {description: d, self: *r}\n",
+        "description: d\nmetadata: &m {<<: *m}\n",
+    ],
+)
+def test_an_alias_inside_what_it_names_is_one_error_not_a_crash(frontmatter: str) -> None:
+    assert_refused_quickly(f"---\n{frontmatter}---\nbody\n", "yaml_recursive_alias")
+    message = parse_skill_md(f"---\n{frontmatter}---\n").diagnostics[0].message
+    assert "refers to itself" in message
+    assert "remove the alias" in message
+
+
+def test_an_alias_to_a_finished_sibling_is_not_recursive() -> None:
+    parsed = parse_skill_md("---\ndescription: d\nmetadata: {a: &x [1], b: *x}\n---\n")
+    assert parsed.diagnostics == ()
+    assert parsed.fields is not None
+    assert parsed.fields["metadata"] == {"a": [1], "b": [1]}
 
 
 def test_a_huge_scalar_is_refused_by_the_size_bound() -> None:

@@ -1,13 +1,11 @@
 """SKILL.md text -> frontmatter fields and diagnostics.
 
 This module is pure: it never touches the file system. `parse_skill_md` splits a SKILL.md
-into its YAML frontmatter and Markdown body and parses the YAML defensively; `check_fields`
-applies the Agent Skills field rules to the parsed mapping. Both report problems as
-`Diagnostic` values instead of raising, so one broken skill never hides the others.
-
-The YAML is read with the safe loader (the C one when PyYAML was built with libyaml), and
-only after a streaming pass over its events has checked that the document is small, shallow
-and free of alias bombs. A hostile document therefore costs bounded time and memory.
+into its YAML frontmatter and Markdown body and parses the YAML with `safe_yaml`, which
+refuses documents built to hurt the reader (too deep, alias bombs, recursive aliases) in
+bounded time and memory; `check_fields` applies the Agent Skills field rules to the parsed
+mapping. Both report problems as `Diagnostic` values (codes from `diagnostics.CODES`)
+instead of raising, so one broken skill never hides the others.
 """
 
 from __future__ import annotations
@@ -17,19 +15,19 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-import yaml
+from .diagnostics import Diagnostic, Level, diagnostic
+from .safe_yaml import Loaded, Refused, load_yaml
 
 __all__ = [
     "MAX_COMPATIBILITY_LENGTH",
     "MAX_DESCRIPTION_LENGTH",
     "MAX_FRONTMATTER_CHARS",
     "MAX_NAME_LENGTH",
-    "MAX_YAML_DEPTH",
-    "MAX_YAML_NODES",
     "NAME_RULE",
     "Diagnostic",
+    "Level",
     "ParsedSkillMd",
     "SkillFields",
     "check_fields",
@@ -39,14 +37,8 @@ __all__ = [
     "read_skill_md_text",
 ]
 
-Level = Literal["warning", "error"]
-
 MAX_FRONTMATTER_CHARS: Final = 64 * 1024
 """Frontmatter longer than this is refused before any YAML is parsed."""
-MAX_YAML_DEPTH: Final = 32
-"""Deepest nesting of lists and mappings accepted, counting what aliases expand to."""
-MAX_YAML_NODES: Final = 10_000
-"""Most YAML nodes accepted once every alias is expanded (defeats "billion laughs")."""
 MAX_NAME_LENGTH: Final = 64
 """Longest skill name the Agent Skills specification allows."""
 MAX_DESCRIPTION_LENGTH: Final = 1024
@@ -61,27 +53,6 @@ NAME_RULE: Final = (
 
 _NAME_PATTERN: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _BOM: Final = "\ufeff"
-
-# The safe loader (in C when PyYAML was built with libyaml), with YAML 1.1 timestamps kept
-# as plain strings: a catalog wants "2025-01-01", not a date object.
-_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Loader: Any = type("_Loader", (_SafeBase,), {})
-_Loader.yaml_implicit_resolvers = {
-    key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in _SafeBase.yaml_implicit_resolvers.items()
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
-    """One problem found in a SKILL.md: an `error` skips the skill, a `warning` does not."""
-
-    level: Level
-    """``"error"`` or ``"warning"``."""
-    code: str
-    """A stable, machine-readable identifier such as ``missing_description``."""
-    message: str
-    """What is wrong and how to fix it, in one or two sentences."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +98,7 @@ def decode_skill_md(data: bytes) -> str | Diagnostic:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Diagnostic(
-            "error",
+        return diagnostic(
             "not_utf8",
             f"SKILL.md is not valid UTF-8 (byte {exc.start} cannot be decoded); "
             "save the file with UTF-8 encoding.",
@@ -145,7 +115,7 @@ def read_skill_md_text(data: bytes) -> ParsedSkillMd:
 
 
 def _error(code: str, message: str, body: str) -> ParsedSkillMd:
-    return ParsedSkillMd(None, body, (Diagnostic("error", code, message),))
+    return ParsedSkillMd(None, body, (diagnostic(code, message),))
 
 
 def _split(text: str) -> tuple[str, str] | ParsedSkillMd:
@@ -190,71 +160,6 @@ def _split(text: str) -> tuple[str, str] | ParsedSkillMd:
     return frontmatter, text[match.end() :].removeprefix("\n")
 
 
-class _TooComplex(Exception):
-    """The YAML document is too deep or expands to too many nodes."""
-
-
-def _check_complexity(frontmatter: str) -> None:
-    """Walk the YAML events once, bounding nesting depth and alias-expanded node count.
-
-    Each anchor remembers the size and height of the node it names, so an alias costs what
-    its expansion would cost, without expanding anything.
-
-    Raises:
-        _TooComplex: a bound is exceeded.
-        yaml.YAMLError: the text is not valid YAML.
-    """
-    loader = _Loader(frontmatter)
-    anchors: dict[str, tuple[int, int]] = {}
-    # One frame per open collection: [anchor, expanded node count, height of children].
-    stack: list[list[Any]] = []
-    total = 0
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, yaml.CollectionStartEvent):
-                stack.append([event.anchor, 1, 0])
-                if len(stack) > MAX_YAML_DEPTH:
-                    raise _TooComplex(f"nesting deeper than {MAX_YAML_DEPTH} levels")
-                continue
-            if isinstance(event, yaml.CollectionEndEvent):
-                anchor, size, child_height = stack.pop()
-                height = child_height + 1
-            elif isinstance(event, yaml.ScalarEvent):
-                anchor, size, height = event.anchor, 1, 0
-            elif isinstance(event, yaml.AliasEvent):
-                anchor = None
-                size, height = anchors.get(event.anchor or "", (1, 0))
-            else:
-                continue
-            if anchor:
-                anchors[anchor] = (size, height)
-            if len(stack) + height > MAX_YAML_DEPTH:
-                raise _TooComplex(f"nesting deeper than {MAX_YAML_DEPTH} levels")
-            if stack:
-                frame = stack[-1]
-                frame[1] += size
-                frame[2] = max(frame[2], height)
-                size = frame[1]
-            else:
-                total += size
-                size = total
-            if size > MAX_YAML_NODES:
-                raise _TooComplex(f"more than {MAX_YAML_NODES} values once aliases are expanded")
-    finally:
-        loader.dispose()
-
-
-def _load(frontmatter: str) -> Any:
-    """Parse YAML text after `_check_complexity` accepted it."""
-    _check_complexity(frontmatter)
-    loader = _Loader(frontmatter)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
 # No lazy quantifier before a trailing optional run: that backtracks quadratically on a
 # long line of spaces. Trailing blanks are stripped in code instead.
 _TOP_LEVEL_SCALAR: Final = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(\S.*)")
@@ -293,11 +198,21 @@ def _quote_colon_values(frontmatter: str) -> tuple[str, list[str]]:
     return "\n".join(out), repaired
 
 
-def _yaml_problem(exc: BaseException) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    where = f" (frontmatter line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-    return f"{problem}{where}"
+def _refusal_message(refused: Refused) -> str:
+    if refused.code == "invalid_yaml":
+        return (
+            f"SKILL.md frontmatter is not valid YAML: {refused.reason}. Fix the YAML, "
+            "quoting values that contain ': ' or start with a special character."
+        )
+    if refused.code == "yaml_recursive_alias":
+        return (
+            f"SKILL.md frontmatter was refused: {refused.reason}. Write the values out "
+            "in place of the alias, or remove the alias."
+        )
+    return (
+        f"SKILL.md frontmatter was refused: {refused.reason}. Frontmatter holds a few "
+        "short fields; remove the deep nesting or the repeated aliases."
+    )
 
 
 def parse_skill_md(text: str) -> ParsedSkillMd:
@@ -306,57 +221,34 @@ def parse_skill_md(text: str) -> ParsedSkillMd:
     A byte-order mark and CRLF line endings are accepted. An unquoted ``": "`` in a
     top-level value, which strict YAML rejects, is repaired by quoting and reported as a
     warning (code ``unquoted_colon``). Errors (skill skipped): ``missing_frontmatter``,
-    ``frontmatter_too_large``, ``yaml_too_complex``, ``invalid_yaml``,
-    ``frontmatter_not_mapping``.
+    ``frontmatter_too_large``, ``yaml_too_complex``, ``yaml_recursive_alias``,
+    ``invalid_yaml``, ``frontmatter_not_mapping``.
     """
     split = _split(text)
     if isinstance(split, ParsedSkillMd):
         return split
     frontmatter, body = split
     diagnostics: list[Diagnostic] = []
-    try:
-        try:
-            data = _load(frontmatter)
-        except yaml.YAMLError as first_error:
-            repaired_text, keys = _quote_colon_values(frontmatter)
-            if not keys:
-                raise
-            try:
-                data = _load(repaired_text)
-            except yaml.YAMLError:
-                raise first_error from None
-            for key in keys:
-                diagnostics.append(
-                    Diagnostic(
-                        "warning",
-                        "unquoted_colon",
-                        f"The '{key}' value contains an unquoted ': ', which is invalid "
-                        "YAML; it was quoted automatically. Put the value in quotes in "
-                        "SKILL.md so that every client reads it.",
-                    )
+    result = load_yaml(frontmatter)
+    if isinstance(result, Refused) and result.code == "invalid_yaml":
+        repaired_text, keys = _quote_colon_values(frontmatter)
+        repaired = load_yaml(repaired_text) if keys else result
+        # A repair that leaves the text invalid reports the original YAML error.
+        if isinstance(repaired, Loaded) or repaired.code != "invalid_yaml":
+            result = repaired
+        if isinstance(repaired, Loaded):
+            diagnostics.extend(
+                diagnostic(
+                    "unquoted_colon",
+                    f"The '{key}' value contains an unquoted ': ', which is invalid "
+                    "YAML; it was quoted automatically. Put the value in quotes in "
+                    "SKILL.md so that every client reads it.",
                 )
-    except _TooComplex as exc:
-        return _error(
-            "yaml_too_complex",
-            f"SKILL.md frontmatter was refused: {exc}. Frontmatter holds a few short "
-            "fields; remove the deep nesting or the repeated aliases.",
-            body,
-        )
-    except (yaml.YAMLError, ValueError, RecursionError, OverflowError) as exc:
-        if "nesting depth" in str(exc):
-            # libyaml's own depth guard fired before the event walk reached its bound.
-            return _error(
-                "yaml_too_complex",
-                f"SKILL.md frontmatter was refused: nesting deeper than {MAX_YAML_DEPTH} "
-                "levels. Frontmatter holds a few short fields; remove the deep nesting.",
-                body,
+                for key in keys
             )
-        return _error(
-            "invalid_yaml",
-            f"SKILL.md frontmatter is not valid YAML: {_yaml_problem(exc)}. Fix the YAML, "
-            "quoting values that contain ': ' or start with a special character.",
-            body,
-        )
+    if isinstance(result, Refused):
+        return _error(result.code, _refusal_message(result), body)
+    data = result.value
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -392,8 +284,7 @@ def _text_field(
     value = fields[key]
     if isinstance(value, dict | list):
         diagnostics.append(
-            Diagnostic(
-                "warning",
+            diagnostic(
                 f"invalid_{key}",
                 f"'{key}' is a YAML {type(value).__name__}, not text; it was ignored. "
                 f"Write '{key}' as a single line of text.",
@@ -403,8 +294,7 @@ def _text_field(
     text = _as_string(value).strip()
     if limit is not None and len(text) > limit:
         diagnostics.append(
-            Diagnostic(
-                "warning",
+            diagnostic(
                 f"{key}_too_long",
                 f"'{key}' is {len(text)} characters long; the Agent Skills limit is "
                 f"{limit}. It was loaded in full, but shorten it so other clients accept it.",
@@ -436,8 +326,7 @@ def check_fields(
     if not description:
         shown = "" if raw_description is None else f" (found {type(raw_description).__name__})"
         diagnostics.append(
-            Diagnostic(
-                "error",
+            diagnostic(
                 "missing_description",
                 "SKILL.md frontmatter is missing a non-empty 'description' field"
                 f"{shown}; add 'description:' with one line saying what the skill does and "
@@ -447,8 +336,7 @@ def check_fields(
         return None, diagnostics
     if len(description) > MAX_DESCRIPTION_LENGTH:
         diagnostics.append(
-            Diagnostic(
-                "warning",
+            diagnostic(
                 "description_too_long",
                 f"'description' is {len(description)} characters long; the Agent Skills "
                 f"limit is {MAX_DESCRIPTION_LENGTH}. It was loaded in full, but shorten it "
@@ -465,8 +353,7 @@ def check_fields(
             metadata = {_as_string(k): _as_string(v) for k, v in raw_metadata.items()}
         else:
             diagnostics.append(
-                Diagnostic(
-                    "warning",
+                diagnostic(
                     "invalid_metadata",
                     f"'metadata' is a YAML {type(raw_metadata).__name__}, not a mapping, so "
                     "it was dropped; write it as indented 'key: value' lines.",
@@ -484,8 +371,7 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
     if raw_name is None or (isinstance(raw_name, str) and not raw_name.strip()):
         diagnostics.append(
-            Diagnostic(
-                "warning",
+            diagnostic(
                 "missing_name",
                 f"SKILL.md frontmatter has no 'name'; the folder name '{folder_name}' is "
                 f"used. Add 'name: {folder_name}'.",
@@ -495,8 +381,7 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
         name = _as_string(raw_name).strip()
         if len(name) > MAX_NAME_LENGTH:
             diagnostics.append(
-                Diagnostic(
-                    "warning",
+                diagnostic(
                     "name_too_long",
                     f"'name' is {len(name)} characters long, more than {MAX_NAME_LENGTH}; "
                     "shorten it and rename the folder to match.",
@@ -504,8 +389,7 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
             )
         elif not is_valid_name(name):
             diagnostics.append(
-                Diagnostic(
-                    "warning",
+                diagnostic(
                     "invalid_name",
                     f"'name' {name!r} breaks the naming rule ({NAME_RULE}); rename the "
                     "skill and its folder to follow it.",
@@ -513,8 +397,7 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
             )
         if name != folder_name:
             diagnostics.append(
-                Diagnostic(
-                    "warning",
+                diagnostic(
                     "name_mismatch",
                     f"'name' {name[:100]!r} differs from the folder name '{folder_name}'; "
                     f"the skill is listed as '{folder_name}', the name tool calls accept. "
@@ -523,8 +406,7 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
             )
     if not is_valid_name(folder_name) and (raw_name is None or folder_name != raw_name):
         diagnostics.append(
-            Diagnostic(
-                "warning",
+            diagnostic(
                 "invalid_name",
                 f"The folder name '{folder_name}' breaks the naming rule ({NAME_RULE}), so "
                 "tool calls cannot reach this skill; rename the folder.",

@@ -1,0 +1,88 @@
+"""The one table of skill diagnostic codes, and the `Diagnostic` value that carries one.
+
+A diagnostic is what list_skills (and ``dpt-skills``) say about a skill instead of failing:
+an ``error`` leaves the skill out, a ``warning`` lists it. Each code is stable, so clients
+may match on it; `CODES` gives every code its level and a one-line meaning, and the
+documentation's table of codes lists exactly these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Literal
+
+__all__ = ["CODES", "CodeInfo", "Diagnostic", "Level", "diagnostic"]
+
+Level = Literal["warning", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem found in a SKILL.md: an `error` skips the skill, a `warning` does not."""
+
+    level: Level
+    """``"error"`` or ``"warning"``."""
+    code: str
+    """A stable, machine-readable identifier such as ``missing_description``."""
+    message: str
+    """What is wrong and how to fix it, in one or two sentences."""
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInfo:
+    """What one diagnostic code means."""
+
+    level: Level
+    """The level every diagnostic with this code has."""
+    meaning: str
+    """When the code is given, in a few words."""
+
+
+def _table(*rows: tuple[str, Level, str]) -> Mapping[str, CodeInfo]:
+    return MappingProxyType({code: CodeInfo(level, meaning) for code, level, meaning in rows})
+
+
+CODES: Final[Mapping[str, CodeInfo]] = _table(
+    # Reading the file (catalog).
+    ("not_utf8", "error", "SKILL.md is not UTF-8"),
+    ("skill_md_too_large", "error", "SKILL.md is over DPTTOOLS_MAX_FILE_SIZE_MB"),
+    ("unreadable", "error", "SKILL.md cannot be opened, or is a loop of links"),
+    ("not_a_file", "error", "SKILL.md is a pipe, a device or a socket"),
+    ("outside_skills_dir", "error", "the skill folder or its SKILL.md links outside"),
+    ("folder_name_not_utf8", "error", "the folder name is not UTF-8"),
+    # Splitting and parsing the frontmatter (frontmatter, safe_yaml).
+    ("missing_frontmatter", "error", "no frontmatter, or it is never closed"),
+    ("frontmatter_too_large", "error", "the frontmatter is over 64 KiB"),
+    ("invalid_yaml", "error", "the frontmatter is not valid YAML"),
+    ("yaml_too_complex", "error", "too deep, or too many values once aliases expand"),
+    ("yaml_recursive_alias", "error", "an alias stands inside the value it names"),
+    ("frontmatter_not_mapping", "error", "the frontmatter is not key: value lines"),
+    ("unquoted_colon", "warning", "a value holds an unquoted ': ' (quoted for you)"),
+    # The Agent Skills field rules (frontmatter).
+    ("missing_description", "error", "description is missing, empty or not text"),
+    ("missing_name", "warning", "name is missing"),
+    ("name_mismatch", "warning", "name differs from the folder name"),
+    ("invalid_name", "warning", "name or folder name breaks the naming rule"),
+    ("name_too_long", "warning", "name is over 64 characters"),
+    ("description_too_long", "warning", "description is over 1,024 characters"),
+    ("compatibility_too_long", "warning", "compatibility is over 500 characters"),
+    ("invalid_metadata", "warning", "metadata is not a mapping"),
+    ("invalid_license", "warning", "license is a list or a mapping"),
+    ("invalid_compatibility", "warning", "compatibility is a list or a mapping"),
+    # Paths given to ``dpt-skills validate``.
+    ("not_a_skill", "error", "a file that is not a SKILL.md was given"),
+    ("not_found", "error", "the path does not exist"),
+    ("no_skills", "error", "the folder holds no skill"),
+)
+"""Every diagnostic code, with its level and meaning."""
+
+
+def diagnostic(code: str, message: str) -> Diagnostic:
+    """A `Diagnostic` with `code`, at the level `CODES` gives it.
+
+    Raises:
+        KeyError: `code` is not in `CODES` (a programming error, caught by the tests).
+    """
+    return Diagnostic(CODES[code].level, code, message)
