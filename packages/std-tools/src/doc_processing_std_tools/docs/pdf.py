@@ -51,9 +51,14 @@ def _refusal(source: Source, pdfium: Any) -> DocumentError:
             f"{source.name!r} is a password-protected PDF; its text cannot be read "
             "without the password. Save an unprotected copy and read that."
         )
+    return _damaged(source, "PDFium reports a format error")
+
+
+def _damaged(source: Source, detail: str) -> DocumentError:
+    """The one message of a damaged PDF, whichever reader finds the damage."""
     return DocumentError(
         f"{source.name!r} could not be opened as a PDF: the file is damaged or "
-        "incomplete (PDFium reports a format error)."
+        f"incomplete ({detail})."
     )
 
 
@@ -63,7 +68,8 @@ def opened(source: Source) -> Iterator[Any]:
     under PDFium's lock; pass it to `read` or `search`.
 
     An encrypted, damaged or page-less file is a `DocumentError` here, before any page is
-    read.
+    read; a page that cannot be loaded (a page tree that loops, say) is the same
+    `DocumentError` when it is read inside the block.
     """
     try:
         import pypdfium2 as pdfium  # type: ignore[import-untyped]
@@ -76,6 +82,8 @@ def opened(source: Source) -> Iterator[Any]:
             raise _refusal(source, pdfium) from None
         try:
             yield document
+        except pdfium.PdfiumError as exc:
+            raise _damaged(source, str(exc)) from None
         finally:
             document.close()
 
@@ -84,7 +92,11 @@ def _page_text(document: Any, index: int) -> tuple[str, bool]:
     """The page's text (with `\\n` line ends) and whether the page holds images."""
     import pypdfium2 as pdfium
 
-    page = document[index]
+    try:
+        page = document[index]
+    except pdfium.PdfiumError:
+        # Said with the page number; `opened` words it as a damaged file.
+        raise pdfium.PdfiumError(f"PDFium could not load page {index + 1}") from None
     try:
         textpage = page.get_textpage()
         try:
@@ -222,6 +234,10 @@ def tables(source: Source, pages: list[int]) -> Iterator[Table]:
     try:
         with pdfplumber.open(source.path) as document:
             for number in pages:
+                if number > len(document.pages):
+                    # PDFium counted the page, pdfminer's stricter reading of the page tree
+                    # finds none there (a page list that contains itself, say).
+                    raise _damaged(source, f"the table reader finds no page {number}")
                 page = document.pages[number - 1]
                 try:
                     found_tables = page.extract_tables()
