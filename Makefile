@@ -10,7 +10,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck docs pytest bench lock clean
+.PHONY: demo test lint typecheck docs pytest bench lock dist clean
 
 # A .venv whose interpreter no longer starts (its Python was removed or upgraded) or is
 # older than 3.11 is rebuilt from scratch instead of failing in every later step.
@@ -55,6 +55,13 @@ bench: $(UV)
 	rm -f $(STAMP)
 	@echo "Peers installed. Run a benchmark, e.g.: $(BIN)/python benchmarks/bench_list_skills.py"
 
+# Wheels and source distributions of both packages in dist/, checked by twine (metadata and
+# the README as the package index would render it).
+dist: $(STAMP)
+	rm -rf dist
+	$(UV) build --all-packages --out-dir dist --quiet
+	$(BIN)/twine check --strict dist/*
+
 # After changing a dependency in a pyproject.toml: resolve again and rewrite the locks.
 lock: $(UV)
 	$(UV) lock
@@ -62,4 +69,4 @@ lock: $(UV)
 	$(UV) export --frozen --no-emit-project --no-header --all-groups -o requirements-bench.lock >/dev/null
 
 clean:
-	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache dist
