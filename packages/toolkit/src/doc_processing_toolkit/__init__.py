@@ -11,6 +11,14 @@ Importing this package loads no provider SDK and no fastmcp; they are imported w
 """
 
 from .agent import Agent, RunResult
+from .approval import (
+    ApprovalDecision,
+    ApprovalGate,
+    ApprovalPolicy,
+    ApprovalRecord,
+    ApprovalRequest,
+    TerminalApproval,
+)
 from .builder import AgentBuilder
 from .errors import (
     ConfigError,
@@ -25,6 +33,7 @@ from .errors import (
 )
 from .events import (
     AgentEvent,
+    ApprovalEvent,
     FinalResultEvent,
     RunStartEvent,
     TextDeltaEvent,
@@ -53,6 +62,12 @@ __all__ = [
     "Agent",
     "AgentBuilder",
     "AgentEvent",
+    "ApprovalDecision",
+    "ApprovalEvent",
+    "ApprovalGate",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalRequest",
     "ConfigError",
     "FinalResultEvent",
     "LocalFunctionSession",
@@ -67,6 +82,7 @@ __all__ = [
     "ProviderPart",
     "RunResult",
     "RunStartEvent",
+    "TerminalApproval",
     "TestModel",
     "TextDeltaEvent",
     "TextPart",

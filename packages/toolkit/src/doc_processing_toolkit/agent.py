@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import copy
 import json
 import logging
 import os
@@ -28,6 +29,13 @@ from mcp.types import CallToolResult, Tool
 
 from . import config as _config
 from ._loop_thread import LoopThread
+from .approval import (
+    ApprovalGate,
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalSetting,
+    resolve_approval,
+)
 from .config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_TURNS,
@@ -43,6 +51,7 @@ from .errors import (
 )
 from .events import (
     AgentEvent,
+    ApprovalEvent,
     FinalResultEvent,
     RunStartEvent,
     TextDeltaEvent,
@@ -89,6 +98,8 @@ class RunResult:
         messages: the whole conversation: the history passed in, the prompt and every
             message of this run. Pass it as ``message_history`` to continue.
         tool_calls: every tool call of the run, in the order the model made them.
+        approvals: every decision of the approval gate in this run, in the order the
+            calls were made (empty without a gate).
         usage: tokens and requests, summed over the run's model requests.
         warnings: what went wrong without failing the run (an optional server that could
             not connect, a server that had to be reconnected, ...).
@@ -103,6 +114,7 @@ class RunResult:
     output: str
     messages: list[Message]
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    approvals: list[ApprovalRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     warnings: list[str] = field(default_factory=list)
     skills: SkillsOutcome = field(default_factory=lambda: SkillsOutcome(status="disabled"))
@@ -140,6 +152,14 @@ class ToolRoute:
     def session(self) -> ToolSession:
         """The session the call goes through."""
         return self.listed.session
+
+    @property
+    def server_tool(self) -> str:
+        """The tool's name on its server: `tool.name` without the server's prefix."""
+        prefix = self.server.tool_prefix
+        if prefix and self.tool.name.startswith(f"{prefix}_"):
+            return self.tool.name[len(prefix) + 1 :]
+        return self.tool.name
 
     def spec(self) -> ToolSpec:
         """The tool as the model sees it."""
@@ -256,6 +276,9 @@ class Agent:
             result (None: no limit).
         skills_timeout: seconds the skills catalog fetch may take on each run.
         connect_timeout: seconds a server may take to start and answer.
+        approval: tool calls that need approval before they run: an `ApprovalGate`, or a
+            mapping ``{"tools": [patterns], "policy": callable or name}``. None (the
+            default): every call runs.
         name: the agent's name, for logs.
 
     Raises:
@@ -275,6 +298,7 @@ class Agent:
         tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         skills_timeout: float = DEFAULT_SKILLS_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        approval: ApprovalSetting | None = None,
         name: str | None = None,
     ) -> None:
         if max_turns < 1:
@@ -296,11 +320,13 @@ class Agent:
         self.tool_timeout = tool_timeout
         self.skills_timeout = skills_timeout
         self.connect_timeout = connect_timeout
+        self.approval: ApprovalGate | None = resolve_approval(approval)
         self.name = name or "agent"
         self._loader = ToolLoader(tools)
         self._pool = ConnectionPool(self._loader.servers, connect_timeout=connect_timeout)
         self._loop_token: object | None = None
         self._skills_server: ListedServer | None = None
+        self._unmatched_logged: set[str] = set()
         self._exit_stack: AsyncExitStack | None = None
         self._loop_thread: LoopThread | None = None
         self._loop_thread_lock = threading.Lock()
@@ -527,6 +553,8 @@ class Agent:
             if failure is not None:
                 raise failure
         self._skills_server = step.detected
+        if self.approval is not None:
+            self._log_unmatched_patterns(self.approval, routes)
         if step.outcome.warning is not None:
             warnings.append(step.outcome.warning)
         return _RunSetup(
@@ -536,6 +564,20 @@ class Agent:
             warnings=warnings,
             skills=step.outcome,
         )
+
+    def _log_unmatched_patterns(self, gate: ApprovalGate, routes: Mapping[str, ToolRoute]) -> None:
+        """One WARNING per approval pattern that matches no tool of any server: a typo
+        there would leave the tool it meant ungated."""
+        names = [(route.name, route.server_tool) for route in routes.values()]
+        for pattern in gate.unmatched(names):
+            if pattern not in self._unmatched_logged:
+                self._unmatched_logged.add(pattern)
+                logger.warning(
+                    "agent %r: approval pattern %r matches no tool of its servers (tools: %s)",
+                    self.name,
+                    pattern,
+                    ", ".join(sorted(routes)) or "none",
+                )
 
     async def _list_and_apply_skills(
         self, prefetch: CatalogPrefetch | None
@@ -642,11 +684,13 @@ class Agent:
         self, prompt: str, history: Sequence[Message] | None, *, stream: bool
     ) -> AsyncGenerator[AgentEvent, None]:
         model = self.model
+        gate = self.approval  # one gate for the whole run, even if the attribute changes
         setup = await self._prepare_run()
         messages: list[Message] = list(history or ())
         start = len(messages)
         messages.append(Message.user(prompt))
         records: list[ToolCallRecord] = []
+        approvals: list[ApprovalRecord] = []
         usage = Usage()
         specs = setup.tool_specs()
         yield RunStartEvent(
@@ -698,6 +742,7 @@ class Agent:
                     output=response.text,
                     messages=messages,
                     tool_calls=records,
+                    approvals=approvals,
                     usage=usage,
                     warnings=setup.warnings,
                     skills=setup.skills,
@@ -717,7 +762,22 @@ class Agent:
             for call in calls:
                 route = setup.tools.get(call.name)
                 yield ToolCallEvent(call, route.server.name if route else None)
-            done = await self._call_tools(calls, setup)
+            # The gate decides on each call in order before any of them runs; only the
+            # approved ones are then called (together, as without a gate).
+            denials: dict[int, str] = {}
+            if gate is not None:
+                for index, call in enumerate(calls):
+                    decision = await _decide(gate, call, setup)
+                    if decision is None:
+                        continue
+                    approvals.append(decision)
+                    yield ApprovalEvent(decision)
+                    if not decision.approved:
+                        denials[index] = (
+                            f"Error: the call to {call.name} was denied and did not run: "
+                            f"{decision.reason or 'no reason given'}"
+                        )
+            done = await self._call_tools(calls, setup, denials)
             records.extend(done)
             for record in done:
                 yield ToolResultEvent(record)
@@ -735,21 +795,25 @@ class Agent:
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
     async def _call_tools(
-        self, calls: Sequence[ToolCallPart], setup: _RunSetup
+        self, calls: Sequence[ToolCallPart], setup: _RunSetup, denials: Mapping[int, str]
     ) -> list[ToolCallRecord]:
         if len(calls) == 1:
-            return [await self._call_tool(calls[0], setup)]
+            return [await self._call_tool(calls[0], setup, denials.get(0))]
         records: list[ToolCallRecord | None] = [None] * len(calls)
 
         async def run_one(index: int, call: ToolCallPart) -> None:
-            records[index] = await self._call_tool(call, setup)
+            records[index] = await self._call_tool(call, setup, denials.get(index))
 
         async with anyio.create_task_group() as tg:
             for index, call in enumerate(calls):
                 tg.start_soon(run_one, index, call)
         return [r for r in records if r is not None]
 
-    async def _call_tool(self, call: ToolCallPart, setup: _RunSetup) -> ToolCallRecord:
+    async def _call_tool(
+        self, call: ToolCallPart, setup: _RunSetup, denial: str | None
+    ) -> ToolCallRecord:
+        """Run one call; `denial` (the approval gate's refusal) answers it without
+        calling the tool."""
         started = time.perf_counter()
         route = setup.tools.get(call.name)
 
@@ -773,6 +837,8 @@ class Agent:
                 "call the tool again with valid JSON arguments.",
                 True,
             )
+        if denial is not None:
+            return record(denial, True)
         try:
             with anyio.fail_after(self.tool_timeout):
                 result = await route.session.call_tool(route.tool.name, call.arguments)
@@ -791,6 +857,26 @@ class Agent:
             done.duration,
         )
         return done
+
+
+async def _decide(
+    gate: ApprovalGate, call: ToolCallPart, setup: _RunSetup
+) -> ApprovalRecord | None:
+    """The gate's decision on `call`, or None when the call needs none (the tool is not
+    gated, or the call fails before reaching a tool: unknown name, invalid arguments)."""
+    route = setup.tools.get(call.name)
+    if route is None or call.arguments_error is not None:
+        return None
+    if not gate.matches(route.name, route.server_tool):
+        return None
+    request = ApprovalRequest(
+        tool=route.name,
+        server=route.server.name,
+        server_tool=route.server_tool,
+        arguments=copy.deepcopy(call.arguments),
+        call_id=call.id,
+    )
+    return await gate.decide(request)
 
 
 def _loop_ended(token: object) -> bool:

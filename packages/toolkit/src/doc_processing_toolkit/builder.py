@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .agent import Agent
+from .approval import ApprovalSetting
 from .models import Model
 
 __all__ = ["AgentBuilder"]
@@ -85,6 +86,12 @@ class AgentBuilder:
     def connect_timeout(self, seconds: float) -> AgentBuilder:
         """Set `Agent(connect_timeout=...)`."""
         self._kwargs["connect_timeout"] = seconds
+        return self
+
+    def approval(self, approval: ApprovalSetting | None) -> AgentBuilder:
+        """Set `Agent(approval=...)`: an `ApprovalGate`, or ``{"tools": [...],
+        "policy": ...}``."""
+        self._kwargs["approval"] = approval
         return self
 
     def name(self, name: str | None) -> AgentBuilder:

@@ -20,6 +20,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from .approval import is_policy_name
 from .errors import ConfigError
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_SKILLS_TIMEOUT",
     "DEFAULT_TOOL_TIMEOUT",
     "AgentConfig",
+    "ApprovalConfig",
     "McpCommandEntry",
     "McpHttpEntry",
     "McpScriptEntry",
@@ -143,6 +145,23 @@ _ENTRY_ADAPTER: pydantic.TypeAdapter[McpCommandEntry | McpScriptEntry | McpHttpE
 )
 
 
+class ApprovalConfig(_Strict):
+    """``approval:``: the tool calls that need approval and the named policy deciding
+    (see `doc_processing_toolkit.approval.ApprovalGate`)."""
+
+    tools: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    """Tool name patterns (fnmatch-style) whose calls need approval."""
+    policy: str
+    """``approve``, ``deny``, ``ask`` (the person at the terminal) or ``module:function``."""
+
+    @pydantic.field_validator("policy")
+    @classmethod
+    def _named_policy(cls, value: str) -> str:
+        if is_policy_name(value):
+            return value
+        raise ValueError(f"must be approve, deny, ask or 'module:function' (got {value!r})")
+
+
 class AgentConfig(_Strict):
     """The keys of an agent configuration; each is the `Agent` keyword of the same name."""
 
@@ -156,6 +175,7 @@ class AgentConfig(_Strict):
     tool_timeout: Annotated[float, Field(gt=0)] | None = DEFAULT_TOOL_TIMEOUT
     skills_timeout: Annotated[float, Field(gt=0)] = DEFAULT_SKILLS_TIMEOUT
     connect_timeout: Annotated[float, Field(gt=0)] = DEFAULT_CONNECT_TIMEOUT
+    approval: ApprovalConfig | None = None
     name: str | None = None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .approval import ApprovalRecord
 from .messages import ToolCallPart
 
 if TYPE_CHECKING:
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentEvent",
+    "ApprovalEvent",
     "FinalResultEvent",
     "RunStartEvent",
     "TextDeltaEvent",
@@ -101,6 +103,14 @@ class ToolCallEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalEvent:
+    """The approval gate decided on a call of the `ToolCallEvent` before it; a denied
+    call does not run (its `ToolResultEvent` carries the denial sent to the model)."""
+
+    record: ApprovalRecord
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResultEvent:
     """A tool call finished (successfully or not)."""
 
@@ -119,6 +129,7 @@ AgentEvent = (
     | TextDeltaEvent
     | ThinkingDeltaEvent
     | ToolCallEvent
+    | ApprovalEvent
     | ToolResultEvent
     | FinalResultEvent
 )

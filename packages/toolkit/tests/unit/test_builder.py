@@ -45,6 +45,7 @@ def test_building_gives_the_same_agent_as_the_constructor(
         "tool_timeout": 3.0,
         "skills_timeout": 1.5,
         "connect_timeout": 8.0,
+        "approval": {"tools": ["add"], "policy": "deny"},
         "name": "built",
     }
     assert set(values) == {p for p in inspect.signature(Agent.__init__).parameters} - {"self"}
@@ -61,6 +62,7 @@ def test_building_gives_the_same_agent_as_the_constructor(
         "tool_timeout",
         "skills_timeout",
         "connect_timeout",
+        "approval",
         "name",
     ):
         assert getattr(built, attribute) == getattr(constructed, attribute), attribute

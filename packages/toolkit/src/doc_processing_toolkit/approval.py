@@ -1,0 +1,452 @@
+"""The approval gate: tool calls that a policy (or a person) must approve before they run.
+
+An `ApprovalGate` names the tools that need approval (fnmatch-style patterns) and the
+policy that decides. For every call the model makes to a matching tool, the agent builds
+an `ApprovalRequest` (tool, server, arguments), asks the policy, and gets an
+`ApprovalDecision`. An approved call runs as usual; a denied one is not called at all and
+the model receives a tool error carrying the reason. Every decision becomes an
+`ApprovalRecord` of the run.
+
+The gate fails closed: a policy that raises, or returns anything other than a decision,
+a bool or a ``(bool, reason)`` pair, denies the call, with what went wrong as the reason.
+
+Policies by name (what a YAML file can hold): ``approve``, ``deny``, ``ask`` (the person
+at the terminal, `TerminalApproval`) and ``"module:function"`` (a callable imported when
+the agent is built).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import logging
+import re
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, TextIO
+
+import anyio
+import anyio.to_thread
+
+from .errors import ConfigError
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalGate",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "ApprovalSetting",
+    "TerminalApproval",
+    "approve_all",
+    "deny_all",
+    "is_policy_name",
+    "resolve_approval",
+]
+
+logger = logging.getLogger(__name__)
+
+_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_PREVIEW_CHARS = 2000
+_ASK_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool call waiting for a decision.
+
+    Attributes:
+        tool: the tool name the model used (prefixed when its server has a tool_prefix).
+        server: the name of the server that would run the call.
+        server_tool: the tool's name on that server (without the prefix).
+        arguments: a copy of the arguments the model gave; changing it changes nothing,
+            the call runs with the arguments that were approved.
+        call_id: pairs the request with the call in the run's messages.
+    """
+
+    tool: str
+    server: str
+    server_tool: str
+    arguments: dict[str, Any]
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """What a policy decided.
+
+    Attributes:
+        approved: whether the call may run.
+        reason: why; a denial's reason is sent to the model.
+        decided_by: who decided (recorded in the run); None means the policy's name.
+    """
+
+    approved: bool
+    reason: str = ""
+    decided_by: str | None = None
+
+    @classmethod
+    def approve(cls, reason: str = "", *, decided_by: str | None = None) -> ApprovalDecision:
+        """An approval."""
+        return cls(True, reason, decided_by)
+
+    @classmethod
+    def deny(cls, reason: str, *, decided_by: str | None = None) -> ApprovalDecision:
+        """A denial; `reason` reaches the model."""
+        return cls(False, reason, decided_by)
+
+
+ApprovalPolicy = Callable[
+    [ApprovalRequest],
+    ApprovalDecision
+    | bool
+    | tuple[bool, str]
+    | Awaitable[ApprovalDecision | bool | tuple[bool, str]],
+]
+"""A policy: gets an `ApprovalRequest`, returns an `ApprovalDecision`, a bool, or a
+``(bool, reason)`` pair, directly or from a coroutine. A plain function runs in a worker
+thread, so it may block (to ask someone, for example) without stopping other work."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One decision of a run, kept in `RunResult.approvals`.
+
+    Attributes:
+        call_id: the call's id (as in `ToolCallRecord.call_id`).
+        tool: the tool name the model used.
+        server: the server that would run (or ran) the call.
+        arguments: the arguments the decision was about.
+        approved: whether the call ran.
+        reason: the decision's reason (for a denial, what the model was told).
+        decided_by: who decided: the policy's name (``deny``, ``module:function``,
+            ``terminal``, ...) or what the policy itself reported.
+    """
+
+    call_id: str
+    tool: str
+    server: str
+    arguments: dict[str, Any]
+    approved: bool
+    reason: str
+    decided_by: str
+
+
+def approve_all(request: ApprovalRequest) -> ApprovalDecision:
+    """The ``approve`` policy: every call runs (and is recorded)."""
+    return ApprovalDecision.approve("approved by the 'approve' policy")
+
+
+def deny_all(request: ApprovalRequest) -> ApprovalDecision:
+    """The ``deny`` policy: no matching call runs."""
+    return ApprovalDecision.deny(
+        f"the agent's approval policy denies every call to {request.tool!r}"
+    )
+
+
+class TerminalApproval:
+    """The ``ask`` policy: ask the person at the terminal, ``y`` or ``n``.
+
+    The call (tool, server and arguments, pretty-printed) is shown on `output` and the
+    answer read from `input`. When `input` is not a terminal nobody can answer, so the
+    call is denied, as it is when `input` closes. Calls are asked about one at a time.
+
+    Args:
+        input: where answers are read (default: ``sys.stdin`` at the time of the call).
+        output: where the question is written (default: ``sys.stderr``).
+    """
+
+    def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None) -> None:
+        self._input = input
+        self._output = output
+        self._lock = threading.Lock()  # one question at a time, whatever the event loop
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask about `request`; deny when no one can answer."""
+        source = self._input if self._input is not None else sys.stdin
+        if source is None or not source.isatty():
+            return ApprovalDecision.deny(
+                "no one could approve it: the agent is not running at a terminal",
+                decided_by="terminal (not interactive)",
+            )
+        return await anyio.to_thread.run_sync(self._ask, request, source, abandon_on_cancel=True)
+
+    def _ask(self, request: ApprovalRequest, source: TextIO) -> ApprovalDecision:
+        with self._lock:
+            return self._ask_alone(request, source)
+
+    def _ask_alone(self, request: ApprovalRequest, source: TextIO) -> ApprovalDecision:
+        sink = self._output if self._output is not None else sys.stderr
+        sink.write(describe_request(request))
+        for _ in range(_ASK_ATTEMPTS):
+            sink.write("Allow this call? [y/n] ")
+            sink.flush()
+            line = source.readline()
+            if not line:
+                sink.write("\n")
+                sink.flush()
+                return ApprovalDecision.deny(
+                    "no answer: the terminal's input was closed", decided_by="terminal"
+                )
+            answer = line.strip().lower()
+            if answer in ("y", "yes"):
+                return ApprovalDecision.approve("approved at the terminal", decided_by="terminal")
+            if answer in ("n", "no"):
+                return ApprovalDecision.deny(
+                    "the person at the terminal refused it", decided_by="terminal"
+                )
+            sink.write("Please answer y or n.\n")
+        return ApprovalDecision.deny(
+            f"no y/n answer after {_ASK_ATTEMPTS} questions", decided_by="terminal"
+        )
+
+
+def describe_request(request: ApprovalRequest) -> str:
+    """The call as a person should see it: tool, server and the arguments as indented
+    JSON, long values shortened (the text says how much was left out)."""
+    shown: list[str] = []
+
+    def shorten(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > _PREVIEW_CHARS:
+            shown.append(f"{len(value) - _PREVIEW_CHARS} characters")
+            return value[:_PREVIEW_CHARS] + "..."
+        if isinstance(value, dict):
+            return {key: shorten(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shorten(item) for item in value]
+        return value
+
+    arguments = json.dumps(shorten(request.arguments), indent=2, ensure_ascii=False)
+    body = "\n".join("  " + line for line in arguments.splitlines())
+    cut = f"  ({', '.join(shown)} not shown)\n" if shown else ""
+    return (
+        f"\nThe model wants to call {request.tool!r} on server {request.server!r} "
+        f"with these arguments:\n{body}\n{cut}"
+    )
+
+
+_NAMED: dict[str, Callable[[], ApprovalPolicy]] = {
+    "approve": lambda: approve_all,
+    "deny": lambda: deny_all,
+    "ask": TerminalApproval,
+}
+
+
+def is_policy_name(name: str) -> bool:
+    """Whether `name` names a policy: ``approve``, ``deny``, ``ask`` or ``module:function``
+    (whether that module exists is checked when the agent is built)."""
+    return name in _NAMED or _IMPORT_PATH.fullmatch(name) is not None
+
+
+def _policy_name(policy: ApprovalPolicy) -> str:
+    if policy is approve_all:
+        return "approve"
+    if policy is deny_all:
+        return "deny"
+    if isinstance(policy, TerminalApproval):
+        return "ask"
+    qualname = getattr(policy, "__qualname__", None) or type(policy).__qualname__
+    module = getattr(policy, "__module__", None) or type(policy).__module__
+    return f"{module}:{qualname}"
+
+
+def _import_policy(path: str) -> ApprovalPolicy:
+    module_name, _, attribute = path.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"approval.policy {path!r}: cannot import module {module_name!r} "
+            f"({type(exc).__name__}: {exc}); check the name and that it is importable."
+        ) from None
+    for part in attribute.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise ConfigError(
+                f"approval.policy {path!r}: module {module_name!r} has no {attribute!r}."
+            ) from None
+    if not callable(found):
+        raise ConfigError(f"approval.policy {path!r} is not callable.")
+    policy: ApprovalPolicy = found
+    return policy
+
+
+def _resolve_policy(policy: ApprovalPolicy | str | None) -> tuple[ApprovalPolicy, str]:
+    if policy is None:
+        raise ConfigError(
+            "approval: tools are listed but no policy decides on them; give a policy: "
+            "'approve', 'deny', 'ask' (the person at the terminal), 'module:function', "
+            "or a callable."
+        )
+    if isinstance(policy, str):
+        make = _NAMED.get(policy)
+        if make is not None:
+            return make(), policy
+        if _IMPORT_PATH.fullmatch(policy):
+            return _import_policy(policy), policy
+        raise ConfigError(
+            f"approval.policy must be 'approve', 'deny', 'ask' or 'module:function' "
+            f"(got {policy!r})."
+        )
+    if not callable(policy):
+        raise ConfigError(
+            f"approval.policy must be a callable or a name, got {type(policy).__name__}."
+        )
+    return policy, _policy_name(policy)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ApprovalGate:
+    """Which tool calls need approval, and who decides.
+
+    Args:
+        tools: fnmatch-style patterns (``*``, ``?``, ``[...]``, case-sensitive). A call
+            needs approval when a pattern matches the tool name the model used *or* the
+            tool's own name on its server, so ``write_file`` also gates ``fs_write_file``
+            of a server with ``tool_prefix: fs``; ``fs_write_file`` gates that one only.
+        policy: a callable (`ApprovalPolicy`, sync or async) or a name: ``approve``,
+            ``deny``, ``ask`` or ``"module:function"``.
+
+    Raises:
+        ConfigError: no pattern, an empty pattern, no policy, or a policy that cannot be
+            found.
+    """
+
+    tools: tuple[str, ...]
+    policy: ApprovalPolicy
+    policy_name: str
+
+    def __init__(self, tools: Iterable[str], policy: ApprovalPolicy | str | None = None) -> None:
+        if isinstance(tools, str):
+            raise ConfigError(
+                f"approval.tools must be a list of tool name patterns, got the string "
+                f"{tools!r}; write [{tools!r}]."
+            )
+        patterns = tuple(tools)
+        if not patterns:
+            raise ConfigError(
+                "approval.tools lists no pattern; name the tools that need approval "
+                "(for example ['execute_skill_script', 'write_file'], or ['*'] for all), "
+                "or leave approval unset."
+            )
+        for index, pattern in enumerate(patterns):
+            if not isinstance(pattern, str) or not pattern.strip():
+                raise ConfigError(
+                    f"approval.tools[{index}] must be a non-empty tool name pattern, "
+                    f"got {pattern!r}."
+                )
+        resolved, name = _resolve_policy(policy)
+        object.__setattr__(self, "tools", patterns)
+        object.__setattr__(self, "policy", resolved)
+        object.__setattr__(self, "policy_name", name)
+
+    def matches(self, tool: str, server_tool: str) -> bool:
+        """Whether a call to `tool` (its model-visible name; `server_tool` on its server)
+        needs approval."""
+        return any(
+            fnmatchcase(tool, pattern) or fnmatchcase(server_tool, pattern)
+            for pattern in self.tools
+        )
+
+    def unmatched(self, names: Iterable[tuple[str, str]]) -> list[str]:
+        """The patterns that match none of `names` (pairs of visible and server names)."""
+        pairs = list(names)
+        return [
+            pattern
+            for pattern in self.tools
+            if not any(fnmatchcase(a, pattern) or fnmatchcase(b, pattern) for a, b in pairs)
+        ]
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalRecord:
+        """Ask the policy about `request`; any failure of the policy is a denial."""
+        try:
+            decision = _as_decision(await self._call_policy(request))
+        except Exception as exc:
+            logger.warning(
+                "approval policy %s failed on %r; the call is denied: %s: %s",
+                self.policy_name,
+                request.tool,
+                type(exc).__name__,
+                exc,
+            )
+            decision = ApprovalDecision.deny(
+                f"the approval policy failed ({type(exc).__name__}: {exc})"
+            )
+        return ApprovalRecord(
+            call_id=request.call_id,
+            tool=request.tool,
+            server=request.server,
+            arguments=request.arguments,
+            approved=decision.approved,
+            reason=decision.reason,
+            decided_by=decision.decided_by or self.policy_name,
+        )
+
+    async def _call_policy(self, request: ApprovalRequest) -> object:
+        policy = self.policy
+        if inspect.iscoroutinefunction(policy) or (
+            not inspect.isroutine(policy) and inspect.iscoroutinefunction(type(policy).__call__)
+        ):
+            produced: object = policy(request)
+        else:
+            produced = await anyio.to_thread.run_sync(policy, request)
+        if inspect.isawaitable(produced):
+            produced = await produced
+        return produced
+
+
+def _as_decision(value: object) -> ApprovalDecision:
+    """A policy's answer as a decision; anything unexpected is a denial (never a
+    truthiness check: a policy returning ``"no"`` must not approve)."""
+    if isinstance(value, ApprovalDecision):
+        return value
+    if isinstance(value, bool):
+        return ApprovalDecision(value, "" if value else "denied by the approval policy")
+    if (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], bool)
+        and isinstance(value[1], str)
+    ):
+        return ApprovalDecision(value[0], value[1])
+    raise TypeError(
+        f"the policy returned {value!r}; it must return an ApprovalDecision, a bool or "
+        "a (bool, reason) pair"
+    )
+
+
+ApprovalSetting = ApprovalGate | Mapping[str, Any]
+"""What ``Agent(approval=...)`` takes: a gate, or a mapping ``{"tools": [...],
+"policy": ...}`` as in a YAML file."""
+
+
+def resolve_approval(setting: ApprovalSetting | None) -> ApprovalGate | None:
+    """The gate of ``Agent(approval=...)``; None leaves every call ungated.
+
+    Raises:
+        ConfigError: the setting is invalid (see `ApprovalGate`).
+    """
+    if setting is None or isinstance(setting, ApprovalGate):
+        return setting
+    if not isinstance(setting, Mapping):
+        raise ConfigError(
+            "approval must be an ApprovalGate or a mapping with 'tools' and 'policy', "
+            f"got {type(setting).__name__}."
+        )
+    unknown = sorted(set(setting) - {"tools", "policy"})
+    if unknown:
+        raise ConfigError(
+            f"approval: unknown key(s) {', '.join(map(repr, unknown))}; "
+            "the keys are 'tools' and 'policy'."
+        )
+    if "tools" not in setting:
+        raise ConfigError("approval: 'tools' is missing; list the tools that need approval.")
+    tools = setting["tools"]
+    if not isinstance(tools, Iterable):
+        raise ConfigError(f"approval.tools must be a list of tool name patterns, got {tools!r}.")
+    return ApprovalGate(tools, setting.get("policy"))
