@@ -7,11 +7,14 @@ use it). Relative folders are resolved against the working directory of that fir
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from .errors import ConfigError
 
@@ -24,6 +27,15 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_SANDBOX_TIMEOUT": "30",
     "DPTTOOLS_MAX_FILE_SIZE_MB": "50",
     "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT": "50000",
+    # Skill scripts: what a script may see and use (see skills/sandbox.py).
+    "DPTTOOLS_SCRIPT_SANDBOX": "auto",
+    "DPTTOOLS_SCRIPT_ENV": "",
+    "DPTTOOLS_SCRIPT_NETWORK": "0",
+    "DPTTOOLS_SCRIPT_MEMORY_MB": "1024",
+    "DPTTOOLS_SCRIPT_CPU_SECONDS": "",
+    "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB": "256",
+    "DPTTOOLS_SCRIPT_MAX_OPEN_FILES": "256",
+    "DPTTOOLS_SCRIPT_MAX_PROCESSES": "64",
 }
 
 
@@ -41,6 +53,34 @@ class Settings:
     """Files larger than this many megabytes (MiB) are refused by the reading tools."""
     output_truncation_limit: int
     """Characters of tool output kept before the rest is cut with a visible marker."""
+
+    # Skill scripts (DPTTOOLS_SCRIPT_*).
+    script_sandbox: Literal["auto", "bwrap", "none"] = "auto"
+    """How scripts are isolated: bubblewrap when it works (auto), always (bwrap), never."""
+    script_env: tuple[str, ...] = ()
+    """Names of server environment variables a script also receives."""
+    script_network: bool = False
+    """True when a script under bubblewrap keeps the network."""
+    script_memory_mb: int = 1024
+    """Address-space limit of a script process, in MiB."""
+    script_cpu_seconds: int | None = None
+    """CPU-seconds limit of a script process; None means the timeout, rounded up."""
+    script_max_file_size_mb: int = 256
+    """Largest file, in MiB, a script process may write."""
+    script_max_open_files: int = 256
+    """Open file descriptors a script process may hold."""
+    script_max_processes: int = 64
+    """Processes a script may add to those its user already runs."""
+    script_workspace: Path | None = None
+    """The folder a sandboxed script may write to: the workspace when
+    DPTTOOLS_WORKSPACE_DIR is set explicitly, otherwise None."""
+
+    @property
+    def script_cpu_limit(self) -> int:
+        """CPU seconds a script process may use: the setting, or the timeout rounded up."""
+        if self.script_cpu_seconds is not None:
+            return self.script_cpu_seconds
+        return max(1, math.ceil(self.sandbox_timeout))
 
     @property
     def max_file_size_bytes(self) -> int:
@@ -91,6 +131,44 @@ def _folder(name: str, raw: str) -> Path:
     return Path(raw).expanduser().resolve()
 
 
+_SANDBOX_MODES: tuple[str, ...] = ("auto", "bwrap", "none")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _sandbox_mode(raw: str) -> Literal["auto", "bwrap", "none"]:
+    value = raw.strip().lower()
+    if value == "auto":
+        return "auto"
+    if value == "bwrap":
+        return "bwrap"
+    if value == "none":
+        return "none"
+    raise ConfigError(
+        f"DPTTOOLS_SCRIPT_SANDBOX={raw!r} is not one of {', '.join(_SANDBOX_MODES)}; set it "
+        "to auto (bubblewrap when it works), bwrap (always) or none, or unset it for auto."
+    )
+
+
+def _env_names(raw: str) -> tuple[str, ...]:
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    for name in names:
+        if not _ENV_NAME.fullmatch(name):
+            raise ConfigError(
+                f"DPTTOOLS_SCRIPT_ENV holds {name!r}, which is not a variable name; list "
+                "names only, separated by commas, such as DPTTOOLS_SCRIPT_ENV=HTTPS_PROXY,TZ."
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def _switch(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a switch; set it to 1 (on) or 0 (off).")
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build settings from `environ` (default: `os.environ`) without caching them.
 
@@ -114,6 +192,32 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         ),
         output_truncation_limit=_positive_int(
             "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", raw("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT")
+        ),
+        # Skill scripts.
+        script_sandbox=_sandbox_mode(raw("DPTTOOLS_SCRIPT_SANDBOX")),
+        script_env=_env_names(raw("DPTTOOLS_SCRIPT_ENV")),
+        script_network=_switch("DPTTOOLS_SCRIPT_NETWORK", raw("DPTTOOLS_SCRIPT_NETWORK")),
+        script_memory_mb=_positive_int(
+            "DPTTOOLS_SCRIPT_MEMORY_MB", raw("DPTTOOLS_SCRIPT_MEMORY_MB")
+        ),
+        script_cpu_seconds=(
+            _positive_int("DPTTOOLS_SCRIPT_CPU_SECONDS", raw("DPTTOOLS_SCRIPT_CPU_SECONDS"))
+            if raw("DPTTOOLS_SCRIPT_CPU_SECONDS").strip()
+            else None
+        ),
+        script_max_file_size_mb=_positive_int(
+            "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB", raw("DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB")
+        ),
+        script_max_open_files=_positive_int(
+            "DPTTOOLS_SCRIPT_MAX_OPEN_FILES", raw("DPTTOOLS_SCRIPT_MAX_OPEN_FILES")
+        ),
+        script_max_processes=_positive_int(
+            "DPTTOOLS_SCRIPT_MAX_PROCESSES", raw("DPTTOOLS_SCRIPT_MAX_PROCESSES")
+        ),
+        script_workspace=(
+            _folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR"))
+            if env.get("DPTTOOLS_WORKSPACE_DIR") is not None
+            else None
         ),
     )
 

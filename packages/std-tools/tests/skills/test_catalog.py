@@ -360,6 +360,81 @@ def test_an_edit_that_restores_the_modification_time_is_still_seen(skills: Skill
     assert cache.scan(skills.path, max_bytes=MAX).skills[0].description == "Other text."
 
 
+def linked_skill(skills: SkillsFolder, tmp_path: Path) -> dict[str, Path]:
+    """A skill 'linked' reached through links, and three folders it may be pointed at.
+
+    ``linked -> _links/linked -> _real/one``; ``_real/two`` is another folder inside the
+    skills folder, ``outside`` a skill folder beside it. Everything is aged, so that a
+    second scan trusts its stamps and reads nothing it need not.
+    """
+    places = {
+        "one": skills.write("_real/one", "name: linked\ndescription: First inside.\n"),
+        "two": skills.write("_real/two", "name: linked\ndescription: Second inside.\n"),
+    }
+    outside = tmp_path / "outside" / "linked"
+    outside.mkdir(parents=True)
+    (outside / "SKILL.md").write_text(
+        "---\nname: linked\ndescription: Secret text from outside.\n---\n", encoding="utf-8"
+    )
+    places["outside"] = outside
+    (skills.path / "_links").mkdir()
+    (skills.path / "_links" / "linked").symlink_to(places["one"])
+    (skills.path / "linked").symlink_to(skills.path / "_links" / "linked")
+    for folder in places.values():
+        age(folder / "SKILL.md")
+    for folder in (*places.values(), skills.path / "_real", skills.path / "_links", skills.path):
+        age(folder)
+    return places
+
+
+def re_point(link: Path, target: Path) -> None:
+    """Swap `link` for a link to `target` in one step, as a deployment tool would."""
+    swap = link.with_name(f".swap-{link.name}")
+    swap.symlink_to(target)
+    swap.replace(link)
+
+
+def listed(catalog: Catalog) -> list[tuple[str, str]]:
+    return [(s.name, s.description) for s in catalog.skills]
+
+
+@pytest.mark.parametrize("which", ["the skill's own link", "a link it goes through"])
+def test_a_warm_catalog_drops_a_skill_whose_link_was_re_pointed_outside(
+    skills: SkillsFolder, tmp_path: Path, which: str
+) -> None:
+    places = linked_skill(skills, tmp_path)
+    cache = SkillCatalog()
+    assert listed(cache.scan(skills.path, max_bytes=MAX)) == [("linked", "First inside.")]
+    link = skills.path / ("linked" if which == "the skill's own link" else "_links/linked")
+    re_point(link, places["outside"])
+    assert cache.peek(skills.path, max_bytes=MAX) is None
+    warm = cache.scan(skills.path, max_bytes=MAX)
+    assert warm.count == 0
+    assert [(d.skill, d.level, d.code) for d in warm.diagnostics] == [
+        ("linked", "error", "outside_skills_dir")
+    ]
+    assert "Secret text" not in warm.json
+    assert warm.json == scan_once(skills.path, max_bytes=MAX).json
+
+
+@pytest.mark.parametrize("which", ["the skill's own link", "a link it goes through"])
+def test_a_link_re_pointed_to_another_folder_inside_is_followed(
+    skills: SkillsFolder, tmp_path: Path, which: str
+) -> None:
+    places = linked_skill(skills, tmp_path)
+    cache = SkillCatalog()
+    assert listed(cache.scan(skills.path, max_bytes=MAX)) == [("linked", "First inside.")]
+    assert cache.peek(skills.path, max_bytes=MAX) is not None
+    link = skills.path / ("linked" if which == "the skill's own link" else "_links/linked")
+    re_point(link, places["two"])
+    assert listed(cache.scan(skills.path, max_bytes=MAX)) == [("linked", "Second inside.")]
+    re_point(link, places["outside"])
+    assert cache.scan(skills.path, max_bytes=MAX).count == 0
+    re_point(link, places["one"])
+    assert listed(cache.scan(skills.path, max_bytes=MAX)) == [("linked", "First inside.")]
+    assert cache.scan(skills.path, max_bytes=MAX).diagnostics == ()
+
+
 def test_a_deleted_skills_folder_shows_on_the_next_scan(skills: SkillsFolder) -> None:
     cache = SkillCatalog()
     skills.write("one")

@@ -3,8 +3,9 @@
 A skill is a folder directly under the skills folder that holds a ``SKILL.md``; hidden
 folders (a leading dot), ``__pycache__`` and ``node_modules`` are never skills. A
 `SkillCatalog` remembers what it read: a second scan of an unchanged folder costs one
-``stat`` of the folder and one per ``SKILL.md``, while a skill that was added, edited or
-removed is read again. A file modified within the last moments before it was read is
+``stat`` of the folder and one per ``SKILL.md`` (plus one per folder that skill links
+were resolved through, so that a link re-pointed anywhere on the way is judged again),
+while a skill that was added, edited or removed is read again. A file modified within the last moments before it was read is
 read once more on the next scan, because coarse file-system clocks could otherwise hide a
 second edit made in the same tick.
 """
@@ -274,6 +275,75 @@ def _is_racy(st: os.stat_result, taken_ns: int) -> bool:
     return taken_ns - st.st_mtime_ns < _RACY_NS
 
 
+_MAX_LINK_HOPS: Final = 40
+
+
+def _follow(path: Path, root: Path, consulted: set[Path]) -> Path:
+    """The real path of the absolute `path`, link by link, as the kernel would find it.
+
+    Adds to `consulted` every folder whose entries the walk read, except to find `root`
+    itself and the folders above it: while none of those folders changes (a link cannot be
+    re-pointed, nor a folder renamed or replaced, without changing the folder that holds
+    it), `path` leads to the same place. A part that does not exist ends the walk, kept as
+    written.
+
+    Raises:
+        OSError: (errno ``ELOOP``) more than 40 links, as in a loop of links.
+    """
+    resolved = Path(path.anchor)
+    pending = list(reversed(path.parts[1:]))
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part == "..":
+            resolved = resolved.parent
+            continue
+        candidate = resolved / part
+        if candidate != root and candidate not in root.parents:
+            consulted.add(resolved)
+        try:
+            st = candidate.lstat()
+        except OSError:
+            return candidate.joinpath(*reversed(pending))
+        if not stat.S_ISLNK(st.st_mode):
+            resolved = candidate
+            continue
+        hops += 1
+        if hops > _MAX_LINK_HOPS:
+            raise OSError(errno.ELOOP, f"{path} runs into a loop of symbolic links")
+        target = candidate.readlink()
+        if target.is_absolute():
+            resolved = Path(target.anchor)
+        pending.extend(reversed(target.parts[1:] if target.is_absolute() else target.parts))
+    return resolved
+
+
+def _folder_stamps(folders: set[Path], taken_ns: int) -> tuple[list[tuple[str, _Stamp]], bool]:
+    """The stamps of `folders` (string paths, for `_links_moved`), and whether any of them
+    is too recent to trust."""
+    stamps: list[tuple[str, _Stamp]] = []
+    racy = False
+    for folder in sorted(folders):
+        try:
+            st = folder.stat()
+        except OSError:
+            continue
+        stamps.append((str(folder), _stamp(st)))
+        racy = racy or _is_racy(st, taken_ns)
+    return stamps, racy
+
+
+def _links_moved(stamps: list[tuple[str, _Stamp]]) -> bool:
+    """True when a folder that skill links were resolved through has changed since."""
+    for folder, stamp in stamps:
+        try:
+            if _stamp(os.stat(folder)) != stamp:  # noqa: PTH116
+                return True
+        except OSError:
+            return True
+    return False
+
+
 @dataclass(slots=True)
 class _Entry:
     stamp: _Stamp | None
@@ -288,6 +358,9 @@ class _FolderCache:
     racy: bool
     folders: list[str]
     refused: list[SkillDiagnostic]
+    # The folders, besides the skills folder, that the skill links were resolved through,
+    # with their stamps: a link re-pointed anywhere along the way changes one of them.
+    link_folders: list[tuple[str, _Stamp]]
     entries: dict[str, _Entry] = field(default_factory=dict)
     catalog: Catalog | None = None
     # What `peek` compares: each SKILL.md path with the stamp it had when `catalog` was
@@ -339,6 +412,8 @@ class SkillCatalog:
                     return None
             except OSError:
                 return None
+            if _links_moved(cache.link_folders):
+                return None
             for skill_md, stamp in cache.checks:
                 if _probe(skill_md) != stamp:
                     return None
@@ -367,16 +442,23 @@ class SkillCatalog:
             )
         cache = self._folders.get(key)
         changed = False
-        if cache is None or cache.racy or cache.stamp != _stamp(dir_stat):
+        if (
+            cache is None
+            or cache.racy
+            or cache.stamp != _stamp(dir_stat)
+            or _links_moved(cache.link_folders)
+        ):
             changed = True
             taken = time.time_ns()
-            folders, refused = _list_folders(skills_dir)
+            folders, refused, consulted = _list_folders(skills_dir)
+            link_folders, links_racy = _folder_stamps(consulted, taken)
             old_entries = cache.entries if cache is not None else {}
             cache = _FolderCache(
                 _stamp(dir_stat),
-                _is_racy(dir_stat, taken),
+                _is_racy(dir_stat, taken) or links_racy,
                 folders,
                 refused,
+                link_folders,
                 {name: old_entries[name] for name in folders if name in old_entries},
             )
             self._remember(key, cache)
@@ -417,32 +499,35 @@ class SkillCatalog:
         self._folders[key] = cache
 
 
-def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic]]:
-    """Candidate skill folders, and errors for skill folders that cannot be served.
+def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic], set[Path]]:
+    """Candidate skill folders, errors for skill folders that cannot be served, and the
+    folders (besides `skills_dir`) that the symbolic links among them were resolved through.
 
     Refused: a symbolic link leading outside `skills_dir`, and a folder whose name is not
     valid UTF-8 (no client could send that name back, and the reply could not be encoded).
     """
     folders: list[str] = []
     refused: list[SkillDiagnostic] = []
+    consulted: set[Path] = set()
     real_root = skills_dir.resolve()
     try:
         entries = list(os.scandir(skills_dir))
     except OSError as exc:
         logger.warning("cannot list the skills folder %s: %s", skills_dir, exc)
-        return folders, refused
+        return folders, refused, consulted
     for entry in entries:
         if is_hidden_name(entry.name):
             continue
         try:
+            # Every link is followed here, even a broken one: a change along its way
+            # (watched through `consulted`) may make it a skill, or take one away.
+            target = _follow(Path(entry.path), real_root, consulted) if entry.is_symlink() else None
             if not entry.is_dir():
                 continue
-            if entry.is_symlink():
-                target = real_path(Path(entry.path))
-                if not target.is_relative_to(real_root):
-                    if (target / SKILL_FILE).is_file():
-                        refused.append(_outside_diagnostic(entry.name, skills_dir))
-                    continue
+            if target is not None and not target.is_relative_to(real_root):
+                if (target / SKILL_FILE).is_file():
+                    refused.append(_outside_diagnostic(entry.name, skills_dir))
+                continue
             if entry.name != wire_safe(entry.name):
                 if (Path(entry.path) / SKILL_FILE).exists():
                     refused.append(_undecodable_name_diagnostic(entry.name))
@@ -450,7 +535,7 @@ def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic]]:
         except OSError:
             continue
         folders.append(entry.name)
-    return folders, refused
+    return folders, refused, consulted
 
 
 def _outside_diagnostic(name: str, skills_dir: Path) -> SkillDiagnostic:
