@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from doc_processing_std_tools.errors import InvalidArgumentError
-from doc_processing_std_tools.skills.scripts import run_script, split_args
+from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script, split_args
 
 pytestmark = pytest.mark.anyio
 
@@ -53,6 +53,10 @@ async def test_standard_input_is_empty(tmp_path: Path) -> None:
 
 # Only Linux lets the server find a child that left the process group.
 HAS_PROC = Path("/proc/self/environ").exists()
+# The spawner below writes pid files next to the test and checks host pids, so it runs
+# without bubblewrap (whose private /tmp and PID namespace would hide both); the same
+# attacks under bubblewrap are in test_script_processes.py.
+UNSANDBOXED = ScriptPolicy(sandbox="none")
 
 
 def is_running(pid: int) -> bool:
@@ -118,7 +122,9 @@ async def test_a_script_that_runs_too_long_is_killed_with_every_process_it_start
 ) -> None:
     path = script(tmp_path, SPAWNER)
     started = time.monotonic()
-    result = await run_script(path, [str(tmp_path), "wait"], time_limit=2.0, output_limit=1000)
+    result = await run_script(
+        path, [str(tmp_path), "wait"], time_limit=2.0, output_limit=1000, policy=UNSANDBOXED
+    )
     assert time.monotonic() - started < 10
     assert result.exit_code == -1
     assert result.timed_out
@@ -139,7 +145,9 @@ async def test_a_script_that_ends_leaves_nothing_running_and_keeps_its_exit_code
     # would have waited for them until the timeout and reported one.
     path = script(tmp_path, SPAWNER + "sys.exit(5)\n")
     started = time.monotonic()
-    result = await run_script(path, [str(tmp_path), "exit"], time_limit=20, output_limit=1000)
+    result = await run_script(
+        path, [str(tmp_path), "exit"], time_limit=20, output_limit=1000, policy=UNSANDBOXED
+    )
     assert time.monotonic() - started < 10
     assert (result.exit_code, result.timed_out, result.stdout) == (5, False, "started\n")
     found = pids(tmp_path)

@@ -37,7 +37,7 @@ from .frontmatter import (
     is_valid_name,
     parse_skill_md,
 )
-from .scripts import run_script, split_args
+from .scripts import ScriptPolicy, run_script, split_args
 
 __all__ = [
     "MAX_LISTED_RESOURCES",
@@ -289,8 +289,11 @@ def load_skill_resource(settings: Settings, skill_name: str, resource_path: str)
 async def execute_skill_script(
     settings: Settings, skill_name: str, script_path: str, args: str = ""
 ) -> str:
-    """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` as JSON."""
-    _skill_folder(settings, skill_name)
+    """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` as JSON.
+
+    The script runs under the DPTTOOLS_SCRIPT_* policy (environment, sandbox, limits).
+    """
+    folder = _skill_folder(settings, skill_name)
     path = _inside_skill(settings, skill_name, script_path, "script_path")
     if path.suffix != ".py":
         raise InvalidArgumentError(
@@ -308,6 +311,8 @@ async def execute_skill_script(
         argv,
         time_limit=settings.sandbox_timeout,
         output_limit=settings.output_truncation_limit,
+        policy=ScriptPolicy.from_settings(settings),
+        skill_dir=folder,
     )
     return json.dumps(result.to_payload(), ensure_ascii=False)
 

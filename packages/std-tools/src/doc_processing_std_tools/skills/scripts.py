@@ -1,38 +1,119 @@
-"""Run a skill's Python script: the server's own interpreter, the script's own folder.
+"""Run a skill's Python script: the server's own interpreter, the script's own folder, and
+nothing of the server's that the script was not given.
 
-The script runs in a new process group, never through a shell. When it ends, or when it
-outlives its timeout, the whole group is killed, and so (on Linux) is every process that
-carries the run's id in its environment, which catches children that left the group.
-Nothing a script starts outlives the call. Output is read as it arrives, and only the
-part that can be shown is kept, so a script that prints without end costs bounded memory.
+A run, step by step:
+
+1. The environment is built from scratch (`script_environment`): PATH, LANG and LC_*,
+   PYTHONIOENCODING, a fresh HOME and TMPDIR, the run id, DPTTOOLS_WORKSPACE_DIR when it
+   is set, and only the server variables named in DPTTOOLS_SCRIPT_ENV. API keys and other
+   secrets in the server's environment never reach a script.
+2. With DPTTOOLS_SCRIPT_SANDBOX=auto (bubblewrap works) or bwrap, the run is wrapped in
+   bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network.
+3. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
+   the subreaper of everything the script starts, sets the resource limits in the child
+   before exec, enforces the timeout, and after the script ends kills whatever it left
+   running, before it reports how the script ended.
+4. Output is read as it arrives, and only the part that can be shown is kept, so a script
+   that prints without end costs bounded memory. A script that hit a limit gets a message
+   at the end of ``stderr`` naming the limit and its setting.
+
+If the supervisor itself stops answering, the server kills its process group and every
+process carrying the run id (`RUN_ID_VARIABLE`) after a grace period.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import math
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, Literal
 
 import anyio
+import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
 from .._text import truncate
+from ..config import Settings
 from ..errors import InvalidArgumentError
+from .sandbox import announce_sandbox, bwrap_command, use_bwrap
 
-__all__ = ["RUN_ID_VARIABLE", "ScriptResult", "run_script", "split_args"]
+__all__ = [
+    "BASE_ENV_NAMES",
+    "RUN_ID_VARIABLE",
+    "ScriptPolicy",
+    "ScriptResult",
+    "run_script",
+    "script_environment",
+    "split_args",
+]
 
 logger = logging.getLogger(__name__)
 
 _CHUNK: Final = 65536
+_TAIL: Final = 4096
 _REAP_SECONDS: Final = 5.0
+_GRACE_SECONDS: Final = 5.0
+_SUPERVISOR: Final = Path(__file__).with_name("_supervisor.py")
+
+RUN_ID_VARIABLE: Final = "DPT_SKILL_RUN_ID"
+"""Set in a script's environment to a value unique to the run.
+
+Every process the script starts inherits it unless it empties its environment; the
+server's last-resort sweep (when the supervisor itself fails) looks for it in /proc."""
+
+BASE_ENV_NAMES: Final = ("PATH", "LANG", "LANGUAGE", "PYTHONIOENCODING")
+"""Server variables every script receives (when set), besides every LC_* variable."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptPolicy:
+    """What a script may see and use; `from_settings` reads the DPTTOOLS_SCRIPT_* values."""
+
+    sandbox: Literal["auto", "bwrap", "none"] = "auto"
+    """auto: bubblewrap when it works; bwrap: always (refuse without it); none: never."""
+    env_allow: tuple[str, ...] = ()
+    """Names of server variables passed on besides the minimal environment."""
+    network: bool = False
+    """Keep the network under bubblewrap."""
+    workspace: Path | None = None
+    """Folder a sandboxed script may write to (and whose path it is told)."""
+    memory_mb: int = 1024
+    """Address-space limit (RLIMIT_AS) in MiB."""
+    cpu_seconds: int | None = None
+    """CPU-seconds limit (RLIMIT_CPU); None means the time limit, rounded up."""
+    max_file_size_mb: int = 256
+    """Largest file a script may write (RLIMIT_FSIZE), and the size of its /tmp."""
+    max_open_files: int = 256
+    """Open file descriptors per process (RLIMIT_NOFILE)."""
+    max_processes: int = 64
+    """Processes the script may add to those its user runs (RLIMIT_NPROC; not for root)."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ScriptPolicy:
+        """The policy the DPTTOOLS_SCRIPT_* settings describe."""
+        return cls(
+            sandbox=settings.script_sandbox,
+            env_allow=settings.script_env,
+            network=settings.script_network,
+            workspace=settings.script_workspace,
+            memory_mb=settings.script_memory_mb,
+            cpu_seconds=settings.script_cpu_limit,
+            max_file_size_mb=settings.script_max_file_size_mb,
+            max_open_files=settings.script_max_open_files,
+            max_processes=settings.script_max_processes,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +123,14 @@ class ScriptResult:
     stdout: str
     """Standard output, cut at the output limit with a visible marker."""
     stderr: str
-    """Standard error, cut the same way; holds the timeout message when it timed out."""
+    """Standard error, cut the same way; ends with the timeout or limit message, if any."""
     exit_code: int
-    """The process exit status; -1 when it was killed for running too long."""
+    """The exit status; -N when signal N ended it; -1 when it was killed for running too
+    long."""
     timed_out: bool = False
     """True when the timeout killed the script."""
+    sandboxed: bool = field(default=False, compare=False)
+    """True when the script ran under bubblewrap."""
 
     def to_payload(self) -> dict[str, str | int]:
         """The JSON object `execute_skill_script` returns."""
@@ -74,8 +158,34 @@ def split_args(args: str) -> list[str]:
         ) from None
 
 
+def script_environment(
+    environ: Mapping[str, str],
+    policy: ScriptPolicy,
+    *,
+    home: str,
+    run_id: str,
+) -> dict[str, str]:
+    """The whole environment of a script: the minimal set plus the allow-listed names.
+
+    `home` becomes HOME and TMPDIR. Nothing else of `environ` is passed on.
+    """
+    env = {
+        name: value
+        for name, value in environ.items()
+        if name in BASE_ENV_NAMES or name.startswith("LC_") or name in policy.env_allow
+    }
+    env.setdefault("PATH", os.defpath)
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    env["HOME"] = home
+    env["TMPDIR"] = home
+    if policy.workspace is not None:
+        env["DPTTOOLS_WORKSPACE_DIR"] = str(policy.workspace)
+    env[RUN_ID_VARIABLE] = run_id
+    return env
+
+
 class _Capture:
-    """Keeps the first bytes of a stream that can possibly be shown, counts the rest."""
+    """Keeps the first bytes of a stream that can possibly be shown, and its last bytes."""
 
     def __init__(self, limit_chars: int) -> None:
         # UTF-8 needs at most 4 bytes per character; one extra byte makes sure that a
@@ -83,6 +193,7 @@ class _Capture:
         self._cap = limit_chars * 4 + 4
         self._chunks: list[bytes] = []
         self._kept = 0
+        self._tail = b""
 
     async def drain(self, stream: ByteReceiveStream) -> None:
         """Read `stream` to its end, keeping only the bytes that may be shown."""
@@ -92,6 +203,12 @@ class _Capture:
                 piece = chunk[:room]
                 self._chunks.append(piece)
                 self._kept += len(piece)
+            self._tail = (self._tail + chunk)[-_TAIL:]
+
+    @property
+    def tail(self) -> str:
+        """The last few KiB of the stream (uncut), to recognise how the script failed."""
+        return self._tail.decode("utf-8", errors="replace")
 
     def text(self, limit_chars: int, hint: str) -> str:
         """The kept bytes as text, cut at `limit_chars` with a marker naming `hint`."""
@@ -99,15 +216,8 @@ class _Capture:
         return truncate(data, limit_chars, hint=hint)
 
 
-RUN_ID_VARIABLE: Final = "DPT_SKILL_RUN_ID"
-"""Set in a script's environment to a value unique to the run.
-
-Every process the script starts inherits it, so the processes of a run can be found
-(on Linux, through /proc) even after they left the script's process group."""
-
-
 def _kill_group(pid: int) -> None:
-    """SIGKILL the process group led by `pid`: the script and every child still in it."""
+    """SIGKILL the process group led by `pid`: the supervisor and what is still in it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -115,8 +225,8 @@ def _kill_group(pid: int) -> None:
 def _kill_marked(run_id: str) -> int:
     """SIGKILL every process whose environment carries this run's id; return how many.
 
-    Catches what a process group misses: a child that called setsid() or otherwise left
-    the group. Linux only (elsewhere there is no /proc to read, and 0 is returned).
+    The last resort when the supervisor failed. Linux only (elsewhere there is no /proc
+    to read, and 0 is returned).
     """
     marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
     me = os.getpid()
@@ -146,43 +256,178 @@ def _kill_marked(run_id: str) -> int:
     return killed
 
 
-def _kill_run(pid: int, run_id: str) -> None:
-    """Kill the script's process group and every process marked with its run id."""
-    _kill_group(pid)
-    killed = _kill_marked(run_id)
-    if killed:
-        logger.debug("killed %d process(es) that had left the skill script's group", killed)
+def _user_tasks(uid: int) -> int:
+    """Processes and threads that `uid` runs now (RLIMIT_NPROC counts both, per user)."""
+    count = 0
+    try:
+        entries = [entry for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            stat = (entry / "stat").read_text("utf-8", "replace")
+            count += int(stat.rsplit(")", 1)[1].split()[17])
+        except (OSError, IndexError, ValueError):
+            continue
+    return count
+
+
+async def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
+    mib = 1024 * 1024
+    limits = {
+        "as": policy.memory_mb * mib,
+        "cpu": policy.cpu_seconds or max(1, math.ceil(time_limit)),
+        "nofile": policy.max_open_files,
+        "fsize": policy.max_file_size_mb * mib,
+    }
+    if os.getuid() != 0:
+        # The kernel counts every process and thread of the user (root is exempt), so
+        # the limit is what the user runs now plus the script's share.
+        running = await anyio.to_thread.run_sync(_user_tasks, os.getuid())
+        limits["nproc"] = running + policy.max_processes
+    return limits
+
+
+def _describe_end(
+    status: Mapping[str, Any], err_tail: str, policy: ScriptPolicy, cpu_limit: int
+) -> str | None:
+    """A sentence saying which limit ended the script, or None when none did."""
+    signum = status.get("signal")
+    if signum == signal.SIGXCPU or (
+        signum == signal.SIGKILL and float(status.get("cpu_seconds", 0)) >= cpu_limit
+    ):
+        return (
+            f"Killed: the script exceeded the CPU limit of {cpu_limit} CPU seconds "
+            "(SIGXCPU; DPTTOOLS_SCRIPT_CPU_SECONDS, by default the timeout)."
+        )
+    if signum == signal.SIGXFSZ or "[Errno 27] File too large" in err_tail:
+        return (
+            f"Stopped: the script reached the file size limit of {policy.max_file_size_mb} MiB "
+            "per file (DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB)."
+        )
+    if "MemoryError" in err_tail or "Cannot allocate memory" in err_tail:
+        return (
+            f"MemoryError: the script reached the address-space limit of {policy.memory_mb} "
+            "MiB (DPTTOOLS_SCRIPT_MEMORY_MB)."
+        )
+    if "[Errno 24] Too many open files" in err_tail:
+        return (
+            f"Stopped: the script reached the limit of {policy.max_open_files} open files "
+            "(DPTTOOLS_SCRIPT_MAX_OPEN_FILES)."
+        )
+    if "[Errno 11] Resource temporarily unavailable" in err_tail and "fork" in err_tail:
+        return (
+            "Stopped: the script could not start another process; the process limit "
+            "(DPTTOOLS_SCRIPT_MAX_PROCESSES) was reached."
+        )
+    if isinstance(signum, int):
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        return f"Killed by {name}."
+    return None
+
+
+def _read_status(fd: int) -> dict[str, Any]:
+    """The supervisor's JSON report, or {} when it wrote none (it was killed)."""
+    chunks: list[bytes] = []
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+    try:
+        status = json.loads(b"".join(chunks) or b"{}")
+    except ValueError:
+        return {}
+    return status if isinstance(status, dict) else {}
 
 
 async def run_script(
-    script: Path, argv: list[str], *, time_limit: float, output_limit: int
+    script: Path,
+    argv: list[str],
+    *,
+    time_limit: float,
+    output_limit: int,
+    policy: ScriptPolicy | None = None,
+    skill_dir: Path | None = None,
 ) -> ScriptResult:
     """Run `script` with `argv` using ``sys.executable``, in the script's folder.
 
-    Standard input is empty. Nothing the script starts outlives the run: when the script
-    ends, or after `time_limit` seconds, its process group and every process carrying its
-    run id (`RUN_ID_VARIABLE`) are killed. On timeout the result has ``exit_code`` -1 and
-    a timeout message at the end of ``stderr``. ``stdout`` and ``stderr`` are each cut at
-    `output_limit` characters.
+    `policy` (default: `ScriptPolicy()`, the settings' defaults) says what the script may
+    see and use; `skill_dir` (default: the script's folder) is what bubblewrap shows it
+    read-only. Standard input is empty. Nothing the script starts outlives the run. On
+    timeout the result has ``exit_code`` -1 and a timeout message at the end of
+    ``stderr``; a script stopped by a limit gets a message naming it. ``stdout`` and
+    ``stderr`` are each cut at `output_limit` characters.
+
+    Raises:
+        SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
     """
+    policy = policy or ScriptPolicy()
+    # The first call probes bubblewrap (a short subprocess): off the event loop.
+    await anyio.to_thread.run_sync(announce_sandbox, policy.sandbox)
+    bwrap = await anyio.to_thread.run_sync(use_bwrap, policy.sandbox)
+    script = await anyio.to_thread.run_sync(script.resolve)
     run_id = uuid.uuid4().hex
-    env = dict(os.environ)
-    env.setdefault("PYTHONIOENCODING", "utf-8")
-    env[RUN_ID_VARIABLE] = run_id
-    command = [sys.executable, str(script), *argv]
-    logger.debug("running skill script %s with %d argument(s)", script, len(argv))
+    limits = await _limits(policy, time_limit)
+    cpu_limit = limits["cpu"]
+    temp_home = None
+    if bwrap is None:
+        temp_home = await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="dpt-script-"))
+    env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
+    settings: dict[str, Any] = {"limits": limits, "time_limit": time_limit}
+    prefix: list[str] = []
+    if bwrap is None:
+        settings["parent"] = os.getpid()
+    else:
+        prefix = bwrap_command(
+            bwrap,
+            skill_dir=(skill_dir or script.parent).resolve(),
+            workdir=script.parent,
+            workspace=policy.workspace,
+            network=policy.network,
+            temp_size_bytes=limits["fsize"],
+            also_readable=[_SUPERVISOR.parent],
+        )
+    status_read, status_write = os.pipe()
+    command = [
+        *prefix,
+        sys.executable,
+        "-I",
+        "-S",
+        str(_SUPERVISOR),
+        str(status_write),
+        json.dumps(settings),
+        "--",
+        sys.executable,
+        str(script),
+        *argv,
+    ]
+    logger.debug(
+        "running skill script %s with %d argument(s)%s",
+        script,
+        len(argv),
+        " under bubblewrap" if bwrap else "",
+    )
     out = _Capture(output_limit)
     err = _Capture(output_limit)
     drained = anyio.Event()
-    process = await anyio.open_process(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=script.parent,
-        env=env,
-        start_new_session=True,
-    )
+    try:
+        process = await anyio.open_process(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=script.parent,
+            env=env,
+            start_new_session=True,
+            pass_fds=(status_write,),
+        )
+    finally:
+        os.close(status_write)
 
     async def drain_both() -> None:
         assert process.stdout is not None and process.stderr is not None
@@ -194,29 +439,50 @@ async def run_script(
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(drain_both)
-            with anyio.move_on_after(time_limit) as scope:
+            # The supervisor enforces the time limit; the grace period is for a
+            # supervisor that stopped answering.
+            with anyio.move_on_after(time_limit + _GRACE_SECONDS) as scope:
                 await process.wait()
-            timed_out = scope.cancelled_caught
-            # The script is over, or out of time: whatever it started goes with it. That
-            # also closes the output pipes a leftover process would otherwise hold open.
-            _kill_run(process.pid, run_id)
+            if scope.cancelled_caught:
+                logger.error("the supervisor of skill script %s did not stop; killing", script)
+                _kill_group(process.pid)
+                _kill_marked(run_id)
             with anyio.move_on_after(_REAP_SECONDS):
                 await drained.wait()
             group.cancel_scope.cancel()
     finally:
         if process.returncode is None:
-            _kill_run(process.pid, run_id)
+            _kill_group(process.pid)
+            _kill_marked(run_id)
         with anyio.move_on_after(_REAP_SECONDS, shield=True):
             await process.aclose()
+        status = _read_status(status_read)
+        os.close(status_read)
+        if temp_home is not None:
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp_home, ignore_errors=True))
     hint = "the script's output was cut at DPTTOOLS_OUTPUT_TRUNCATION_LIMIT"
+    stdout = out.text(output_limit, hint)
     stderr = err.text(output_limit, hint)
-    if timed_out:
+    sandboxed = bwrap is not None
+    if status.get("stopped") == "timeout" or not status:
         logger.warning("skill script %s timed out after %s s", script, time_limit)
         message = (
             f"Timed out: the script ran longer than {time_limit:g} seconds "
             "(DPTTOOLS_SANDBOX_TIMEOUT) and was killed with every process it started."
         )
+        if not status:
+            message = (
+                "Killed: the script's supervisor did not report how the script ended, so "
+                "the script and every process carrying its run id were killed."
+            )
         stderr = f"{stderr}\n{message}" if stderr else message
-        return ScriptResult(out.text(output_limit, hint), stderr, -1, timed_out=True)
-    code = process.returncode if process.returncode is not None else -1
-    return ScriptResult(out.text(output_limit, hint), stderr, code)
+        return ScriptResult(stdout, stderr, -1, timed_out=bool(status), sandboxed=sandboxed)
+    code = status.get("exit_code")
+    signum = status.get("signal")
+    exit_code = int(code) if isinstance(code, int) else -int(signum or 1)
+    ending = _describe_end(status, err.tail, policy, cpu_limit) if exit_code != 0 else None
+    if ending:
+        stderr = f"{stderr}\n{ending}" if stderr else ending
+    if status.get("killed"):
+        logger.debug("killed %s process(es) the skill script left running", status["killed"])
+    return ScriptResult(stdout, stderr, exit_code, sandboxed=sandboxed)

@@ -1,0 +1,168 @@
+"""The small process that stands between the server and a skill script (Linux).
+
+Started by `scripts.run_script` as ``python -I -S _supervisor.py STATUS_FD LIMITS -- CMD...``
+(inside bubblewrap when the sandbox is on). It uses the standard library only, so it
+starts fast without the site packages, and it never writes to standard output or error,
+which belong to the script.
+
+What it does:
+
+1. Becomes a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): every process the script
+   starts, including one that called ``setsid()`` and emptied its environment, is
+   re-parented to this process when its own parent dies, instead of escaping to init.
+2. Asks for SIGTERM when the server dies (``PR_SET_PDEATHSIG``), and arms a timer for the
+   time limit.
+3. Forks the script: the child resets the signals Python ignores, sets the resource
+   limits (address space, CPU seconds, open files, processes, file size) and execs CMD.
+4. Waits for the script to end, the time limit, or SIGTERM, then kills every process
+   left in its subtree and reaps them until it has no child left: only then is the run
+   over, and nothing the script started is running.
+5. Writes one JSON object to STATUS_FD: how the script ended (``exit_code`` or
+   ``signal``), whether the time ran out, the CPU seconds it used, and how many leftover
+   processes it had to kill.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_LIMITS = {
+    "as": resource.RLIMIT_AS,
+    "cpu": resource.RLIMIT_CPU,
+    "nofile": resource.RLIMIT_NOFILE,
+    "nproc": resource.RLIMIT_NPROC,
+    "fsize": resource.RLIMIT_FSIZE,
+}
+
+
+class _Stop(Exception):
+    """Raised by a signal handler: the time is up, or the server asks the run to end."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise _Stop("timeout" if signum == signal.SIGALRM else "terminated")
+
+
+def _prctl(option: int, value: int) -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.prctl(option, value, 0, 0, 0)) == 0
+
+
+def _set_limit(kind: int, value: int) -> None:
+    """Lower a limit to `value` (never above the hard limit already in force)."""
+    _soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    new_hard = hard
+    if kind == resource.RLIMIT_CPU:
+        # SIGXCPU at the soft limit, SIGKILL one second later if it is ignored.
+        new_hard = value + 1 if hard == resource.RLIM_INFINITY else min(hard, value + 1)
+    elif hard == resource.RLIM_INFINITY or value < hard:
+        new_hard = value
+    resource.setrlimit(kind, (value, new_hard))
+
+
+def _exec_script(command: list[str], limits: dict[str, int]) -> None:
+    """In the forked child: restore default signals, set the limits, exec the script."""
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        for signum in (signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(signum, signal.SIG_DFL)
+        for name, value in limits.items():
+            _set_limit(_LIMITS[name], value)
+        os.execv(command[0], command)
+    except BaseException as exc:  # the child must never return to the supervisor's code
+        os.write(2, f"could not start the script: {exc}\n".encode())
+    os._exit(127)
+
+
+def _own_children() -> list[int]:
+    """The pids whose parent is this process (orphans of the script included)."""
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        with open(f"/proc/{me}/task/{me}/children", encoding="ascii") as handle:
+            return [int(pid) for pid in handle.read().split()]
+    except OSError:
+        pass
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text("utf-8", "replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me:
+            found.append(int(entry.name))
+    return found
+
+
+def _kill_subtree() -> int:
+    """SIGKILL every child until none is left; leftover grandchildren come back to us
+    (we are their subreaper) as their parents die, and are killed in turn."""
+    killed = 0
+    while True:
+        for pid in _own_children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return killed
+
+
+def main(argv: list[str]) -> int:
+    """Run the script described by `argv` (see the module docstring); return 0."""
+    status_fd = int(argv[1])
+    settings: dict[str, Any] = json.loads(argv[2])
+    command = argv[4:]
+    os.set_inheritable(status_fd, False)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGALRM, _on_signal)
+    status: dict[str, Any] = {"subreaper": _prctl(_PR_SET_CHILD_SUBREAPER, 1)}
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    parent = settings.get("parent")
+    if parent is not None and os.getppid() != parent:
+        return 0  # the server died before the death signal was set up
+    child = os.fork()
+    if child == 0:
+        _exec_script(command, settings["limits"])
+    signal.setitimer(signal.ITIMER_REAL, float(settings["time_limit"]))
+    try:
+        while True:
+            pid, wait_status, usage = os.wait4(-1, 0)
+            if pid == child:
+                status["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+                if os.WIFSIGNALED(wait_status):
+                    status["signal"] = os.WTERMSIG(wait_status)
+                else:
+                    status["exit_code"] = os.waitstatus_to_exitcode(wait_status)
+                break
+    except _Stop as stop:
+        status["stopped"] = stop.reason
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGALRM})
+    status["killed"] = _kill_subtree()
+    os.write(status_fd, json.dumps(status).encode())
+    os.close(status_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

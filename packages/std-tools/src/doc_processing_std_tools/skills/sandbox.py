@@ -1,0 +1,248 @@
+"""Bubblewrap for skill scripts: whether it can be used here, and the command that confines
+one run.
+
+`sandbox_status()` looks for ``bwrap`` on the server's PATH and runs it once with the same
+namespaces a script gets; the answer is kept for the life of the process. `use_bwrap()`
+turns DPTTOOLS_SCRIPT_SANDBOX into a yes or no for one run (``bwrap`` without a working
+bubblewrap is a `SandboxUnavailableError`), and `announce_sandbox()` logs once, at server
+start-up, what scripts will run under (a WARNING when ``auto`` finds no usable bubblewrap).
+
+`bwrap_command()` builds the bubblewrap command line for one run:
+
+- the whole file system read-only (``--ro-bind / /``), a fresh ``/dev`` and ``/proc``;
+- fresh, empty, writable ``/tmp`` (HOME and TMPDIR of the script); ``/home``, ``/root``,
+  the server's HOME and ``/run`` (where service sockets live) hidden behind empty folders;
+- the Python installation and virtual environment bound back read-only when they live in
+  a hidden folder (pyenv installs under HOME), then the workspace read-write (when
+  DPTTOOLS_WORKSPACE_DIR is set) and the skill's folder read-only, in that order, so the
+  skill stays read-only even inside a writable workspace;
+- new PID, IPC, UTS and network namespaces (the network one only when the network is
+  off), no capabilities, a new terminal session, and death with the server.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from ..errors import ConfigError
+
+__all__ = [
+    "INSTALL_HINT",
+    "SandboxStatus",
+    "SandboxUnavailableError",
+    "announce_sandbox",
+    "bwrap_command",
+    "sandbox_status",
+    "use_bwrap",
+]
+
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT: Final = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
+"""How to get bubblewrap, as the messages say it."""
+
+_PROBE_SECONDS: Final = 10.0
+#: Folders a script must not see; each one that exists is covered by an empty tmpfs.
+_HIDDEN: Final = ("/home", "/root", "/run", "/tmp", "/var/tmp")
+
+
+class SandboxUnavailableError(ConfigError):
+    """DPTTOOLS_SCRIPT_SANDBOX=bwrap, but bubblewrap is missing or does not work here."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxStatus:
+    """Whether bubblewrap can confine scripts on this machine."""
+
+    bwrap: str | None
+    """Path of a working ``bwrap``, or None."""
+    problem: str | None
+    """Why bubblewrap cannot be used (None when it can): what is missing or failing."""
+    tmpfs_size: bool = False
+    """True when this bubblewrap can bound the size of a tmpfs (``--size``, 0.9 and later)."""
+
+
+def _namespaces(network: bool) -> list[str]:
+    flags = ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if not network:
+        flags.append("--unshare-net")
+    return [*flags, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+
+
+@functools.cache
+def sandbox_status() -> SandboxStatus:
+    """Find ``bwrap`` and run it once with a script's namespaces; cached for the process."""
+    found = shutil.which("bwrap")
+    if found is None:
+        return SandboxStatus(
+            None, f"bubblewrap is not installed (no bwrap on PATH); {INSTALL_HINT}"
+        )
+    probe = [
+        found,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        *_namespaces(network=False),
+        "--",
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        "",
+    ]
+    try:
+        done = subprocess.run(
+            probe,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxStatus(None, f"bubblewrap at {found} could not be started ({exc})")
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = reason[-1] if reason else f"exit status {done.returncode}"
+        return SandboxStatus(
+            None,
+            f"bubblewrap at {found} does not work here ({detail}); it needs user, PID and "
+            "network namespaces, which this machine or container does not allow",
+        )
+    try:
+        usage = subprocess.run(
+            [found, "--help"], capture_output=True, timeout=_PROBE_SECONDS, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        usage = b""
+    return SandboxStatus(found, None, tmpfs_size=b"--size" in usage)
+
+
+def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
+    """The bubblewrap to run a script under for `mode`, or None to run it without.
+
+    Raises:
+        SandboxUnavailableError: `mode` is ``bwrap`` and bubblewrap cannot be used.
+    """
+    if mode == "none":
+        return None
+    status = sandbox_status()
+    if status.bwrap is not None:
+        return status
+    if mode == "bwrap":
+        raise SandboxUnavailableError(
+            f"DPTTOOLS_SCRIPT_SANDBOX=bwrap, but {status.problem}. No script runs until "
+            "bubblewrap works; or set DPTTOOLS_SCRIPT_SANDBOX=auto to run scripts without it."
+        )
+    return None
+
+
+@functools.cache
+def announce_sandbox(mode: Literal["auto", "bwrap", "none"]) -> None:
+    """Log, once per process and mode, what skill scripts will run under.
+
+    Call it when a server is built or started, never at import. ``auto`` without a usable
+    bubblewrap is a WARNING naming what is missing; ``bwrap`` without it is an ERROR
+    (every script call will be refused); ``none`` is an INFO line.
+    """
+    if mode == "none":
+        logger.info("skill scripts run without a sandbox (DPTTOOLS_SCRIPT_SANDBOX=none)")
+        return
+    status = sandbox_status()
+    if status.bwrap is not None:
+        logger.info("skill scripts run under bubblewrap (%s)", status.bwrap)
+    elif mode == "bwrap":
+        logger.error(
+            "DPTTOOLS_SCRIPT_SANDBOX=bwrap, but %s; execute_skill_script will refuse to run "
+            "scripts",
+            status.problem,
+        )
+    else:
+        logger.warning(
+            "skill scripts will run WITHOUT the bubblewrap sandbox: %s. They still get a "
+            "minimal environment, resource limits and a process sweep, but can read what "
+            "the server's user can read and use the network. Set DPTTOOLS_SCRIPT_SANDBOX=none "
+            "to choose this explicitly.",
+            status.problem,
+        )
+
+
+def _under(path: Path, folders: Iterable[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
+
+
+def _python_folders() -> list[Path]:
+    """The interpreter's installation, the virtual environment and the import path.
+
+    The working directory, which ``python -m`` puts on the server's import path, is left
+    out: a script's interpreter builds its own path, and the server's folder is not its.
+    """
+    cwd = Path.cwd().resolve()
+    candidates: list[str | Path] = [
+        sys.prefix,
+        sys.exec_prefix,
+        sys.base_prefix,
+        sys.base_exec_prefix,
+        Path(sys.executable).resolve().parent,
+        *(entry for entry in sys.path if entry),
+    ]
+    folders: list[Path] = []
+    for candidate in candidates:
+        path = Path(candidate).resolve()
+        if path != cwd and path.is_dir() and path not in folders:
+            folders.append(path)
+    return folders
+
+
+def bwrap_command(
+    status: SandboxStatus,
+    *,
+    skill_dir: Path,
+    workdir: Path,
+    workspace: Path | None,
+    network: bool,
+    temp_size_bytes: int,
+    also_readable: Sequence[Path] = (),
+) -> list[str]:
+    """The bubblewrap arguments, ending with ``--``, that confine one script run.
+
+    `skill_dir` is bound read-only, `workspace` (when given) read-write, `workdir` becomes
+    the working directory; `also_readable` folders are bound read-only (the supervisor's).
+    """
+    assert status.bwrap is not None
+    home = Path(os.environ.get("HOME") or Path.home()).resolve()
+    hidden = [Path(folder) for folder in _HIDDEN]
+    if home != Path("/") and home not in hidden:
+        hidden.append(home)
+    if network:
+        # Name resolution may need /run (systemd-resolved's resolv.conf lives there).
+        hidden.remove(Path("/run"))
+    hidden = [folder for folder in hidden if folder.is_dir()]
+    args = [status.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for folder in hidden:
+        if folder == Path("/tmp") and status.tmpfs_size:
+            args += ["--size", str(temp_size_bytes)]
+        args += ["--tmpfs", str(folder)]
+    if workspace is not None and workspace.is_dir():
+        args += ["--bind", str(workspace), str(workspace)]
+    readable = [*_python_folders(), *also_readable]
+    for folder in readable:
+        if workspace is not None and _under(workspace, [folder]):
+            continue  # binding it read-only would take the workspace's write access away
+        if _under(folder, hidden) or (workspace is not None and _under(folder, [workspace])):
+            args += ["--ro-bind", str(folder), str(folder)]
+    args += ["--ro-bind", str(skill_dir), str(skill_dir)]
+    args += ["--chdir", str(workdir), *_namespaces(network), "--"]
+    return args
