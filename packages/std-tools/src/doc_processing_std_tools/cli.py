@@ -4,14 +4,30 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from .config import get_settings, reset_settings
+from .config import ServingSettings, get_settings, load_serving_settings, reset_settings
 from .errors import ConfigError
 
 __all__ = ["build_parser", "main"]
+
+logger = logging.getLogger(__name__)
+
+#: Command-line option (argparse destination) -> the variable it overrides.
+_SERVING_OPTIONS = {
+    "tools": "DPTTOOLS_TOOLS",
+    "auth_jwks_url": "DPTTOOLS_AUTH_JWKS_URL",
+    "auth_jwks_file": "DPTTOOLS_AUTH_JWKS_FILE",
+    "auth_issuer": "DPTTOOLS_AUTH_ISSUER",
+    "auth_audience": "DPTTOOLS_AUTH_AUDIENCE",
+    "auth_algorithms": "DPTTOOLS_AUTH_ALGORITHMS",
+    "auth_tokens_file": "DPTTOOLS_AUTH_TOKENS_FILE",
+    "auth_resource_url": "DPTTOOLS_AUTH_RESOURCE_URL",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +60,67 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder the file and document tools are confined to; overrides "
         "DPTTOOLS_WORKSPACE_DIR for this process",
     )
+    tools = parser.add_argument_group("tool allow-list (any transport)")
+    tools.add_argument(
+        "--tools",
+        metavar="NAME,...",
+        help="offer only these tools (comma-separated); overrides DPTTOOLS_TOOLS",
+    )
+    tools.add_argument(
+        "--read-only",
+        action="store_true",
+        help="leave out write_file, edit_file, create_skill and execute_skill_script "
+        "(DPTTOOLS_READ_ONLY=1)",
+    )
+    auth = parser.add_argument_group(
+        "HTTP authentication",
+        "Bearer tokens: JWTs checked against a JWKS, or static tokens from a file. Each "
+        "option overrides the DPTTOOLS_AUTH_* variable of the same name.",
+    )
+    auth.add_argument("--auth-jwks-url", metavar="URL", help="the identity provider's JWKS")
+    auth.add_argument("--auth-jwks-file", metavar="FILE", help="a JWKS in a local file")
+    auth.add_argument("--auth-issuer", metavar="URL", help="the iss claim JWTs must carry")
+    auth.add_argument(
+        "--auth-audience",
+        metavar="AUD",
+        help="the aud claim JWTs must carry (default: the resource URL)",
+    )
+    auth.add_argument(
+        "--auth-algorithms", metavar="ALG,...", help="JWT algorithms accepted (default RS256,ES256)"
+    )
+    auth.add_argument(
+        "--auth-tokens-file", metavar="FILE", help="static tokens: lines of NAME TOKEN SCOPES"
+    )
+    auth.add_argument(
+        "--auth-resource-url",
+        metavar="URL",
+        help="the URL clients use for the MCP endpoint (default http://HOST:PORT/PATH)",
+    )
+    auth.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve HTTP without authentication on a non-loopback address (only behind a "
+        "proxy that authenticates); DPTTOOLS_ALLOW_UNAUTHENTICATED=1",
+    )
     return parser
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"doc-processing-std-tools: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _serving_settings(args: argparse.Namespace) -> ServingSettings:
+    overrides = {
+        variable: value
+        for option, variable in _SERVING_OPTIONS.items()
+        if (value := getattr(args, option)) is not None
+    }
+    if args.read_only:
+        overrides["DPTTOOLS_READ_ONLY"] = "1"
+    if args.allow_unauthenticated:
+        overrides["DPTTOOLS_ALLOW_UNAUTHENTICATED"] = "1"
+    return load_serving_settings({**os.environ, **overrides})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -59,26 +135,51 @@ def main(argv: Sequence[str] | None = None) -> None:
     reset_settings()
     try:
         settings = get_settings()
+        serving = _serving_settings(args)
     except ConfigError as exc:
-        print(f"doc-processing-std-tools: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        _fail(str(exc))
     if args.workspace is not None and not settings.workspace_dir.is_dir():
-        print(
-            f"doc-processing-std-tools: --workspace {args.workspace!r} is not a folder.",
-            file=sys.stderr,
-        )
-        raise SystemExit(2)
+        _fail(f"--workspace {args.workspace!r} is not a folder.")
 
     from .server import make_composed_server
 
-    server = make_composed_server()
     if args.transport == "stdio":
+        try:
+            server = make_composed_server(tools=serving.tools, read_only=serving.read_only)
+        except ConfigError as exc:
+            _fail(str(exc))
         server.run()
-    else:
-        server.run(
-            "streamable-http",
-            host=args.host,
-            port=args.port,
-            streamable_http_path=args.path,
-            stateless_http=True,
+        return
+
+    from .serving import http_app, http_auth, is_loopback
+
+    if not serving.auth.enabled and not is_loopback(args.host):
+        if not serving.allow_unauthenticated:
+            _fail(
+                f"refusing to serve HTTP on {args.host} without authentication: anyone who "
+                "reaches the port could read and write files and run skill scripts. Set "
+                "DPTTOOLS_AUTH_JWKS_URL (--auth-jwks-url) with DPTTOOLS_AUTH_ISSUER "
+                "(--auth-issuer), or DPTTOOLS_AUTH_TOKENS_FILE (--auth-tokens-file); or, "
+                "when a proxy in front of this server authenticates every request, pass "
+                "--allow-unauthenticated (DPTTOOLS_ALLOW_UNAUTHENTICATED=1)."
+            )
+        logger.warning(
+            "serving HTTP on %s without authentication (--allow-unauthenticated)", args.host
         )
+    try:
+        access = http_auth(serving.auth, host=args.host, port=args.port, path=args.path)
+        verifier, auth = access if access is not None else (None, None)
+        server = make_composed_server(
+            tools=serving.tools,
+            read_only=serving.read_only,
+            token_verifier=verifier,
+            auth=auth,
+        )
+    except ConfigError as exc:
+        _fail(str(exc))
+    import uvicorn
+
+    app = http_app(
+        server, host=args.host, path=args.path, max_file_bytes=settings.max_file_size_bytes
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")

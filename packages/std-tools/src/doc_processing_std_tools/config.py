@@ -15,10 +15,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULTS", "Settings", "get_settings", "load_settings", "reset_settings"]
+__all__ = [
+    "ASYMMETRIC_ALGORITHMS",
+    "DEFAULTS",
+    "AuthConfig",
+    "ServingSettings",
+    "Settings",
+    "get_settings",
+    "load_serving_settings",
+    "load_settings",
+    "reset_settings",
+]
 
 #: Variable name -> default value, as the user would write it in the environment.
 DEFAULTS: dict[str, str] = {
@@ -240,3 +251,191 @@ def reset_settings(settings: Settings | None = None) -> None:
     """
     global _current
     _current = settings
+
+
+# --- Serving: HTTP authentication and the tool allow-list ------------------------------
+# Read once by the command lines at start-up (never by a tool), from the environment with
+# the command-line options laid over it; see `load_serving_settings`.
+
+#: Signature algorithms a JWKS may be used with: public-key ones only, so a token signed
+#: with a shared secret (HS256 and friends, or "none") can never pass.
+ASYMMETRIC_ALGORITHMS: tuple[str, ...] = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
+DEFAULT_AUTH_ALGORITHMS: tuple[str, ...] = ("RS256", "ES256")
+"""The JWT algorithms accepted when DPTTOOLS_AUTH_ALGORITHMS is unset."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """How an HTTP server checks bearer tokens: JWTs against a JWKS, or a token file."""
+
+    jwks_url: str | None = None
+    """URL of the identity provider's JSON Web Key Set (https, or http on loopback)."""
+    jwks_file: Path | None = None
+    """A JWKS in a local file, instead of `jwks_url`."""
+    issuer: str | None = None
+    """The ``iss`` every JWT must carry; also the authorization server the metadata names."""
+    audience: str | None = None
+    """The ``aud`` every JWT must carry; the resource URL when unset."""
+    algorithms: tuple[str, ...] = DEFAULT_AUTH_ALGORITHMS
+    """The JWT signature algorithms accepted (a subset of `ASYMMETRIC_ALGORITHMS`)."""
+    tokens_file: Path | None = None
+    """A file of static tokens and their scopes, instead of JWTs."""
+    resource_url: str | None = None
+    """The URL clients use for the MCP endpoint (the protected resource's identifier)."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether tokens are checked at all."""
+        return self.uses_jwt or self.tokens_file is not None
+
+    @property
+    def uses_jwt(self) -> bool:
+        """Whether tokens are JWTs checked against a JWKS."""
+        return self.jwks_url is not None or self.jwks_file is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ServingSettings:
+    """Start-up settings of a server process: which tools it offers, and HTTP access."""
+
+    tools: tuple[str, ...] | None = None
+    """Names of the only tools to offer (DPTTOOLS_TOOLS), or None for all."""
+    read_only: bool = False
+    """Leave out the tools that write files, create skills or run scripts."""
+    allow_unauthenticated: bool = False
+    """Serve HTTP without authentication on an address other machines can reach."""
+    auth: AuthConfig = AuthConfig()
+    """Bearer-token checking for HTTP."""
+
+
+def _flag(name: str, raw: str | None) -> bool:
+    if raw is None or raw.strip() == "":
+        return False
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a yes/no value; set it to 1 or 0, or unset it.")
+
+
+def _names(name: str, raw: str | None) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    names = tuple(part.strip() for part in raw.split(",") if part.strip())
+    if not names:
+        raise ConfigError(
+            f"{name} is set but names no tool; list tool names separated by commas "
+            "(such as list_skills,load_skill), or unset it to offer every tool."
+        )
+    return names
+
+
+def _url(name: str, raw: str | None, *, https_unless_loopback: bool = False) -> str | None:
+    if raw is None or not raw.strip():
+        return None
+    value = raw.strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{name}={raw!r} is not an http(s) URL; write it as https://host/path.")
+    local = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if https_unless_loopback and parts.scheme == "http" and not local:
+        raise ConfigError(
+            f"{name}={raw!r} uses plain http to another machine, where the keys could be "
+            "swapped on the way; use https (plain http is accepted on 127.0.0.1 only)."
+        )
+    return value
+
+
+def _file(name: str, raw: str | None) -> Path | None:
+    if raw is None or not raw.strip():
+        return None
+    if "\x00" in raw:
+        raise ConfigError(f"{name} contains a NUL character; set it to a valid file path.")
+    path = Path(raw.strip()).expanduser().resolve()
+    if not path.is_file():
+        raise ConfigError(f"{name}={raw!r} is not a file; set it to the path of an existing file.")
+    return path
+
+
+def _algorithms(raw: str | None) -> tuple[str, ...]:
+    name = "DPTTOOLS_AUTH_ALGORITHMS"
+    if raw is None or not raw.strip():
+        return DEFAULT_AUTH_ALGORITHMS
+    chosen = tuple(part.strip() for part in raw.split(",") if part.strip())
+    wrong = [alg for alg in chosen if alg not in ASYMMETRIC_ALGORITHMS]
+    if wrong or not chosen:
+        raise ConfigError(
+            f"{name}={raw!r} names {', '.join(wrong) or 'no algorithm'}; a JWKS holds public "
+            f"keys, so only these are accepted: {', '.join(ASYMMETRIC_ALGORITHMS)}."
+        )
+    return chosen
+
+
+def load_serving_settings(environ: Mapping[str, str] | None = None) -> ServingSettings:
+    """Build the start-up settings from `environ` (default: `os.environ`).
+
+    Raises:
+        ConfigError: a variable has a bad value or contradicts another one; the message
+            names the variables and says what to set.
+    """
+    env = os.environ if environ is None else environ
+    auth = AuthConfig(
+        jwks_url=_url(
+            "DPTTOOLS_AUTH_JWKS_URL", env.get("DPTTOOLS_AUTH_JWKS_URL"), https_unless_loopback=True
+        ),
+        jwks_file=_file("DPTTOOLS_AUTH_JWKS_FILE", env.get("DPTTOOLS_AUTH_JWKS_FILE")),
+        issuer=(env.get("DPTTOOLS_AUTH_ISSUER") or "").strip() or None,
+        audience=(env.get("DPTTOOLS_AUTH_AUDIENCE") or "").strip() or None,
+        algorithms=_algorithms(env.get("DPTTOOLS_AUTH_ALGORITHMS")),
+        tokens_file=_file("DPTTOOLS_AUTH_TOKENS_FILE", env.get("DPTTOOLS_AUTH_TOKENS_FILE")),
+        resource_url=_url("DPTTOOLS_AUTH_RESOURCE_URL", env.get("DPTTOOLS_AUTH_RESOURCE_URL")),
+    )
+    if auth.jwks_url is not None and auth.jwks_file is not None:
+        raise ConfigError(
+            "DPTTOOLS_AUTH_JWKS_URL and DPTTOOLS_AUTH_JWKS_FILE are both set; keep one."
+        )
+    if auth.uses_jwt and auth.tokens_file is not None:
+        raise ConfigError(
+            "DPTTOOLS_AUTH_TOKENS_FILE is set together with a JWKS; choose JWTs "
+            "(DPTTOOLS_AUTH_JWKS_URL or _JWKS_FILE) or static tokens, not both."
+        )
+    if auth.uses_jwt and auth.issuer is None:
+        raise ConfigError(
+            "JWT authentication needs DPTTOOLS_AUTH_ISSUER: the issuer (iss) your identity "
+            "provider writes into its tokens, such as https://login.example.com/."
+        )
+    if not auth.uses_jwt:
+        stray = [
+            name
+            for name in (
+                "DPTTOOLS_AUTH_ISSUER",
+                "DPTTOOLS_AUTH_AUDIENCE",
+                "DPTTOOLS_AUTH_ALGORITHMS",
+            )
+            if (env.get(name) or "").strip()
+        ]
+        if stray:
+            raise ConfigError(
+                f"{', '.join(stray)} only apply to JWTs; set DPTTOOLS_AUTH_JWKS_URL or "
+                "DPTTOOLS_AUTH_JWKS_FILE as well, or unset them."
+            )
+    return ServingSettings(
+        tools=_names("DPTTOOLS_TOOLS", env.get("DPTTOOLS_TOOLS")),
+        read_only=_flag("DPTTOOLS_READ_ONLY", env.get("DPTTOOLS_READ_ONLY")),
+        allow_unauthenticated=_flag(
+            "DPTTOOLS_ALLOW_UNAUTHENTICATED", env.get("DPTTOOLS_ALLOW_UNAUTHENTICATED")
+        ),
+        auth=auth,
+    )

@@ -35,6 +35,10 @@ class FileTooLargeError(StdToolsError):
     """A file is larger than DPTTOOLS_MAX_FILE_SIZE_MB allows."""
 
 
+class NotRegularFileError(InvalidArgumentError):
+    """A path names a named pipe, socket or device, which a reader would wait on forever."""
+
+
 class BinaryFileError(StdToolsError):
     """A file that should be text is binary or not UTF-8."""
 
@@ -53,3 +57,7 @@ class EncryptedDocumentError(DocumentError):
 
 class UnsupportedFormatError(DocumentError):
     """A file's format is not one the document tools read."""
+
+
+class AuthenticationError(StdToolsError):
+    """A bearer token is missing, malformed, expired, or not issued for this server."""

@@ -7,8 +7,11 @@ CSV, HTML, Markdown and text need nothing extra, and for PDF, DOCX and XLSX with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
 __all__ = ["COMPOSED_SERVER_NAME", "make_composed_server"]
@@ -17,18 +20,38 @@ COMPOSED_SERVER_NAME: Final = "doc-processing-std-tools"
 """The MCP name of the composed server."""
 
 
-def make_composed_server() -> MCPServer:
+def make_composed_server(
+    *,
+    tools: Sequence[str] | None = None,
+    read_only: bool = False,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+) -> MCPServer:
     """A new MCPServer named "doc-processing-std-tools" holding the five skills tools, the
-    seven file system tools and the four document tools.
+    seven file system tools and the four document tools, and serving the MCP Skills
+    extension over the same skills.
 
     Every tool reads the settings when it is called, so configure the environment (or
     call `config.reset_settings`) before serving, not before building.
+
+    Args:
+        tools: offer only these tools (the DPTTOOLS_TOOLS allow-list); None for all.
+        read_only: leave out write_file, edit_file, create_skill and execute_skill_script.
+        token_verifier: with `auth`, checks the bearer tokens of HTTP requests (see
+            `serving.http_auth`); each request then sees only the tools its scopes cover.
+        auth: the SDK's resource-server settings that go with `token_verifier`.
+
+    Raises:
+        ConfigError: `tools` names a tool the server does not have, or a tool that
+            changes something together with `read_only`.
     """
+    from .access import COMPOSED_TOOLS
     from .docs.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
+    from .serving import ScopedServer, restrict_tools
     from .skills.tools import register_skills_tools
 
-    server = MCPServer(
+    server = ScopedServer(
         COMPOSED_SERVER_NAME,
         instructions=(
             "Tools for document work. Skills: list_skills, then load_skill for a task's "
@@ -36,8 +59,12 @@ def make_composed_server() -> MCPServer:
             "edit_file, list_directory, find_files, search_text, get_file_info. Documents: "
             "get_file_overview first, then read_document, extract_tables or search_document."
         ),
+        token_verifier=token_verifier,
+        auth=auth,
     )
     register_skills_tools(server)
+    register_skill_resources(server, skills_extension)
     register_filesystem_tools(server)
     register_docs_tools(server)
+    restrict_tools(server, COMPOSED_TOOLS, tools, read_only=read_only)
     return server

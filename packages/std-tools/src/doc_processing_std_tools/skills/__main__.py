@@ -1,23 +1,54 @@
-"""``python -m doc_processing_std_tools.skills``: serve the skills server alone over stdio."""
+"""``python -m doc_processing_std_tools.skills``: serve the skills server alone over stdio.
+
+``--tools NAME,...`` (or DPTTOOLS_TOOLS) offers only the named tools, and ``--read-only``
+(or DPTTOOLS_READ_ONLY=1) leaves out create_skill and execute_skill_script.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+from collections.abc import Sequence
 
-from ..config import get_settings
+from ..config import get_settings, load_serving_settings
 from ..errors import ConfigError
 
 
-def main() -> None:
-    """Check the configuration, then serve `skills_server` on standard input and output."""
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m doc_processing_std_tools.skills",
+        description="Serve the five Agent Skills tools as one MCP server over stdio.",
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="NAME,...",
+        help="offer only these tools (comma-separated); overrides DPTTOOLS_TOOLS",
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="leave out create_skill and execute_skill_script (DPTTOOLS_READ_ONLY=1)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Check the configuration and the tool allow-list, then serve on stdin and stdout."""
+    args = _parser().parse_args(argv)
+    overrides = {"DPTTOOLS_TOOLS": args.tools} if args.tools is not None else {}
+    if args.read_only:
+        overrides["DPTTOOLS_READ_ONLY"] = "1"
     try:
         get_settings()
+        serving = load_serving_settings({**os.environ, **overrides})
+        from .server import new_skills_server
+
+        server = new_skills_server(tools=serving.tools, read_only=serving.read_only)
     except ConfigError as exc:
         print(f"doc_processing_std_tools.skills: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    from .server import skills_server
-
-    skills_server.run()
+    server.run()
 
 
 if __name__ == "__main__":

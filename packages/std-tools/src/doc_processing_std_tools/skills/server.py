@@ -1,5 +1,5 @@
 """The standalone skills MCP server, ``skills-tools``, with the five tools of
-`skills.tools`.
+`skills.tools` and the MCP Skills extension of `skills.extension`.
 
 The settings are read when a tool is called, never at import time, so the skills folder
 and limits follow ``DPTTOOLS_*`` as `get_settings()` reports them.
@@ -8,15 +8,25 @@ and limits follow ``DPTTOOLS_*`` as `get_settings()` reports them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Final
 
 from mcp.server.mcpserver import MCPServer
 
+from ..access import SKILLS_TOOLS
 from ..config import get_settings
+from ..serving import restrict_tools
 from . import actions
+from .extension import SkillsExtension, register_skill_resources
 from .tools import register_skills_tools
 
-__all__ = ["SKILLS_SERVER_NAME", "make_skills_server", "register_skills_tools", "skills_server"]
+__all__ = [
+    "SKILLS_SERVER_NAME",
+    "make_skills_server",
+    "new_skills_server",
+    "register_skills_tools",
+    "skills_server",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +34,15 @@ SKILLS_SERVER_NAME: Final = "skills-tools"
 """The MCP name of the standalone skills server."""
 
 
-def _new_server() -> MCPServer:
+def new_skills_server(*, tools: Sequence[str] | None = None, read_only: bool = False) -> MCPServer:
+    """A new skills server holding the five skills tools, or the `tools` among them
+    (without create_skill and execute_skill_script when `read_only`), whatever the skills
+    folder holds.
+
+    Raises:
+        ConfigError: `tools` names a tool the skills server does not have, or a tool that
+            changes something together with `read_only`.
+    """
     server = MCPServer(
         SKILLS_SERVER_NAME,
         instructions=(
@@ -34,6 +52,7 @@ def _new_server() -> MCPServer:
         ),
     )
     register_skills_tools(server)
+    restrict_tools(server, SKILLS_TOOLS, tools, read_only=read_only)
     return server
 
 
@@ -47,8 +66,9 @@ def make_skills_server() -> MCPServer | None:
     if catalog.count == 0:
         logger.info("no skills in %s; not creating a skills server", catalog.skills_dir)
         return None
-    return _new_server()
+    return new_skills_server()
 
 
-skills_server: MCPServer = _new_server()
-"""The skills server, named "skills-tools", with exactly the five skills tools."""
+skills_server: MCPServer = new_skills_server()
+"""The skills server, named "skills-tools", with exactly the five skills tools and the MCP
+Skills extension over the same skills."""
