@@ -1,7 +1,11 @@
 """``dpt-agent``: run an agent from the command line.
 
 ``dpt-agent run [--config agent.yaml] [--model M] "prompt"`` streams the answer to stdout
-and reports tool calls, tool results and warnings on stderr as the run goes.
+and reports tool calls, approvals, tool results and warnings on stderr as the run goes.
+
+Calls that the configuration's approval gate sends to the ``ask`` policy are asked about
+on the terminal; when standard input is not a terminal they are denied, unless
+``--approve-all`` approves them all.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import anyio
 
 from . import __version__
 from .agent import Agent
+from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest, TerminalApproval
 from .errors import ToolkitError
 from .events import (
+    ApprovalEvent,
     FinalResultEvent,
     RunStartEvent,
     TextDeltaEvent,
@@ -85,6 +91,14 @@ async def stream_run(
                 where = f" [{event.server}]" if event.server else ""
                 arguments = json.dumps(event.call.arguments, ensure_ascii=False)
                 err.write(f"-> {event.call.name}{where} {_preview(arguments)}\n")
+            elif isinstance(event, ApprovalEvent):
+                approval = event.record
+                verdict = "approved" if approval.approved else "denied"
+                reason = "" if approval.approved else f": {approval.reason}"
+                err.write(
+                    f"{verdict}: {approval.tool} [{approval.server}] by "
+                    f"{approval.decided_by}{reason}\n"
+                )
             elif isinstance(event, ToolResultEvent):
                 record = event.record
                 mark = "x" if record.is_error else "<-"
@@ -96,12 +110,21 @@ async def stream_run(
                 for warning in result.warnings[shown_warnings:]:
                     err.write(f"warning: {warning}\n")
                 usage = result.usage
+                denied = sum(not approval.approved for approval in result.approvals)
                 err.write(
                     f"[{result.model_name}: {usage.requests} requests, {usage.input_tokens} "
                     f"input + {usage.output_tokens} output tokens, "
-                    f"{len(result.tool_calls)} tool calls]\n"
+                    f"{len(result.tool_calls)} tool calls"
+                    f"{f', {denied} denied' if denied else ''}]\n"
                 )
             err.flush()
+
+
+def _approve_from_command_line(request: ApprovalRequest) -> ApprovalDecision:
+    """The policy that ``--approve-all`` puts in place of asking."""
+    return ApprovalDecision.approve(
+        "approved by --approve-all", decided_by="dpt-agent --approve-all"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -121,6 +144,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-m", "--model", help="model, e.g. anthropic:claude-sonnet-5 or test")
     run.add_argument("--instructions", help="system prompt (replaces the configured one)")
     run.add_argument("--max-turns", type=int, help="most model requests in the run")
+    run.add_argument(
+        "--approve-all",
+        action="store_true",
+        help="approve every call the configuration's approval gate would ask about "
+        "(policy 'ask'), without asking",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="print the answer only")
     run.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
@@ -148,6 +177,16 @@ def main(argv: list[str] | None = None) -> int:
             agent = Agent.from_yaml(options.config, **overrides)
         else:
             agent = Agent(**overrides)
+        gate = agent.approval
+        if gate is not None and isinstance(gate.policy, TerminalApproval):
+            if options.approve_all:
+                agent.approval = ApprovalGate(gate.tools, _approve_from_command_line)
+            elif not sys.stdin.isatty() and not options.quiet:
+                sys.stderr.write(
+                    "note: standard input is not a terminal, so calls that need approval "
+                    f"({', '.join(gate.tools)}) will be denied; pass --approve-all to "
+                    "approve them\n"
+                )
 
         async def go() -> None:
             await stream_run(agent, prompt, out=sys.stdout, err=sys.stderr, quiet=options.quiet)
