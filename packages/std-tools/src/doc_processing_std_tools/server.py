@@ -49,10 +49,14 @@ def make_composed_server(
     from .docs.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
     from .serving import ScopedServer, restrict_tools
+    from .skills.extension import SkillsExtension, register_skill_resources
     from .skills.tools import register_skills_tools
 
+    skills_extension = SkillsExtension()
     server = ScopedServer(
         COMPOSED_SERVER_NAME,
+        extensions=[skills_extension],
+        middleware=[skills_extension.mime_types],
         instructions=(
             "Tools for document work. Skills: list_skills, then load_skill for a task's "
             "instructions. Files (inside the workspace folder): read_file, write_file, "

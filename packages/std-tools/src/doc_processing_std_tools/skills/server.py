@@ -37,14 +37,17 @@ SKILLS_SERVER_NAME: Final = "skills-tools"
 def new_skills_server(*, tools: Sequence[str] | None = None, read_only: bool = False) -> MCPServer:
     """A new skills server holding the five skills tools, or the `tools` among them
     (without create_skill and execute_skill_script when `read_only`), whatever the skills
-    folder holds.
+    folder holds, and serving the MCP Skills extension over the same skills.
 
     Raises:
         ConfigError: `tools` names a tool the skills server does not have, or a tool that
             changes something together with `read_only`.
     """
+    extension = SkillsExtension()
     server = MCPServer(
         SKILLS_SERVER_NAME,
+        extensions=[extension],
+        middleware=[extension.mime_types],
         instructions=(
             "Agent Skills: call list_skills to see the available skills, load_skill to read "
             "one skill's instructions, then load_skill_resource and execute_skill_script "
@@ -52,6 +55,7 @@ def new_skills_server(*, tools: Sequence[str] | None = None, read_only: bool = F
         ),
     )
     register_skills_tools(server)
+    register_skill_resources(server, extension)
     restrict_tools(server, SKILLS_TOOLS, tools, read_only=read_only)
     return server
 
