@@ -5,9 +5,9 @@ folders (a leading dot), ``__pycache__`` and ``node_modules`` are never skills. 
 `SkillCatalog` remembers what it read: a second scan of an unchanged folder costs one
 ``stat`` of the folder and one per ``SKILL.md`` (plus one per folder that skill links
 were resolved through, so that a link re-pointed anywhere on the way is judged again),
-while a skill that was added, edited or removed is read again. A file modified within the last moments before it was read is
-read once more on the next scan, because coarse file-system clocks could otherwise hide a
-second edit made in the same tick.
+while a skill that was added, edited or removed is read again. A file modified within
+the last moments before it was read is read once more on the next scan, because coarse
+file-system clocks could otherwise hide a second edit made in the same tick.
 """
 
 from __future__ import annotations
@@ -281,10 +281,11 @@ _MAX_LINK_HOPS: Final = 40
 def _follow(path: Path, root: Path, consulted: set[Path]) -> Path:
     """The real path of the absolute `path`, link by link, as the kernel would find it.
 
-    Adds to `consulted` every folder whose entries the walk read, except to find `root`
-    itself and the folders above it: while none of those folders changes (a link cannot be
-    re-pointed, nor a folder renamed or replaced, without changing the folder that holds
-    it), `path` leads to the same place. A part that does not exist ends the walk, kept as
+    Adds to `consulted` every folder whose entries the walk read, except `root` itself
+    (whose own stamp is checked anyway) and the folders above it as far as they were read
+    to find `root`: while none of those folders changes (a link cannot be re-pointed, nor
+    a folder renamed or replaced, without changing the folder that holds it), `path` leads
+    to the same place. A part that does not exist ends the walk, kept as
     written.
 
     Raises:
@@ -299,7 +300,7 @@ def _follow(path: Path, root: Path, consulted: set[Path]) -> Path:
             resolved = resolved.parent
             continue
         candidate = resolved / part
-        if candidate != root and candidate not in root.parents:
+        if resolved != root and candidate != root and candidate not in root.parents:
             consulted.add(resolved)
         try:
             st = candidate.lstat()
