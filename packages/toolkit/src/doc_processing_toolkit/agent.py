@@ -774,7 +774,7 @@ class Agent:
                     yield ApprovalEvent(decision)
                     if not decision.approved:
                         denials[index] = (
-                            f"Error: the call to {call.name} was denied and did not run: "
+                            f"The call to {call.name} was denied and did not run: "
                             f"{decision.reason or 'no reason given'}"
                         )
             done = await self._call_tools(calls, setup, denials)

@@ -41,6 +41,7 @@ _LIMITS = {
     "nofile": resource.RLIMIT_NOFILE,
     "nproc": resource.RLIMIT_NPROC,
     "fsize": resource.RLIMIT_FSIZE,
+    "core": resource.RLIMIT_CORE,
 }
 
 

@@ -66,6 +66,8 @@ _TAIL: Final = 4096
 _REAP_SECONDS: Final = 5.0
 _GRACE_SECONDS: Final = 5.0
 _SUPERVISOR: Final = Path(__file__).with_name("_supervisor.py")
+#: Under bubblewrap, /tmp holds up to this many files of the largest size allowed.
+_TEMP_FILES: Final = 4
 
 RUN_ID_VARIABLE: Final = "DPT_SKILL_RUN_ID"
 """Set in a script's environment to a value unique to the run.
@@ -281,6 +283,8 @@ async def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
         "cpu": policy.cpu_seconds or max(1, math.ceil(time_limit)),
         "nofile": policy.max_open_files,
         "fsize": policy.max_file_size_mb * mib,
+        # No core files: a script killed by SIGXCPU would otherwise leave one behind.
+        "core": 0,
     }
     if os.getuid() != 0:
         # The kernel counts every process and thread of the user (root is exempt), so
@@ -311,6 +315,12 @@ def _describe_end(
         return (
             f"MemoryError: the script reached the address-space limit of {policy.memory_mb} "
             "MiB (DPTTOOLS_SCRIPT_MEMORY_MB)."
+        )
+    if "[Errno 28] No space left on device" in err_tail:
+        return (
+            "Stopped: the script's temporary folder is full (under bubblewrap it holds "
+            f"{_TEMP_FILES} x DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB, "
+            f"{_TEMP_FILES * policy.max_file_size_mb} MiB)."
         )
     if "[Errno 24] Too many open files" in err_tail:
         return (
@@ -389,7 +399,7 @@ async def run_script(
             workdir=script.parent,
             workspace=policy.workspace,
             network=policy.network,
-            temp_size_bytes=limits["fsize"],
+            temp_size_bytes=limits["fsize"] * _TEMP_FILES,
             also_readable=[_SUPERVISOR.parent],
         )
     status_read, status_write = os.pipe()
