@@ -100,7 +100,7 @@ async def test_a_denied_call_does_not_run_and_the_model_reads_why() -> None:
     result = await agent.run("write a note")
 
     assert notebook.calls == []
-    denial = "Error: the call to write_note was denied and did not run: notes are read-only today"
+    denial = "The call to write_note was denied and did not run: notes are read-only today"
     (record,) = result.tool_calls
     assert (record.content, record.is_error, record.server) == (
         denial,
@@ -338,7 +338,7 @@ async def test_a_prefix_does_not_take_a_tool_out_of_the_gate(
     ]
     assert [(r.content, r.is_error) for r in result.tool_calls] == [
         ("a", False),
-        ("Error: the call to other_echo was denied and did not run: not there", True),
+        ("The call to other_echo was denied and did not run: not there", True),
     ]
 
 
@@ -605,7 +605,7 @@ async def test_std_tools_write_file_is_denied_and_the_file_is_not_written(tmp_pa
     assert (workspace / "allowed.txt").read_text() == "fine"
     denied, allowed, listing = result.tool_calls
     assert denied.content == (
-        "Error: the call to write_file was denied and did not run: evil.txt is not on the list"
+        "The call to write_file was denied and did not run: evil.txt is not on the list"
     )
     assert denied.is_error and not allowed.is_error and not listing.is_error
     assert [(a.tool, a.server, a.approved) for a in result.approvals] == [
