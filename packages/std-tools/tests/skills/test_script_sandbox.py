@@ -1,16 +1,31 @@
-"""Nothing a script starts outlives the call: not even a child that called setsid() and
-emptied its environment (which the old environment-based sweep could not find)."""
+"""What a skill script cannot do: outlive the call (not even a child that called setsid()
+and emptied its environment, which the old environment-based sweep could not find), and,
+under bubblewrap, write outside its temporary folder and the workspace, read the server's
+HOME, reach the network or see the server's processes. Each test is an attack."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shlex
+import shutil
 import signal
+import socket
+import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import Client
+from mcp.types import TextContent
 
+from doc_processing_std_tools import make_composed_server
+from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.skills.sandbox import sandbox_status
 from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
 
@@ -159,3 +174,222 @@ else:
         assert processes_with(token) == []
     finally:
         kill_leftovers(token)
+
+
+# ---- Attacks through the composed server's execute_skill_script, under bubblewrap.
+
+ATTACK = """
+import json, os, socket, sys
+action, arg = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
+def attempt(fn):
+    try:
+        return {"ok": True, "value": fn()}
+    except OSError as exc:
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+def write(path):
+    with open(path, "w") as handle:
+        handle.write("planted")
+    return path
+def read(path):
+    with open(path) as handle:
+        return handle.read()
+def connect(port):
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=3) as conn:
+        conn.sendall(b"hello from the sandbox")
+    return "connected"
+def processes():
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                raw = open(f"/proc/{name}/cmdline", "rb").read()
+                found.append(raw.replace(b"\\0", b" ").decode())
+            except OSError:
+                pass
+    return found
+actions = {
+    "write-skill": lambda: write(os.path.join(os.path.dirname(__file__), "planted.txt")),
+    "write-root": lambda: write(arg),
+    "read": lambda: read(arg),
+    "list": lambda: sorted(os.listdir(arg)),
+    "connect": lambda: connect(arg),
+    "processes": processes,
+    "workspace": lambda: write(os.path.join(os.environ["DPTTOOLS_WORKSPACE_DIR"], arg)),
+    "temp": lambda: write(os.path.join(os.environ["TMPDIR"], "scratch.txt")),
+}
+print(json.dumps(attempt(actions[action])))
+"""
+
+
+def exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+def command_line(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+class Sandboxed:
+    """A composed server (in process) whose scripts run under bubblewrap."""
+
+    def __init__(self, root: Path, home: Path) -> None:
+        self.skills = root / "skills"
+        self.workspace = root / "workspace"
+        self.workspace.mkdir(parents=True)
+        self.home = home
+        self.skill = write_skill(self.skills, "attack", {"attack.py": ATTACK})
+
+    async def attack(self, action: str, arg: str = "") -> dict[str, Any]:
+        """Run one attack; the script's JSON report."""
+        async with Client(make_composed_server()) as client:
+            result = await client.call_tool(
+                "execute_skill_script",
+                {
+                    "skill_name": "attack",
+                    "script_path": "scripts/attack.py",
+                    "args": shlex.join([action, arg]),
+                },
+            )
+        block = result.content[0]
+        assert isinstance(block, TextContent) and not result.is_error, block
+        payload = json.loads(block.text)
+        assert payload["exit_code"] == 0, payload
+        report: dict[str, Any] = json.loads(payload["stdout"])
+        return report
+
+    async def read_file(self, path: str) -> tuple[str, bool]:
+        """What the file tools answer for `path` in the workspace."""
+        async with Client(make_composed_server()) as client:
+            result = await client.call_tool("read_file", {"path": path})
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        return block.text, result.is_error
+
+
+@pytest.fixture
+def sandboxed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandboxed]:
+    # A fake HOME for the server, outside /tmp (which the sandbox hides anyway), holding a
+    # secret: only the rule that hides the server's HOME can keep the script from it.
+    try:
+        home = Path(tempfile.mkdtemp(prefix=".dpt-fake-home-", dir=Path.cwd()))
+    except OSError as exc:
+        pytest.skip(f"cannot make a fake HOME outside /tmp in the working folder: {exc}")
+    (home / "secret.txt").write_text("FAKE-SECRET-IN-HOME", encoding="utf-8")
+    server = Sandboxed(tmp_path, home)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DPTTOOLS_SKILLS_DIR", str(server.skills))
+    monkeypatch.setenv("DPTTOOLS_WORKSPACE_DIR", str(server.workspace))
+    monkeypatch.setenv("DPTTOOLS_SCRIPT_SANDBOX", "bwrap")
+    monkeypatch.delenv("DPTTOOLS_SCRIPT_NETWORK", raising=False)
+    reset_settings()
+    try:
+        yield server
+    finally:
+        reset_settings()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@needs_bwrap
+async def test_a_sandboxed_script_cannot_write_into_its_skill_or_the_file_system(
+    sandboxed: Sandboxed,
+) -> None:
+    report = await sandboxed.attack("write-skill")
+    assert not report["ok"] and "Read-only file system" in report["error"]
+    assert not (sandboxed.skill / "scripts" / "planted.txt").exists()
+    target = f"/dpt-planted-{uuid.uuid4().hex}"
+    report = await sandboxed.attack("write-root", target)
+    assert not report["ok"] and "Read-only file system" in report["error"]
+    assert not exists(target)
+    # Its own temporary folder is writable.
+    assert (await sandboxed.attack("temp"))["ok"]
+
+
+@needs_bwrap
+async def test_a_sandboxed_script_cannot_read_the_servers_home(sandboxed: Sandboxed) -> None:
+    report = await sandboxed.attack("read", str(sandboxed.home / "secret.txt"))
+    assert not report["ok"], report
+    assert "FAKE-SECRET-IN-HOME" not in json.dumps(report)
+    listing = await sandboxed.attack("list", str(sandboxed.home))
+    assert listing == {"ok": True, "value": []}
+    # Other users' homes and root's are empty too, but the interpreter still runs.
+    for folder in ("/home", "/root"):
+        if exists(folder):
+            shown = await sandboxed.attack("list", folder)
+            assert not shown["ok"] or all(name.startswith(".") for name in shown["value"])
+
+
+@needs_bwrap
+async def test_a_sandboxed_script_has_no_network(
+    sandboxed: Sandboxed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    received: list[bytes] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.2)
+        port = listener.getsockname()[1]
+
+        def accept() -> None:
+            with contextlib.suppress(OSError), listener.accept()[0] as conn:
+                received.append(conn.recv(100))
+
+        report = await sandboxed.attack("connect", str(port))
+        assert not report["ok"], report
+        accept()
+        assert received == []
+        # The listener works: with DPTTOOLS_SCRIPT_NETWORK=1 the same script reaches it.
+        monkeypatch.setenv("DPTTOOLS_SCRIPT_NETWORK", "1")
+        reset_settings()
+        listener.settimeout(10)
+        reader = threading.Thread(target=accept)
+        reader.start()
+        report = await sandboxed.attack("connect", str(port))
+        reader.join(10)
+    assert report == {"ok": True, "value": "connected"}
+    assert received == [b"hello from the sandbox"]
+
+
+@needs_bwrap
+async def test_a_sandboxed_script_sees_no_server_process(sandboxed: Sandboxed) -> None:
+    report = await sandboxed.attack("processes")
+    assert report["ok"]
+    seen = report["value"]
+    server = command_line(os.getpid())
+    assert server not in seen
+    # Only the sandbox's own processes: bubblewrap's init, the supervisor, the script.
+    assert not [cmdline for cmdline in seen if "attack.py" not in cmdline], seen
+    assert len(seen) == 3, seen
+
+
+@needs_bwrap
+async def test_a_sandboxed_script_writes_into_the_workspace_where_the_file_tools_see_it(
+    sandboxed: Sandboxed,
+) -> None:
+    report = await sandboxed.attack("workspace", "result.txt")
+    assert report["ok"], report
+    assert (sandboxed.workspace / "result.txt").read_text(encoding="utf-8") == "planted"
+    text, is_error = await sandboxed.read_file("result.txt")
+    assert not is_error and "planted" in text
+
+
+async def test_bwrap_mode_without_bubblewrap_is_a_clear_tool_error(
+    sandboxed: Sandboxed, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-bwrap-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    sandbox_status.cache_clear()
+    try:
+        async with Client(make_composed_server()) as client:
+            result = await client.call_tool(
+                "execute_skill_script",
+                {"skill_name": "attack", "script_path": "scripts/attack.py", "args": "temp"},
+            )
+    finally:
+        sandbox_status.cache_clear()
+    block = result.content[0]
+    assert result.is_error and isinstance(block, TextContent)
+    assert "DPTTOOLS_SCRIPT_SANDBOX=bwrap" in block.text
+    assert (
+        "bubblewrap is not installed" in block.text and "apt-get install bubblewrap" in block.text
+    )
