@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from typing import TypeVar
 
 import anyio
@@ -59,6 +60,20 @@ class LoopThread:
                 "call run_sync again to reopen its sessions."
             )
         return self._portal.call(function)
+
+    def start(self, function: Callable[[], Awaitable[T]]) -> Future[T]:
+        """Start `function()` in the loop and return at once; the future holds its outcome,
+        and cancelling the future cancels the call.
+
+        Raises:
+            ToolkitError: the loop was stopped.
+        """
+        if self._portal is None:
+            raise ToolkitError(
+                "the agent was closed (agent.close()); call run_batch_sync again to reopen "
+                "its sessions."
+            )
+        return self._portal.start_task_soon(function)
 
     def stop(self) -> None:
         """Stop the loop and wait for the thread to end."""

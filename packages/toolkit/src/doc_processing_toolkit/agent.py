@@ -17,11 +17,18 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -74,6 +81,7 @@ from .tools.connections import ConnectionPool, ListedServer, describe_error
 from .tools.loader import ToolLoader
 
 if TYPE_CHECKING:
+    from .batch import BatchControl, BatchInput, Engine, ItemResult, RetryPolicy
     from .builder import AgentBuilder
 
 __all__ = ["Agent", "RunResult", "ToolRoute"]
@@ -330,6 +338,9 @@ class Agent:
         self._exit_stack: AsyncExitStack | None = None
         self._loop_thread: LoopThread | None = None
         self._loop_thread_lock = threading.Lock()
+        self._recipe: tuple[_config.AgentConfig, dict[str, Any]] | None = None
+        """The configuration and overrides this agent was built from (`from_config`,
+        `from_yaml`), for engines that build the same agent elsewhere (Ray actors)."""
         if self.model_options and not isinstance(model, str):
             raise ConfigError(
                 "model_options apply when model is a name such as 'openai:gpt-5'; with a "
@@ -374,7 +385,9 @@ class Agent:
         tools: list[Any] = list(config.tools)
         tools.extend(overrides.pop("tools", ()))
         values.update(overrides)
-        return cls(tools=tools, **values)
+        agent = cls(tools=tools, **values)
+        agent._recipe = (config, overrides)
+        return agent
 
     # -- properties -----------------------------------------------------------------------
 
@@ -666,19 +679,94 @@ class Agent:
             raise ToolkitError(
                 "run_sync() cannot be called from a running event loop; use `await agent.run()`."
             )
+        history = message_history
+
+        async def call() -> RunResult:
+            return await self.run(prompt, message_history=history)
+
+        return self._sync_loop().call(call)
+
+    def _sync_loop(self) -> LoopThread:
+        """The loop thread of the `*_sync` methods, started on first use."""
         with self._loop_thread_lock:
             # Threads calling run_sync at once share one loop thread (and so one set of
             # sessions) instead of each starting its own.
             if self._loop_thread is None:
                 self._loop_thread = LoopThread(f"dpt-agent-{self.name}")
                 _SYNC_AGENTS.add(self)
-            loop_thread = self._loop_thread
-        history = message_history
+            return self._loop_thread
 
-        async def call() -> RunResult:
-            return await self.run(prompt, message_history=history)
+    def run_batch(
+        self,
+        items: BatchInput,
+        prompt: str,
+        *,
+        concurrency: int = 4,
+        output: str | os.PathLike[str] | None = None,
+        resume: bool = False,
+        engine: Literal["local", "ray"] | Engine = "local",
+        ray_address: str | None = None,
+        retry: RetryPolicy | None = None,
+        control: BatchControl | None = None,
+    ) -> AsyncGenerator[ItemResult, None]:
+        """Run `prompt` on every item and yield one `ItemResult` per item as it finishes.
 
-        return loop_thread.call(call)
+        A failing item never stops the batch: its result says ``failed`` and why.
+
+        Args:
+            items: document paths, or mappings of fields (a JSON object per item).
+            prompt: a template: ``{path}``, ``{name}`` and ``{stem}`` of a path item, any
+                field of a mapping (an item without a field it uses fails alone).
+            concurrency: items running at once.
+            output: a JSONL results file, one whole line per item, written as results
+                arrive.
+            resume: keep the items `output` holds as ok (yielded as ``skipped``) and run
+                the others again.
+            engine: ``"local"`` (this process, sharing this agent's sessions), ``"ray"``
+                (an actor pool, each actor with its own agent from this agent's
+                configuration), or an engine object (`LocalEngine`, `RayEngine`).
+            ray_address: the Ray cluster to join with ``engine="ray"`` (None: start Ray
+                on this machine).
+            retry: how runs failed by rate limits and overloads are retried.
+            control: stops the batch from outside (`BatchControl.stop` / `cancel`).
+
+        Raises:
+            BatchError: the template is malformed, or `output` cannot be used.
+            MissingDependencyError: ``engine="ray"`` without the ``ray`` extra.
+        """
+        from .batch import runner
+
+        chosen = runner.make_engine(
+            engine, concurrency=concurrency, retry=retry, ray_address=ray_address
+        )
+        return runner.run_batch(
+            self, items, prompt, engine=chosen, output=output, resume=resume, control=control
+        )
+
+    def run_batch_sync(
+        self, items: BatchInput, prompt: str, **options: Any
+    ) -> Iterator[ItemResult]:
+        """`run_batch` for code without an event loop: an iterator of the results as they
+        finish (the runs go on in the agent's loop thread, as with `run_sync`). Leaving
+        the loop early cancels the rest of the batch.
+
+        Raises:
+            ToolkitError: called from inside a running event loop.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise ToolkitError(
+                "run_batch_sync() cannot be called from a running event loop; use "
+                "`agent.run_batch()`."
+            )
+        from .batch import runner
+
+        return runner.iterate_sync(
+            self._sync_loop(), lambda: self.run_batch(items, prompt, **options)
+        )
 
     async def _iterate(
         self, prompt: str, history: Sequence[Message] | None, *, stream: bool

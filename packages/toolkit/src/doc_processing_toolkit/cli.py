@@ -2,6 +2,8 @@
 
 ``dpt-agent run [--config agent.yaml] [--model M] "prompt"`` streams the answer to stdout
 and reports tool calls, approvals, tool results and warnings on stderr as the run goes.
+``dpt-agent batch --prompt T --input GLOB --output results.jsonl`` runs a prompt template
+over many items (see `doc_processing_toolkit.batch.command`).
 
 Calls that the configuration's approval gate sends to the ``ask`` policy are asked about
 on the terminal; when standard input is not a terminal they are denied, unless
@@ -21,6 +23,7 @@ import anyio
 from . import __version__
 from .agent import Agent
 from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest, TerminalApproval
+from .batch.command import add_batch_parser, run_batch_command
 from .errors import ToolkitError
 from .events import (
     ApprovalEvent,
@@ -154,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
     )
+    add_batch_parser(commands)
     return parser
 
 
@@ -164,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
+    if options.command == "batch":
+        return run_batch_command(options)
     prompt = sys.stdin.read() if options.prompt == "-" else options.prompt
     overrides: dict[str, Any] = {}
     if options.model:

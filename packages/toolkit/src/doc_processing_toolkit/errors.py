@@ -26,6 +26,8 @@ class ModelAPIError(ModelError):
         status_code: the HTTP status, or None when no response arrived (connection
             refused, timeout).
         api_message: the error message from the API's response body, when it had one.
+        retry_after: the seconds the API asked to wait before trying again (its
+            ``Retry-After`` header), when it said.
     """
 
     def __init__(
@@ -35,11 +37,13 @@ class ModelAPIError(ModelError):
         provider: str,
         status_code: int | None = None,
         api_message: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.provider = provider
         self.status_code = status_code
         self.api_message = api_message
+        self.retry_after = retry_after
 
 
 class MissingDependencyError(ModelError):
@@ -60,3 +64,11 @@ class ToolNameConflictError(ToolServerError):
 
 class MaxTurnsExceededError(ToolkitError):
     """The model kept calling tools past the agent's max_turns."""
+
+
+class BatchError(ToolkitError):
+    """A batch cannot start: its input, prompt template or output file is unusable."""
+
+
+class TemplateFieldError(BatchError):
+    """A batch item lacks a field its prompt template uses (that item fails, not the batch)."""

@@ -4,6 +4,9 @@ built on it, splitting provider_kwargs, and wording API errors."""
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import math
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +22,7 @@ __all__ = [
     "api_error",
     "client_options",
     "connection_error",
+    "retry_after_seconds",
     "split_provider_kwargs",
 ]
 
@@ -218,9 +222,11 @@ def api_error(
     api_message: str | None,
     error_type: str | None,
     key_env: str,
+    retry_after: float | None = None,
 ) -> ModelAPIError:
     """A `ModelAPIError` for an error status, or (`status_code` None) for an error the
-    API sent inside a stream that had begun well."""
+    API sent inside a stream that had begun well; `retry_after` is the wait the API asked
+    for (see `retry_after_seconds`)."""
     kind = f", {error_type}" if error_type else ""
     where = "error event in the stream" if status_code is None else f"HTTP {status_code}"
     text = f"{provider} API error ({where}{kind}): {api_message or 'no message'}"
@@ -229,7 +235,42 @@ def api_error(
         hint = "the provider failed on its side; retry later, or raise max_retries"
     if hint:
         text += f" ({hint.format(key_env=key_env)})"
-    return ModelAPIError(text, provider=provider, status_code=status_code, api_message=api_message)
+    return ModelAPIError(
+        text,
+        provider=provider,
+        status_code=status_code,
+        api_message=api_message,
+        retry_after=retry_after,
+    )
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """The wait an error response asks for: ``retry-after-ms`` (milliseconds, sent by both
+    providers), else ``Retry-After`` as seconds or as an HTTP date; None when absent or
+    unreadable.
+
+    The SDKs read the same headers for their own retries; this is for what comes after
+    them (a batch that retries the item once the SDK has given up).
+    """
+    if headers is None:
+        return None
+    wait: float | None = None
+    raw_ms = headers.get("retry-after-ms")
+    raw = headers.get("retry-after")
+    try:
+        if raw_ms is not None:
+            wait = float(raw_ms) / 1000
+        elif raw is not None:
+            wait = float(raw)
+    except ValueError:
+        wait = None
+    if wait is None and raw is not None:
+        parsed = email.utils.parsedate_tz(raw)
+        if parsed is not None:
+            wait = email.utils.mktime_tz(parsed) - time.time()
+    if wait is None or not math.isfinite(wait):
+        return None
+    return max(0.0, wait)
 
 
 def connection_error(provider: str, base_url: str, reason: str) -> ModelAPIError:

@@ -31,6 +31,7 @@ from ._common import (
     api_error,
     client_options,
     connection_error,
+    retry_after_seconds,
     split_provider_kwargs,
 )
 from .base import ModelRequest, TextDelta, ThinkingDelta
@@ -198,6 +199,7 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
                 api_message=exc.api_message or _body_text(exc.body),
                 error_type=exc.type,
                 key_env="ANTHROPIC_API_KEY",
+                retry_after=retry_after_seconds(exc.response.headers),
             )
         if isinstance(exc, anthropic.APIConnectionError):
             return connection_error(_PROVIDER, str(client.base_url), exc.message)

@@ -32,6 +32,7 @@ from ._common import (
     api_error,
     client_options,
     connection_error,
+    retry_after_seconds,
     split_provider_kwargs,
 )
 from .base import ModelRequest, TextDelta
@@ -186,13 +187,16 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         if isinstance(exc, openai.APIConnectionError):
             return connection_error(_PROVIDER, str(client.base_url), exc.message)
         if isinstance(exc, openai.APIError):
-            status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+            status, retry_after = None, None
+            if isinstance(exc, openai.APIStatusError):
+                status, retry_after = exc.status_code, retry_after_seconds(exc.response.headers)
             return api_error(
                 _PROVIDER,
                 status_code=status,
                 api_message=_api_message(exc),
                 error_type=exc.type or exc.code,
                 key_env="OPENAI_API_KEY",
+                retry_after=retry_after,
             )
         return ModelError(f"{_PROVIDER} request failed: {exc}")
 

@@ -1,0 +1,209 @@
+"""``dpt-agent batch``: one prompt template over many items, results to a JSONL file.
+
+Progress goes to standard error (a live bar on a terminal, plain lines otherwise), then a
+summary. Ctrl-C (or SIGTERM) stops taking new items and lets the running ones finish for
+`--grace` seconds before cancelling them; a second Ctrl-C cancels them at once. What
+finished is in the output file, and ``--resume`` continues from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from contextlib import aclosing
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+
+from ..agent import Agent
+from ..approval import ApprovalGate, TerminalApproval
+from ..errors import ToolkitError
+from .control import BatchControl
+from .items import open_input
+from .progress import make_progress
+from .results import BatchSummary
+from .runner import make_engine
+from .worker import RetryPolicy
+
+__all__ = ["add_batch_parser", "run_batch_command"]
+
+#: Exit statuses.
+EXIT_OK, EXIT_ERROR, EXIT_ITEMS_FAILED, EXIT_INTERRUPTED = 0, 1, 3, 130
+
+
+def add_batch_parser(commands: Any) -> None:
+    """Add the ``batch`` subcommand to `commands` (an argparse subparsers object)."""
+    batch = commands.add_parser(
+        "batch",
+        help="run a prompt over many documents or records, results to a JSONL file",
+        description="Run a prompt template over every item of --input and write one JSON "
+        "line per item to --output. Progress and a summary go to stderr.",
+    )
+    batch.add_argument("-c", "--config", help="agent YAML file (see the YAML configuration docs)")
+    batch.add_argument("-m", "--model", help="model, replacing the configured one")
+    batch.add_argument(
+        "-p",
+        "--prompt",
+        required=True,
+        help="prompt template: {path}, {name}, {stem} of a document, or any field of a "
+        "JSONL item, e.g. 'Check the totals of {path}'",
+    )
+    batch.add_argument(
+        "-i",
+        "--input",
+        required=True,
+        help="a glob of documents (quote it: 'invoices/**/*.json') or a .jsonl file of "
+        "items (one JSON object of fields, or a JSON string path, per line)",
+    )
+    batch.add_argument("-o", "--output", required=True, help="the JSONL results file")
+    batch.add_argument(
+        "-n", "--concurrency", type=int, default=4, help="items running at once (default 4)"
+    )
+    batch.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the items --output holds as ok and run the others (after a crash or Ctrl-C)",
+    )
+    batch.add_argument(
+        "--engine", choices=("local", "ray"), default="local", help="where items run"
+    )
+    batch.add_argument(
+        "--ray-address", help="Ray cluster to join with --engine ray (default: start one here)"
+    )
+    batch.add_argument(
+        "--max-attempts",
+        type=int,
+        default=RetryPolicy().max_attempts,
+        help="runs of an item that keeps hitting rate limits or overloads (default %(default)s)",
+    )
+    batch.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds running items may take to finish after Ctrl-C (default %(default)s)",
+    )
+    batch.add_argument(
+        "--approve-all",
+        action="store_true",
+        help="approve every call the approval gate would ask about (a batch cannot ask; "
+        "without this such calls are denied)",
+    )
+    batch.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
+    )
+
+
+def _build_agent(options: argparse.Namespace, err: TextIO) -> Agent:
+    overrides: dict[str, Any] = {}
+    if options.model:
+        overrides["model"] = options.model
+    if not options.config:
+        return Agent(**overrides)
+    agent = Agent.from_yaml(options.config, **overrides)
+    gate = agent.approval
+    if gate is not None and isinstance(gate.policy, TerminalApproval):
+        # Nobody can answer questions from many runs at once: decide for all of them.
+        policy = "approve" if options.approve_all else "deny"
+        if not options.approve_all:
+            err.write(
+                "note: a batch cannot ask for approval, so calls to "
+                f"{', '.join(gate.tools)} will be denied; pass --approve-all to approve them\n"
+            )
+        agent = Agent.from_yaml(
+            options.config, **overrides, approval=ApprovalGate(gate.tools, policy)
+        )
+    return agent
+
+
+def run_batch_command(options: argparse.Namespace, *, err: TextIO | None = None) -> int:
+    """Run ``dpt-agent batch`` with parsed `options`; returns the exit status: 0 every
+    item ok, 3 some items failed (the batch went on), 1 the batch could not run, 130
+    interrupted."""
+    err = err or sys.stderr
+    try:
+        if options.max_attempts < 1:
+            raise ToolkitError("--max-attempts must be at least 1.")
+        agent = _build_agent(options, err)
+        source = open_input(options.input)
+        engine = make_engine(
+            options.engine,
+            concurrency=options.concurrency,
+            retry=RetryPolicy(max_attempts=options.max_attempts),
+            ray_address=options.ray_address,
+        )
+        total = source.count()
+    except ToolkitError as exc:
+        err.write(f"dpt-agent: error: {exc}\n")
+        return EXIT_ERROR
+    summary = BatchSummary()
+    control = BatchControl()
+
+    async def watch_signals(task_group: anyio.abc.TaskGroup) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _signal in signals:
+                if control.stopping:
+                    err.write("\ndpt-agent: cancelling the running items now\n")
+                    control.cancel()
+                    continue
+                err.write(
+                    f"\ndpt-agent: interrupted: no new items; the running ones get "
+                    f"{options.grace:g} s to finish (Ctrl-C again to cancel them now)\n"
+                )
+                control.stop()
+                task_group.start_soon(cancel_after_grace)
+
+    async def cancel_after_grace() -> None:
+        await anyio.sleep(options.grace)
+        control.cancel()
+
+    async def go() -> None:
+        progress = make_progress(err, total)
+        failure: ToolkitError | None = None
+        try:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(watch_signals, task_group)
+                try:
+                    results = agent.run_batch(
+                        source,
+                        options.prompt,
+                        engine=engine,
+                        output=options.output,
+                        resume=options.resume,
+                        control=control,
+                    )
+                    async with aclosing(results) as stream:
+                        async for result in stream:
+                            summary.add(result)
+                            progress.advance(result)
+                except ToolkitError as exc:
+                    # Raised after the task group, so that it is not wrapped in a group.
+                    failure = exc
+                finally:
+                    task_group.cancel_scope.cancel()
+        finally:
+            progress.close()
+            await agent.aclose()
+        if failure is not None:
+            raise failure
+
+    try:
+        anyio.run(go)
+    except ToolkitError as exc:
+        err.write(f"dpt-agent: error: {exc}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        err.write("dpt-agent: interrupted\n")
+        return EXIT_INTERRUPTED
+    finally:
+        summary.finish()
+        if summary.total:
+            err.write(summary.format() + "\n")
+    if control.stopping:
+        err.write(
+            f"dpt-agent: interrupted: {summary.ok + summary.failed} items finished and are "
+            f"in {options.output}; run the same command with --resume to do the rest\n"
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_ITEMS_FAILED if summary.failed else EXIT_OK

@@ -1,0 +1,180 @@
+"""The driver of a batch: items -> jobs (prompt filled, resumed and duplicate items
+answered at once) -> an engine -> one result per item, each written to the results file
+(by the driver alone) before it is yielded.
+
+`run_batch` is what `Agent.run_batch` returns; `iterate_sync` is `Agent.run_batch_sync`'s
+way of handing its results to code without an event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from contextlib import aclosing, suppress
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from ..errors import BatchError, TemplateFieldError
+from .control import BatchControl, Engine
+from .items import BatchItem, Job, PromptTemplate
+from .local import LocalEngine
+from .output import ResultsFile
+from .results import ItemResult
+from .worker import RetryPolicy
+
+if TYPE_CHECKING:
+    from .._loop_thread import LoopThread
+    from ..agent import Agent
+
+__all__ = ["BatchInput", "iterate_sync", "make_engine", "run_batch"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+BatchInput = Iterable[str | os.PathLike[str] | Mapping[str, Any] | BatchItem]
+"""What a batch runs over: paths, mappings of fields, or ready `BatchItem`s."""
+
+#: Skipped results with these causes are not written: the file already holds the item's
+#: line (already done), or the same item comes again in the input (duplicate).
+_NOT_WRITTEN = frozenset({"already-done", "duplicate"})
+
+
+def make_engine(
+    engine: Literal["local", "ray"] | Engine,
+    *,
+    concurrency: int,
+    retry: RetryPolicy | None,
+    ray_address: str | None,
+) -> Engine:
+    """The engine a name stands for (an `Engine` is returned unchanged).
+
+    ``"ray"`` makes a `RayEngine` running `concurrency` items at a time in all, spread
+    over one actor per CPU of the cluster (at most `concurrency` actors).
+
+    Raises:
+        ConfigError: `concurrency` is below 1.
+        BatchError: the name is unknown.
+        MissingDependencyError: ``"ray"`` without the ``ray`` extra installed.
+    """
+    policy = retry or RetryPolicy()
+    if engine == "local":
+        return LocalEngine(concurrency=concurrency, retry=policy)
+    if engine == "ray":
+        from .ray_engine import RayEngine
+
+        return RayEngine(address=ray_address, concurrency=concurrency, retry=policy)
+    if isinstance(engine, str):
+        raise BatchError(f"unknown batch engine {engine!r}; use 'local' or 'ray'.")
+    return engine
+
+
+async def run_batch(
+    agent: Agent,
+    items: BatchInput,
+    prompt: str,
+    *,
+    engine: Engine,
+    output: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    control: BatchControl | None = None,
+) -> AsyncGenerator[ItemResult, None]:
+    """Run `prompt` (a template, see `PromptTemplate`) on every item; yield one result
+    per item as it finishes. See `Agent.run_batch`.
+
+    Raises:
+        BatchError: the template is malformed, `resume` is asked without `output`, or the
+            output file cannot be used (before any item runs).
+    """
+    template = PromptTemplate(prompt)
+    if resume and output is None:
+        raise BatchError("resume needs an output file: the results of earlier runs live there.")
+    results_file = ResultsFile(output, resume=resume) if output is not None else None
+    done = results_file.open() if results_file is not None else set()
+    if done:
+        logger.info("resuming: %d items already recorded as ok", len(done))
+    try:
+        async with aclosing(
+            engine.results(agent, _jobs(items, template, done), control or BatchControl())
+        ) as results:
+            async for result in results:
+                if results_file is not None and result.cause not in _NOT_WRITTEN:
+                    results_file.write(result)
+                yield result
+    finally:
+        if results_file is not None:
+            results_file.close()
+
+
+def _jobs(
+    items: BatchInput, template: PromptTemplate, done: set[str]
+) -> Iterator[Job | ItemResult]:
+    """Each item as a job to run, or as its result when it needs no run (already done,
+    seen before, unusable, or missing a template field)."""
+    seen: set[str] = set()
+    for value in items:
+        item = value if isinstance(value, BatchItem) else BatchItem.of(value)
+        if item.id in seen:
+            logger.warning("item %s appears twice in the input; the second one is skipped", item.id)
+            yield ItemResult.failed(
+                item, "the same item came earlier in the input", cause="duplicate", status="skipped"
+            )
+            continue
+        seen.add(item.id)
+        if item.id in done:
+            yield ItemResult(id=item.id, item=item.source, status="skipped", cause="already-done")
+        elif item.error is not None:
+            yield ItemResult.failed(item, item.error, cause="invalid item")
+        else:
+            try:
+                yield Job(item, template.render(item.fields))
+            except TemplateFieldError as exc:
+                yield ItemResult.failed(item, exc)
+
+
+def iterate_sync(loop_thread: LoopThread, make: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
+    """The values of the async iterator `make()` returns, iterated in `loop_thread` and
+    handed to this thread one at a time (the loop runs ahead by at most a few values).
+
+    Closing this iterator early (``break``) cancels the async one.
+    """
+    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=4)
+    finished = object()
+
+    async def pump() -> None:
+        try:
+            async with aclosing(_as_generator(make())) as values:
+                async for value in values:
+                    await anyio.to_thread.run_sync(
+                        handoff.put, (True, value), abandon_on_cancel=True
+                    )
+        except BaseException as exc:
+            handoff.put((False, exc))
+            raise
+        handoff.put((False, finished))
+
+    future = loop_thread.start(pump)
+    try:
+        while True:
+            ok, value = handoff.get()
+            if ok:
+                yield value
+                continue
+            if value is finished:
+                return
+            raise value
+    finally:
+        if not future.done():
+            future.cancel()
+            while not future.done():  # free a handoff.put waiting for room
+                with suppress(queue.Empty):
+                    handoff.get(timeout=0.05)
+
+
+async def _as_generator(values: AsyncIterator[T]) -> AsyncGenerator[T, None]:
+    async for value in values:
+        yield value
