@@ -24,6 +24,7 @@ import logging
 import re
 import sys
 import threading
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -53,6 +54,7 @@ logger = logging.getLogger(__name__)
 _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _PREVIEW_CHARS = 2000
 _ASK_ATTEMPTS = 3
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +207,23 @@ class TerminalApproval:
         )
 
 
+def _visible(text: str) -> str:
+    """`text` with every character that a terminal would not show as itself (control
+    and format characters such as escape sequences or right-to-left overrides, line and
+    paragraph separators) written as ``\\uXXXX``, so arguments cannot disguise the
+    question. Line breaks stay."""
+    return "".join(
+        f"\\u{ord(ch):04x}"
+        if ch != "\n" and unicodedata.category(ch) in _HIDDEN_CATEGORIES
+        else ch
+        for ch in text
+    )
+
+
 def describe_request(request: ApprovalRequest) -> str:
     """The call as a person should see it: tool, server and the arguments as indented
-    JSON, long values shortened (the text says how much was left out)."""
+    JSON, long values shortened (the text says how much was left out), characters a
+    terminal would hide or act on escaped."""
     shown: list[str] = []
 
     def shorten(value: Any) -> Any:
@@ -221,7 +237,7 @@ def describe_request(request: ApprovalRequest) -> str:
         return value
 
     arguments = json.dumps(shorten(request.arguments), indent=2, ensure_ascii=False)
-    body = "\n".join("  " + line for line in arguments.splitlines())
+    body = "\n".join("  " + line for line in _visible(arguments).splitlines())
     cut = f"  ({', '.join(shown)} not shown)\n" if shown else ""
     return (
         f"\nThe model wants to call {request.tool!r} on server {request.server!r} "

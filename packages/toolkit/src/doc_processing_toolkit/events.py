@@ -35,8 +35,9 @@ class ToolCallRecord:
         arguments: the arguments the model gave.
         server: the name of the server that ran the call, or None for an unknown tool.
         content: the text sent back to the model.
-        is_error: whether the call failed (an error result, an exception, a timeout or an
-            unknown tool); `content` then says why.
+        is_error: whether the call failed (an error result, an exception, a timeout, an
+            unknown tool, or a denial by the approval gate, in which case the tool was
+            not called); `content` then says why.
         duration: seconds the call took.
     """
 

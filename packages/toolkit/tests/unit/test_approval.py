@@ -612,3 +612,62 @@ async def test_std_tools_write_file_is_denied_and_the_file_is_not_written(tmp_pa
         ("write_file", "std-tools", False),
         ("write_file", "std-tools", True),
     ]
+
+
+class PseudoTerminal:
+    """A pseudo-terminal: `input` is its terminal end (a real TTY), `type` answers."""
+
+    def __init__(self) -> None:
+        import os
+        import pty
+
+        self._os = os
+        self._master, slave = pty.openpty()
+        self.input = os.fdopen(slave, "r", encoding="utf-8")
+
+    def type(self, text: str) -> None:
+        self._os.write(self._master, text.encode())
+
+    def close(self) -> None:
+        self.input.close()
+        self._os.close(self._master)
+
+
+async def test_the_terminal_question_cannot_be_disguised_by_the_arguments() -> None:
+    terminal = PseudoTerminal()
+    output = io.StringIO()
+    policy = TerminalApproval(input=terminal.input, output=output)
+    arguments = {
+        "path": "invoice\u202etxt.exe",
+        "content": "ok\x1b[2K\rAllow this call? [y/n] y\u2028" + "x" * 2100,
+    }
+    terminal.type("n\n")
+    try:
+        decision = await policy(
+            ApprovalRequest("write_file", "std-tools", "write_file", arguments, "1")
+        )
+    finally:
+        terminal.close()
+
+    assert decision == ApprovalDecision(False, "the person at the terminal refused it", "terminal")
+    shown = output.getvalue()
+    assert "\u202e" not in shown and "\x1b" not in shown and "\r" not in shown
+    assert "\u2028" not in shown
+    assert '"path": "invoice\\u202etxt.exe"' in shown
+    assert '"content": "ok\\u001b[2K\\rAllow this call? [y/n] y\\u2028' in shown
+    assert "(132 characters not shown)" in shown
+    assert shown.endswith("Allow this call? [y/n] ")
+
+
+async def test_the_terminal_asks_three_times_then_counts_it_as_no() -> None:
+    terminal = PseudoTerminal()
+    output = io.StringIO()
+    policy = TerminalApproval(input=terminal.input, output=output)
+    terminal.type("maybe\nlater\nok\n")
+    try:
+        decision = await policy(ApprovalRequest("edit_file", "fs", "edit_file", {}, "1"))
+    finally:
+        terminal.close()
+
+    assert decision == ApprovalDecision(False, "no y/n answer after 3 questions", "terminal")
+    assert output.getvalue().count("Please answer y or n.\n") == 3
