@@ -31,7 +31,6 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, PaginatedRequestParams, Re
 from .._text import wire_safe
 from ..config import Settings, get_settings
 from ..errors import StdToolsError
-from .catalog import SkillDiagnostic
 from .published import (
     SCHEME,
     InvalidCursorError,
@@ -60,7 +59,8 @@ listing costs only ``stat`` calls, so asking again is the cheap way to stay exac
 CACHE_SCOPE: Final = "private"
 """Skills may be an organisation's own material: no shared cache may reuse a result."""
 LEFT_OUT_META_KEY: Final = "doc-processing-std-tools/left-out"
-"""``_meta`` key of the first ``skills/list`` page: the skills not published, and why."""
+"""``_meta`` key of a ``skills/list`` page: the skills of its range that are not published,
+and why (the first page also names the folders the catalog could not read as skills)."""
 DIRECTORY_PAGE_SIZE: Final = 1000
 """At most this many children on one ``resources/directory/read`` page."""
 
@@ -93,10 +93,6 @@ def _settings() -> Settings:
         raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from exc
 
 
-def _left_out_payload(diagnostics: Sequence[SkillDiagnostic]) -> list[dict[str, str]]:
-    return [d.to_payload() for d in diagnostics]
-
-
 class SkillsExtension(Extension):
     """``skills/list``, ``skills/get`` and ``resources/directory/read`` over the catalog.
 
@@ -125,16 +121,15 @@ class SkillsExtension(Extension):
     async def _list(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams
     ) -> HandlerResult:
-        publication = await anyio.to_thread.run_sync(self.publisher.publish, _settings())
         try:
-            entries, following = publication.page(params.cursor)
+            page = await anyio.to_thread.run_sync(self.publisher.page, _settings(), params.cursor)
         except InvalidCursorError as exc:
             raise _invalid(str(exc)) from exc
-        result: dict[str, Any] = {"skills": entries}
-        if following is not None:
-            result["nextCursor"] = following
-        if params.cursor is None and publication.left_out:
-            result["_meta"] = {LEFT_OUT_META_KEY: _left_out_payload(publication.left_out)}
+        result: dict[str, Any] = {"skills": page.entries}
+        if page.next_cursor is not None:
+            result["nextCursor"] = page.next_cursor
+        if page.left_out:
+            result["_meta"] = {LEFT_OUT_META_KEY: [d.to_payload() for d in page.left_out]}
         return _cacheable(result)
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: _GetParams) -> HandlerResult:

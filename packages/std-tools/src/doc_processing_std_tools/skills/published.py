@@ -46,7 +46,7 @@ from ..config import Settings
 from ..errors import FileTooLargeError, NotFoundError, StdToolsError
 from ..paths import confine, is_inside
 from . import actions
-from .catalog import SKILL_FILE, SkillDiagnostic, SkillRecord, is_hidden_name
+from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord, is_hidden_name
 from .frontmatter import is_valid_name, read_skill_md_text
 
 __all__ = [
@@ -59,7 +59,7 @@ __all__ = [
     "SCHEME",
     "DirectoryChild",
     "InvalidCursorError",
-    "Publication",
+    "Page",
     "PublishedFile",
     "PublishedSkill",
     "SkillPublisher",
@@ -239,44 +239,17 @@ class PublishedSkill:
         }
 
 
-@dataclass(frozen=True)
-class Publication:
-    """What the extension publishes at one moment, and what it left out and why."""
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One ``skills/list`` page: entries, the cursor of the next page, what was left out."""
 
-    skills: tuple[PublishedSkill, ...]
-    """Published skills, sorted by URI."""
-    left_out: tuple[SkillDiagnostic, ...] = ()
-    """One diagnostic per skill of the catalog that is not published, sorted by skill."""
-    _pages: dict[str | None, tuple[list[dict[str, Any]], str | None]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-
-    def page(self, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
-        """The entries of the ``skills/list`` page at `cursor`, and the next cursor.
-
-        Raises:
-            InvalidCursorError: `cursor` was not handed out by `page`.
-        """
-        cached = self._pages.get(cursor)
-        if cached is not None:
-            return cached
-        start = 0
-        if cursor is not None:
-            after = _decode_cursor(cursor)
-            start = next((i for i, s in enumerate(self.skills) if s.uri > after), len(self.skills))
-        entries: list[dict[str, Any]] = []
-        listed = 0
-        index = start
-        while index < len(self.skills) and len(entries) < MAX_PAGE_SKILLS:
-            skill = self.skills[index]
-            if entries and listed + len(skill.files) > MAX_PAGE_RESOURCES:
-                break
-            entries.append(skill.entry)
-            listed += len(skill.files)
-            index += 1
-        following = _encode_cursor(self.skills[index - 1].uri) if index < len(self.skills) else None
-        self._pages[cursor] = (entries, following)
-        return entries, following
+    entries: list[dict[str, Any]]
+    """The extension's ``Skill`` objects, sorted by URI."""
+    next_cursor: str | None
+    """Pass it back for the next page; None on the last page."""
+    left_out: list[SkillDiagnostic]
+    """Why each skill of this page's range is not published. The first page also carries
+    the catalog's errors (folders that are not skills at all)."""
 
 
 def _encode_cursor(after: str) -> str:
@@ -323,6 +296,8 @@ class _Tree:
     files: dict[str, tuple[str, os.stat_result]]
     folders: dict[str, list[str]]
     """Relative folder ("" for the skill's own) -> its visible children's names."""
+    checks: list[tuple[str, _Stamp]]
+    """Every folder and file walked, with its stamp: what a later call compares."""
 
 
 def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[str]]:
@@ -365,6 +340,7 @@ class _SkillFiles:
         seen: set[tuple[int, int]] = set()
         pending: list[tuple[str, str]] = [(str(folder), "")]
         listings: dict[str, _Listing] = {}
+        checks: list[tuple[str, _Stamp]] = []
         while pending:
             directory, relative = pending.pop()
             try:
@@ -374,6 +350,7 @@ class _SkillFiles:
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
+            checks.append((directory, _stamp(st)))
             listing = self._listing(directory, st, real_root)
             if listing is None:
                 continue
@@ -383,14 +360,16 @@ class _SkillFiles:
             for name in listing.files:
                 path = f"{directory}{os.sep}{name}"
                 try:
-                    files[prefix + name] = (path, os.stat(path))  # noqa: PTH116
+                    file_st = os.stat(path)  # noqa: PTH116
                 except OSError:
                     continue
+                files[prefix + name] = (path, file_st)
+                checks.append((path, _stamp(file_st)))
             pending.extend(
                 (f"{directory}{os.sep}{name}", prefix + name) for name in listing.folders
             )
         self._listings = listings
-        return _Tree(files, folders)
+        return _Tree(files, folders, checks)
 
     def _listing(self, directory: str, st: os.stat_result, real_root: Path) -> _Listing | None:
         stamp = _stamp(st)
@@ -555,6 +534,22 @@ class _Remembered:
     files: _SkillFiles = field(default_factory=_SkillFiles)
     frontmatter: _Frontmatter | None = None
     published: tuple[tuple[Any, ...], PublishedSkill] | None = None
+    # The outcome of the last publication under one size limit, with the stamps it was
+    # built from; None while any of them is too recent to be trusted.
+    last: tuple[int, list[tuple[str, _Stamp]], PublishedSkill | SkillDiagnostic] | None = None
+    checks: list[tuple[str, _Stamp]] = field(default_factory=list)
+
+
+def _unchanged(checks: list[tuple[str, _Stamp]]) -> bool:
+    """True when every path still has its stamp (one ``stat`` each, nothing read)."""
+    for path, stamp in checks:
+        try:
+            st = os.stat(path)  # noqa: PTH116
+        except OSError:
+            return False
+        if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != stamp:
+            return False
+    return True
 
 
 class SkillPublisher:
@@ -568,48 +563,69 @@ class SkillPublisher:
         """Start with nothing remembered."""
         self._lock = threading.Lock()
         self._folders: dict[str, _Remembered] = {}
-        self._last: tuple[tuple[Any, ...], Publication] | None = None
+        self._reported: set[SkillDiagnostic] = set()
+        self._order: tuple[Catalog, list[tuple[str, SkillRecord]]] | None = None
 
     def clear(self) -> None:
         """Forget everything; the next call walks and hashes every skill again."""
         with self._lock:
             self._folders.clear()
-            self._last = None
 
-    def publish(self, settings: Settings) -> Publication:
-        """Everything the extension publishes for ``settings.skills_dir``, now."""
+    def page(self, settings: Settings, cursor: str | None = None) -> Page:
+        """The ``skills/list`` page that starts after `cursor` (None: the first page).
+
+        Only the skills of this page are checked and, where they changed, hashed again.
+
+        Raises:
+            InvalidCursorError: `cursor` was not handed out by this method.
+        """
+        after = None if cursor is None else _decode_cursor(cursor)
         with self._lock:
             catalog = actions.scan(settings)
             real_root = settings.skills_dir.resolve()
-            skills: list[PublishedSkill] = []
-            left_out = [d for d in catalog.diagnostics if d.code in _UNPUBLISHABLE_WARNINGS]
-            blocked = {d.skill for d in left_out}
-            for record in catalog.skills:
-                if record.name in blocked:
+            blocked = {d.skill: d for d in catalog.diagnostics if d.code in _UNPUBLISHABLE_WARNINGS}
+            left_out = (
+                [] if after is not None else [d for d in catalog.diagnostics if d.level == "error"]
+            )
+            entries: list[dict[str, Any]] = []
+            listed = 0
+            following: str | None = None
+            last_uri = ""
+            if self._order is None or self._order[0] is not catalog:
+                by_uri = sorted((file_uri(r.name, SKILL_FILE), r) for r in catalog.skills)
+                self._order = (catalog, by_uri)
+            for uri, record in self._order[1]:
+                if after is not None and uri <= after:
                     continue
-                outcome = self._publish_one(record, settings, real_root)
+                if len(entries) >= MAX_PAGE_SKILLS:
+                    following = _encode_cursor(last_uri)
+                    break
+                outcome = blocked.get(record.name) or self._publish_one(record, settings, real_root)
                 if isinstance(outcome, SkillDiagnostic):
                     left_out.append(outcome)
+                elif entries and listed + len(outcome.files) > MAX_PAGE_RESOURCES:
+                    following = _encode_cursor(last_uri)
+                    break
                 else:
-                    skills.append(outcome)
-            if len(self._folders) > len(catalog.skills):
+                    entries.append(outcome.entry)
+                    listed += len(outcome.files)
+                last_uri = uri
+            if after is None and len(self._folders) > len(catalog.skills):
                 present = {str(r.directory) for r in catalog.skills}
                 self._folders = {k: v for k, v in self._folders.items() if k in present}
-            key = (settings.skills_dir, *map(id, skills), *left_out)
-            if self._last is not None and self._last[0] == key:
-                return self._last[1]
-            skills.sort(key=lambda s: s.uri)
-            left_out.sort(key=lambda d: (d.skill, d.code))
-            for diagnostic in left_out:
+            self._report(left_out)
+            return Page(entries, following, left_out)
+
+    def _report(self, left_out: list[SkillDiagnostic]) -> None:
+        for diagnostic in left_out:
+            if diagnostic not in self._reported:
+                self._reported.add(diagnostic)
                 logger.info(
                     "skill %r is not published by the MCP Skills extension: %s (%s)",
                     diagnostic.skill,
                     diagnostic.code,
                     diagnostic.message,
                 )
-            publication = Publication(tuple(skills), tuple(left_out))
-            self._last = (key, publication)
-            return publication
 
     def skill(self, settings: Settings, name: str) -> PublishedSkill | SkillDiagnostic | None:
         """One skill as published now (hashing only its files); a diagnostic when it is
@@ -673,7 +689,8 @@ class SkillPublisher:
         if record is None:
             reason = "the skill is not published" if diagnostic else "there is no such skill"
             raise _not_served(uri, reason)
-        shape = self._shape(self._remembered(record), record, settings)
+        real_root = settings.skills_dir.resolve()
+        shape = self._shape(self._remembered(record), record, settings, real_root)
         if shape.problem is not None:
             raise _not_served(uri, f"the skill is not published ({shape.problem.code})")
         return shape
@@ -685,8 +702,10 @@ class SkillPublisher:
             remembered = self._folders[key] = _Remembered()
         return remembered
 
-    def _shape(self, remembered: _Remembered, record: SkillRecord, settings: Settings) -> _Shape:
-        tree = remembered.files.tree(record.directory, settings.skills_dir.resolve())
+    def _shape(
+        self, remembered: _Remembered, record: SkillRecord, settings: Settings, real_root: Path
+    ) -> _Shape:
+        tree = remembered.files.tree(record.directory, real_root)
         found = tree.files.get(SKILL_FILE)
         if found is None:
             gone = _unreadable(record.name, SKILL_FILE, "it is gone or leads elsewhere")
@@ -702,7 +721,21 @@ class SkillPublisher:
         self, record: SkillRecord, settings: Settings, real_root: Path
     ) -> PublishedSkill | SkillDiagnostic:
         remembered = self._remembered(record)
-        shape = self._shape(remembered, record, settings)
+        last = remembered.last
+        if last is not None and last[0] == settings.max_file_size_bytes and _unchanged(last[1]):
+            return last[2]
+        taken = time.time_ns()
+        outcome = self._publish_walked(remembered, record, settings, real_root)
+        checks = remembered.checks
+        recent = any(taken - stamp[0] < _RACY_NS for _, stamp in checks)
+        remembered.last = None if recent else (settings.max_file_size_bytes, checks, outcome)
+        return outcome
+
+    def _publish_walked(
+        self, remembered: _Remembered, record: SkillRecord, settings: Settings, real_root: Path
+    ) -> PublishedSkill | SkillDiagnostic:
+        shape = self._shape(remembered, record, settings, real_root)
+        remembered.checks = shape.tree.checks
         if shape.problem is not None:
             return shape.problem
         files: list[PublishedFile] = []
