@@ -213,9 +213,7 @@ def _visible(text: str) -> str:
     paragraph separators) written as ``\\uXXXX``, so arguments cannot disguise the
     question. Line breaks stay."""
     return "".join(
-        f"\\u{ord(ch):04x}"
-        if ch != "\n" and unicodedata.category(ch) in _HIDDEN_CATEGORIES
-        else ch
+        f"\\u{ord(ch):04x}" if ch != "\n" and unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch
         for ch in text
     )
 
