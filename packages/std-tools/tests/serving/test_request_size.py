@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from .conftest import Folders, serving
+from .helpers import Folders, serving
 
 pytestmark = pytest.mark.anyio
 

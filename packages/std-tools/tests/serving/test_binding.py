@@ -1,0 +1,89 @@
+"""Where the HTTP server may listen: a non-loopback address needs authentication (or an
+explicit --allow-unauthenticated), and on loopback the SDK's Host/Origin checks stay on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from .helpers import ISSUER, Folders, Keys, serving, start_server, stop
+
+HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-06-18",
+}
+LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "documents.internal"])
+def test_a_non_loopback_bind_without_authentication_refuses_to_start(
+    folders: Folders, host: str
+) -> None:
+    started = start_server(folders, host=host)
+    code = started.process.wait(timeout=30)
+    stderr = stop(started.process)
+    assert code == 2
+    assert f"refusing to serve HTTP on {host} without authentication" in stderr
+    assert "--allow-unauthenticated" in stderr
+    assert "DPTTOOLS_AUTH_JWKS_URL" in stderr and "DPTTOOLS_AUTH_TOKENS_FILE" in stderr
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_loopback_bind_needs_no_authentication(folders: Folders, host: str) -> None:
+    started = start_server(folders, host=host)
+    try:
+        assert started.process.poll() is None
+        reply = httpx2.post(started.url, content=LIST_TOOLS, headers=HEADERS)
+        assert reply.status_code == 200
+    finally:
+        stop(started.process)
+
+
+def test_allow_unauthenticated_serves_on_every_address(folders: Folders) -> None:
+    started = start_server(folders, "--allow-unauthenticated", host="0.0.0.0")
+    try:
+        assert started.process.poll() is None, stop(started.process)
+        reply = httpx2.post(started.url, content=LIST_TOOLS, headers=HEADERS)
+        assert reply.status_code == 200
+        assert "write_file" in reply.text
+    finally:
+        stderr = stop(started.process)
+    assert "without authentication (--allow-unauthenticated)" in stderr
+
+
+def test_authentication_on_every_address_needs_the_resource_url(
+    folders: Folders, tmp_path: Path
+) -> None:
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps(Keys().jwks()), encoding="utf-8")
+    env = {"DPTTOOLS_AUTH_JWKS_FILE": str(jwks), "DPTTOOLS_AUTH_ISSUER": ISSUER}
+    started = start_server(folders, env=env, host="0.0.0.0")
+    code = started.process.wait(timeout=30)
+    stderr = stop(started.process)
+    assert code == 2 and "DPTTOOLS_AUTH_RESOURCE_URL" in stderr
+
+
+def test_a_foreign_host_header_gets_421_and_a_foreign_origin_403(folders: Folders) -> None:
+    with serving(folders) as server:
+        local = httpx2.post(server.url, content=LIST_TOOLS, headers=HEADERS)
+        rebound = httpx2.post(
+            server.url, content=LIST_TOOLS, headers={**HEADERS, "Host": "evil.example:80"}
+        )
+        foreign_origin = httpx2.post(
+            server.url,
+            content=LIST_TOOLS,
+            headers={**HEADERS, "Origin": "http://evil.example"},
+        )
+        local_origin = httpx2.post(
+            server.url,
+            content=LIST_TOOLS,
+            headers={**HEADERS, "Origin": f"http://localhost:{server.port}"},
+        )
+    assert local.status_code == 200
+    assert rebound.status_code == 421
+    assert foreign_origin.status_code == 403
+    assert local_origin.status_code == 200
