@@ -142,12 +142,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"--workspace {args.workspace!r} is not a folder.")
 
     from .server import make_composed_server
+    from .skills.sandbox import announce_sandbox
 
     if args.transport == "stdio":
         try:
             server = make_composed_server(tools=serving.tools, read_only=serving.read_only)
         except ConfigError as exc:
             _fail(str(exc))
+        announce_sandbox(settings.script_sandbox)
         server.run()
         return
 
@@ -177,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     except ConfigError as exc:
         _fail(str(exc))
+    announce_sandbox(settings.script_sandbox)
     import uvicorn
 
     app = http_app(

@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.read_only:
         overrides["DPTTOOLS_READ_ONLY"] = "1"
     try:
-        get_settings()
+        settings = get_settings()
         serving = load_serving_settings({**os.environ, **overrides})
         from .server import new_skills_server
 
@@ -48,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"doc_processing_std_tools.skills: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    from .sandbox import announce_sandbox
+
+    announce_sandbox(settings.script_sandbox)
     server.run()
 
 
