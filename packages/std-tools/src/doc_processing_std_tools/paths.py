@@ -1,8 +1,13 @@
 """Confine a user-supplied relative path inside a root folder.
 
-This is the one place that decides whether a path may be touched. Symlinks are
-followed before the check, so a link that points outside the root is refused even
-when its target exists.
+This is the one place that states the rules for a path argument: `check_relative` refuses
+what is wrong on its face (empty, absolute, ``..``, a NUL byte) before the disk is touched,
+and `confine` also follows symbolic links, so a link that points outside the root is
+refused even when its target exists.
+
+`confine` answers by name, which suits listings and checks. Opening, reading or writing a
+file goes through `_io`, which walks the same rules on open folder descriptors, so a link
+swapped in during the call cannot lead it outside the root.
 """
 
 from __future__ import annotations
@@ -12,7 +17,15 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from .errors import InvalidArgumentError, PathOutsideRootError
 
-__all__ = ["confine", "is_inside", "names_nothing", "real_path"]
+__all__ = [
+    "check_relative",
+    "confine",
+    "is_inside",
+    "loop_error",
+    "names_nothing",
+    "outside_error",
+    "real_path",
+]
 
 # The errors that `Path.exists()` and `Path.is_file()` answer False to: no such file, a
 # file used as a folder on the way, a bad descriptor, a loop of symbolic links; on Windows
@@ -60,6 +73,50 @@ def is_inside(path: Path, root: Path) -> bool:
         return False
 
 
+def check_relative(root: Path, relative: str, *, what: str, allow_root: bool = False) -> str:
+    """`relative` stripped, after the checks that need no disk access; ``""`` means `root`.
+
+    Raises:
+        InvalidArgumentError: the path is empty (unless `allow_root`) or contains a NUL byte.
+        PathOutsideRootError: the path is absolute or uses ``..``.
+    """
+    if "\x00" in relative:
+        raise InvalidArgumentError(f"{what} contains a NUL character; pass a plain relative path.")
+    text = relative.strip()
+    if not text or text == ".":
+        if allow_root:
+            return ""
+        raise InvalidArgumentError(
+            f"{what} is empty; pass a path relative to {root}, such as 'references/notes.md'."
+        )
+    if PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute() or text[0] in "/\\":
+        raise PathOutsideRootError(
+            f"{what} {relative!r} is absolute; pass a path relative to {root} instead."
+        )
+    if ".." in PurePosixPath(text.replace("\\", "/")).parts:
+        raise PathOutsideRootError(
+            f"{what} {relative!r} uses '..'; paths must stay inside {root}. "
+            "Pass a path relative to that folder without '..'."
+        )
+    return text
+
+
+def outside_error(root: Path, relative: str, target: Path, *, what: str) -> PathOutsideRootError:
+    """The refusal of a path that a symbolic link leads out of `root`, to `target`."""
+    return PathOutsideRootError(
+        f"{what} {relative!r} leads outside {root} (through a symbolic link to "
+        f"{target}); only files inside that folder can be used."
+    )
+
+
+def loop_error(root: Path, relative: str, *, what: str, detail: str) -> InvalidArgumentError:
+    """The refusal of a path that runs into a loop of symbolic links."""
+    return InvalidArgumentError(
+        f"{what} {relative!r} cannot be followed: it leads into a loop of symbolic "
+        f"links inside {root} ({detail}). Point it at a regular file instead."
+    )
+
+
 def confine(root: Path, relative: str, *, what: str = "path", allow_root: bool = False) -> Path:
     """Resolve `relative` inside `root` and return the absolute, symlink-free path.
 
@@ -73,35 +130,14 @@ def confine(root: Path, relative: str, *, what: str = "path", allow_root: bool =
         InvalidArgumentError: the path is empty, absolute or contains a NUL byte.
         PathOutsideRootError: the path, after following `..` and symlinks, leaves `root`.
     """
-    if "\x00" in relative:
-        raise InvalidArgumentError(f"{what} contains a NUL character; pass a plain relative path.")
-    text = relative.strip()
-    if not text or text == ".":
-        if allow_root:
-            return root.resolve()
-        raise InvalidArgumentError(
-            f"{what} is empty; pass a path relative to {root}, such as 'references/notes.md'."
-        )
-    if PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute() or text[0] in "/\\":
-        raise PathOutsideRootError(
-            f"{what} {relative!r} is absolute; pass a path relative to {root} instead."
-        )
-    if ".." in PurePosixPath(text.replace("\\", "/")).parts:
-        raise PathOutsideRootError(
-            f"{what} {relative!r} uses '..'; paths must stay inside {root}. "
-            "Pass a path relative to that folder without '..'."
-        )
+    text = check_relative(root, relative, what=what, allow_root=allow_root)
     real_root = root.resolve()
+    if not text:
+        return real_root
     try:
         candidate = real_path(real_root / text)
     except OSError as exc:
-        raise InvalidArgumentError(
-            f"{what} {relative!r} cannot be followed: it leads into a loop of symbolic "
-            f"links inside {root} ({exc}). Point it at a regular file instead."
-        ) from None
+        raise loop_error(root, relative, what=what, detail=str(exc)) from None
     if candidate != real_root and not candidate.is_relative_to(real_root):
-        raise PathOutsideRootError(
-            f"{what} {relative!r} leads outside {root} (through a symbolic link to "
-            f"{candidate}); only files inside that folder can be used."
-        )
+        raise outside_error(root, relative, candidate, what=what)
     return candidate

@@ -18,7 +18,10 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import make_skills_server, skills_server
 from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
-from doc_processing_std_tools.errors import AlreadyExistsError, NotFoundError
+from doc_processing_std_tools.errors import (
+    AlreadyExistsError,
+    NotRegularFileError,
+)
 from doc_processing_std_tools.skills import actions, register_skills_tools
 
 if TYPE_CHECKING:
@@ -551,7 +554,7 @@ def test_a_named_pipe_resource_is_refused_without_waiting_for_a_writer(
     os.mkfifo(folder / "pipe")
     # Called directly, on the test's own thread, so that a regression that waits for a
     # writer is stopped by the timeout instead of hanging a worker thread.
-    with pytest.raises(NotFoundError, match="'pipe' does not exist in skill 'res'"):
+    with pytest.raises(NotRegularFileError, match="resource_path 'pipe' is not a regular file"):
         actions.load_skill_resource(get_settings(), "res", "pipe")
 
 

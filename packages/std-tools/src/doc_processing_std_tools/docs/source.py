@@ -1,4 +1,8 @@
-"""Find a document inside the workspace, check it, and tell its format."""
+"""Find a document inside the workspace, check it, and tell its format.
+
+The file is opened through `_io` (see `filesystem.operations.existing_file`): the checks
+apply to the open file, never to a name a link could be swapped under.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .. import _io
+from ..config import get_settings
 from ..errors import (
     DocumentError,
     EncryptedDocumentError,
@@ -75,6 +81,8 @@ class Source:
     format: Format
     size: int
     """Size in bytes."""
+    workspace: Workspace
+    """The workspace the document was found in; `decode_text` reads it again from there."""
 
 
 def missing_extra(what: str) -> MissingExtraError:
@@ -103,12 +111,10 @@ def open_source(ws: Workspace, path: str) -> Source:
         DocumentError: the file is empty or its content does not match its name.
         UnsupportedFormatError: a format the tools do not read.
     """
-    target, size = existing_file(ws, path)
+    target, size, head = existing_file(ws, path, head=4096)
     name = ws.relative(target)
     if size == 0:
         raise DocumentError(f"{name!r} is empty (0 bytes); there is nothing to read.")
-    with target.open("rb") as handle:
-        head = handle.read(4096)
     suffix = target.suffix.lower()
     if suffix in _LEGACY:
         raise UnsupportedFormatError(
@@ -139,14 +145,16 @@ def open_source(ws: Workspace, path: str) -> Source:
         )
     if fmt in ("docx", "xlsx"):
         _check_unpacked_size(target, name, size, fmt)
-    return Source(path=target, name=name, format=fmt, size=size)
+    return Source(path=target, name=name, format=fmt, size=size, workspace=ws)
 
 
 def _check_unpacked_size(target: Path, name: str, size: int, fmt: str) -> None:
-    """Refuse an Office package that would unpack to far more than its own size.
+    """Refuse an Office package that would unpack to far more than its own size, or to
+    more than DPTTOOLS_DOC_MAX_UNPACKED_MB.
 
     The readers hold whole parts in memory, so a small ZIP bomb would exhaust it. The
-    sizes the package declares are binding: Python's ZIP reader stops at them.
+    sizes the package declares are binding: Python's ZIP reader stops at them, so their
+    sum bounds what one pass over the package decompresses.
     """
     try:
         with zipfile.ZipFile(target) as package:
@@ -159,6 +167,13 @@ def _check_unpacked_size(target: Path, name: str, size: int, fmt: str) -> None:
             f"of {size:,} bytes; Office files expand a few dozen times at most, so this is "
             f"refused as a likely ZIP bomb. Re-save it as {fmt.upper()} and try again."
         )
+    bound = get_settings().doc_max_unpacked_mb
+    if unpacked > bound * 1024 * 1024:
+        raise DocumentError(
+            f"{name!r} would unpack to {unpacked:,} bytes, over the limit of {bound:g} MB "
+            f"(DPTTOOLS_DOC_MAX_UNPACKED_MB={bound:g}); raise DPTTOOLS_DOC_MAX_UNPACKED_MB "
+            "to read it."
+        )
 
 
 def decode_text(source: Source) -> tuple[str, str]:
@@ -169,8 +184,8 @@ def decode_text(source: Source) -> tuple[str, str]:
     Raises:
         DocumentError: the file holds NUL bytes, so it is binary.
     """
-    data = source.path.read_bytes()
-    if b"\x00" in data[:8192]:
+    _, _, data = existing_file(source.workspace, source.name, head=source.workspace.max_file_bytes)
+    if _io.is_binary(data):
         raise DocumentError(
             f"{source.name!r} holds binary data, not {source.format} text; it is damaged "
             "or another format under a text file's name."

@@ -1,38 +1,42 @@
 """File operations confined to the workspace folder, without any MCP in sight.
 
 Every function takes a `Workspace` (the root, the size limit and the output limit) and a
-path relative to its root. Paths go through `paths.confine`, so `..`, absolute paths and
-symbolic links that lead outside the root are refused. Writes are atomic: the new content
-goes to a temporary file in the same folder, which then replaces the target in one step;
-when a write fails, the temporary file and any folder created for it are removed again.
-Nothing here ever deletes a file or folder that was in the workspace before the call.
+path relative to its root. Files are opened, read and written through `_io`, which walks
+the path from the root without letting the kernel follow a link, so `..`, absolute paths
+and symbolic links that lead outside the root are refused even when a link is swapped in
+during the call. Writes are atomic: the new content goes to a temporary file, which then
+replaces the target in one step; when a write fails, the temporary file and any folder
+created for it are removed again. Writes and edits of one file are serialised, so an edit
+never loses another that finished before it. Nothing here ever deletes a file or folder
+that was in the workspace before the call (only our own temporary files of interrupted
+writes, see `_io.sweep_stale_temporaries`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import json
 import logging
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .. import _io
 from .._text import truncate
 from ..config import Settings, get_settings
 from ..errors import (
-    BinaryFileError,
-    FileTooLargeError,
     InvalidArgumentError,
     NotFoundError,
     PathOutsideRootError,
+    StdToolsError,
 )
-from ..paths import confine, is_inside, names_nothing
+from ..paths import confine, is_inside
 from .bounded_regex import BoundedRegex
 
 __all__ = [
@@ -41,7 +45,6 @@ __all__ = [
     "MAX_SEARCH_RESULTS",
     "SKIPPED_DIRS",
     "Workspace",
-    "atomic_write",
     "edit_file",
     "existing_file",
     "find_files",
@@ -78,7 +81,7 @@ MAX_FIND_RESULTS = 500
 #: Upper bound of `search_text`'s `max_results`.
 MAX_SEARCH_RESULTS = 1000
 _SEARCH_LINE_CHARS = 300
-_SNIFF_BYTES = 8192
+_BINARY_HINT = "for PDF, DOCX or XLSX use the document tools (read_document, get_file_overview)."
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,89 +115,87 @@ class Workspace:
         return rel or "."
 
 
-def _human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def existing_file(ws: Workspace, path: str) -> tuple[Path, int]:
-    """Confine `path` and check that it names a regular file within the size limit.
-
-    The file tools and the document tools both start here, so a missing file, a folder,
-    a named pipe or a file over the limit is reported in the same words by either. One
-    ``stat`` of the resolved path answers every check.
-
-    Returns:
-        The absolute, symlink-free path and the file's size in bytes.
-
-    Raises:
-        PathOutsideRootError, InvalidArgumentError: a bad path (see `Workspace.resolve`).
-        NotFoundError: nothing is at `path`.
-        InvalidArgumentError: `path` is a folder, or not a regular file (a named pipe, a
-            socket, a device), which a reader would wait on forever.
-        FileTooLargeError: the file is over `Workspace.max_file_bytes`.
-    """
-    target = ws.resolve(path)
-    try:
-        status = target.stat()
-    except OSError as exc:
-        if not names_nothing(exc):
-            raise
-        raise NotFoundError(
-            f"There is no file {path!r} in the workspace {ws.root}; "
-            "use list_directory or find_files to see what exists."
-        ) from None
-    if stat.S_ISDIR(status.st_mode):
-        raise InvalidArgumentError(
-            f"{path!r} is a folder, not a file; use list_directory to see what it holds and "
-            "pass the path of a file in it."
-        )
-    if not stat.S_ISREG(status.st_mode):
-        raise InvalidArgumentError(_not_regular(path))
-    size = status.st_size
-    if size > ws.max_file_bytes:
-        raise FileTooLargeError(
-            f"{path!r} is {_human_size(size)} ({size:,} bytes), over the limit of "
-            f"{ws.max_file_bytes:,} bytes (DPTTOOLS_MAX_FILE_SIZE_MB="
-            f"{ws.max_file_bytes / 1048576:g}); raise DPTTOOLS_MAX_FILE_SIZE_MB to read it."
-        )
-    return target, size
-
-
-def _not_regular(path: str) -> str:
-    # Reading a named pipe or a device would block or never end.
-    return (
-        f"{path!r} is not a regular file (a named pipe, socket or device); the file and "
-        "document tools only work on regular files, so pass the path of one."
+def _missing(ws: Workspace, path: str) -> NotFoundError:
+    return NotFoundError(
+        f"There is no file {path!r} in the workspace {ws.root}; "
+        "use list_directory or find_files to see what exists."
     )
 
 
+def _folder(path: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{path!r} is a folder, not a file; use list_directory to see what it holds and "
+        "pass the path of a file in it."
+    )
+
+
+def existing_file(ws: Workspace, path: str, *, head: int = 0) -> tuple[Path, int, bytes]:
+    """Check that `path` names a regular file within the size limit; read its first bytes.
+
+    The file tools and the document tools both start here, so a missing file, a folder,
+    a named pipe or a file over the limit is reported in the same words by either. The
+    checks are made on the open file (see `_io.read_at`).
+
+    Returns:
+        The absolute, link-free path, the file's size in bytes and its first `head` bytes.
+
+    Raises:
+        PathOutsideRootError, InvalidArgumentError: a bad path, or one that a link leads
+            outside the workspace.
+        NotFoundError: nothing is at `path`.
+        InvalidArgumentError: `path` is a folder; `NotRegularFileError` (a subclass): a
+            named pipe, a socket or a device, which a reader would wait on forever.
+        FileTooLargeError: the file is over `Workspace.max_file_bytes`.
+    """
+    target, data, size = _io.read_bytes(
+        ws.root,
+        path,
+        what="path",
+        shown=repr(path),
+        limit=ws.max_file_bytes,
+        missing=_missing(ws, path),
+        folder=_folder(path),
+        head=head,
+    )
+    return target, size, data
+
+
+def _read_text(ws: Workspace, location: _io.Location, path: str) -> tuple[str, bool]:
+    """The text of the file at `location` and whether it started with a byte-order mark."""
+    data, _ = _io.read_at(
+        location,
+        shown=repr(path),
+        limit=ws.max_file_bytes,
+        missing=_missing(ws, path),
+        folder=_folder(path),
+    )
+    return _decode(data, path)
+
+
 def _decode(data: bytes, path: str) -> tuple[str, bool]:
-    """UTF-8 text and whether it started with a byte-order mark."""
-    if b"\x00" in data[:_SNIFF_BYTES]:
-        raise BinaryFileError(
-            f"{path!r} is a binary file, not text; for PDF, DOCX or XLSX use the document "
-            "tools (read_document, get_file_overview)."
-        )
-    bom = data.startswith(b"\xef\xbb\xbf")
+    if _io.is_binary(data):
+        return _io.decode_utf8(data, repr(path), hint=_BINARY_HINT)
+    return _io.decode_utf8(
+        data, repr(path), hint="only UTF-8 files can be read and edited with the file tools."
+    )
+
+
+@contextlib.contextmanager
+def _located(ws: Workspace, path: str, *, writing: bool = False) -> Iterator[_io.Location]:
+    """`_io.locate` inside the workspace, with a missing folder on the way reported as a
+    missing file (or, for a write, a file on the way as the mistake it is)."""
     try:
-        text = data[3 if bom else 0 :].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BinaryFileError(
-            f"{path!r} is not UTF-8 text (invalid byte at offset {exc.start}); "
-            "only UTF-8 files can be read and edited with the file tools."
-        ) from None
-    return text, bom
-
-
-def _read_text(ws: Workspace, path: str) -> tuple[Path, str, bool]:
-    target, _ = existing_file(ws, path)
-    text, bom = _decode(target.read_bytes(), path)
-    return target, text, bom
+        with _io.locate(ws.root, path, what="path", allow_missing=writing) as location:
+            yield location
+    except OSError as exc:
+        if writing and exc.errno == errno.ENOTDIR:
+            raise InvalidArgumentError(
+                f"A part of {path!r} is a file, not a folder, so nothing can be written "
+                "there; pass a path whose folders are folders."
+            ) from None
+        if not writing and exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise _missing(ws, path) from None
+        raise
 
 
 def _encode(text: str, what: str, path: str) -> bytes:
@@ -209,84 +210,35 @@ def _encode(text: str, what: str, path: str) -> bytes:
         ) from None
 
 
-def _make_folders(folder: Path) -> list[Path]:
-    """Create `folder` and its missing parents; return the ones created, deepest first."""
-    missing: list[Path] = []
-    current = folder
-    while not current.exists():
-        missing.append(current)
-        current = current.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    return missing
+def _current_mode(location: _io.Location, path: str) -> int | None:
+    """The permission bits of the file to be replaced, or None when there is none yet.
 
-
-def _new_file_mode() -> int:
-    """The permissions `open()` would give a new file: 0o666 less the process umask.
-
-    The umask is read from /proc where there is one, because `os.umask` can only be read
-    by setting it, which would race with other threads creating files.
+    Raises:
+        InvalidArgumentError: the name is a folder, a pipe or the like, or the file is
+            read-only for this server (an atomic write swaps the folder entry, which the
+            file's own permissions do not guard, so this keeps such a file unchanged).
     """
+    if location.missing:
+        return None
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o644
-
-
-def _check_writable(target: Path, path: str) -> None:
-    """Refuse to replace a file its permissions keep us from writing.
-
-    An atomic write swaps the folder entry, which the file's own permissions do not
-    guard; this keeps a file marked read-only from being replaced anyway.
-    """
-    if target.exists() and not os.access(target, os.W_OK):
+        status = os.stat(location.name, dir_fd=location.dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(status.st_mode):
+        raise InvalidArgumentError(f"{path!r} is a folder; pass the path of a file to write.")
+    if stat.S_ISLNK(status.st_mode):
+        raise InvalidArgumentError(
+            f"{path!r} was replaced by a symbolic link during the call; nothing was "
+            "written. Try again."
+        )
+    if not stat.S_ISREG(status.st_mode):
+        raise _io.not_regular(repr(path))
+    if not os.access(location.name, os.W_OK, dir_fd=location.dir_fd):
         raise InvalidArgumentError(
             f"{path!r} is read-only (its permissions do not let this server write it); "
             "nothing was changed. Make it writable first if it should change."
         )
-
-
-def atomic_write(target: Path, data: bytes) -> None:
-    """Replace `target` with `data` so that readers see the old or the new file, never half.
-
-    The bytes go to a temporary file in the target's folder, are flushed to disk, and the
-    temporary file is renamed over the target. An existing target keeps its permissions.
-    If anything fails, the temporary file is removed and the target is untouched.
-    """
-    # A short prefix: the temporary name must fit where a 255-character name fits.
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{target.name[:64]}.", suffix=".tmp", dir=target.parent
-    )
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
-        tmp.chmod(mode)
-        tmp.replace(target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _sync_folder(target.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush the folder entry of a rename to disk where the system allows it."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        logger.debug("Could not flush the folder %s", folder, exc_info=True)
-    finally:
-        os.close(fd)
+    return stat.S_IMODE(status.st_mode)
 
 
 def read_file(
@@ -296,7 +248,8 @@ def read_file(
 
     Long output is cut at the output limit; the marker says which line to continue from.
     """
-    _, text, _ = _read_text(ws, path)
+    with _located(ws, path) as location:
+        text, _ = _read_text(ws, location, path)
     first = 1
     lines: list[str] | None = None
     if start_line is not None or end_line is not None:
@@ -338,30 +291,20 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
 
     Returns a one-line confirmation.
     """
-    target = ws.resolve(path)
-    if target.is_dir():
-        raise InvalidArgumentError(f"{path!r} is a folder; pass the path of a file to write.")
-    if target.exists() and not target.is_file():
-        raise InvalidArgumentError(_not_regular(path))
     data = _encode(content, "content", path)
     if len(data) > ws.max_file_bytes:
-        raise FileTooLargeError(
-            f"The content is {_human_size(len(data))}, over the limit of "
-            f"{_human_size(ws.max_file_bytes)} (DPTTOOLS_MAX_FILE_SIZE_MB); nothing was written."
+        raise _io.too_large(
+            f"The content for {path!r}",
+            len(data),
+            ws.max_file_bytes,
+            unwritten="nothing was written",
         )
-    _check_writable(target, path)
-    existed = target.exists()
-    created = _make_folders(target.parent)
-    try:
-        atomic_write(target, data)
-    except BaseException:
-        # Leave the workspace as it was: the folders made for this write go again.
-        for folder in created:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise
+    with _located(ws, path, writing=True) as location, _io.locked(location):
+        mode = _current_mode(location, path)
+        _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+        target = location.path
     logger.info("Wrote %d bytes to %s", len(data), target)
-    action = "replaced its previous content" if existed else "created it"
+    action = "created it" if mode is None else "replaced its previous content"
     return f"Wrote {len(data)} bytes to {ws.relative(target)} ({action})."
 
 
@@ -370,40 +313,46 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
 
     `old_text` must occur exactly once; otherwise nothing is written and the error says
     how many times it was found. A file with Windows line endings can be edited with
-    `old_text` and `new_text` written with plain `\\n`.
+    `old_text` and `new_text` written with plain `\\n`. The read and the write happen under
+    the file's write lock, so concurrent edits of one file all land.
     """
     if not old_text:
         raise InvalidArgumentError(
             "old_text is empty; pass the exact text to replace, as read_file shows it."
         )
-    target, text, bom = _read_text(ws, path)
-    count = text.count(old_text)
-    if count == 0 and "\r\n" in text and "\r\n" not in old_text and "\n" in old_text:
-        crlf_old = old_text.replace("\n", "\r\n")
-        if text.count(crlf_old):
-            old_text, new_text = crlf_old, new_text.replace("\r\n", "\n").replace("\n", "\r\n")
-            count = text.count(old_text)
-    if count != 1:
-        found = "not found (0 times)" if count == 0 else f"found {count} times"
-        advice = (
-            "it must match exactly, including spaces, indentation and line breaks; "
-            "read the file again with read_file and copy the text"
-            if count == 0
-            else "include more of the surrounding text so that it occurs exactly once"
-        )
-        raise InvalidArgumentError(
-            f"old_text was {found} in {path!r}; {advice}. Nothing was changed."
-        )
-    index = text.index(old_text)
-    updated = text[:index] + new_text + text[index + len(old_text) :]
-    data = (b"\xef\xbb\xbf" if bom else b"") + _encode(updated, "new_text", path)
-    if len(data) > ws.max_file_bytes:
-        raise FileTooLargeError(
-            f"After the edit {path!r} would be {_human_size(len(data))}, over the limit of "
-            f"{_human_size(ws.max_file_bytes)} (DPTTOOLS_MAX_FILE_SIZE_MB); nothing was changed."
-        )
-    _check_writable(target, path)
-    atomic_write(target, data)
+    with _located(ws, path) as location, _io.locked(location):
+        text, bom = _read_text(ws, location, path)
+        count = text.count(old_text)
+        if count == 0 and "\r\n" in text and "\r\n" not in old_text and "\n" in old_text:
+            crlf_old = old_text.replace("\n", "\r\n")
+            if text.count(crlf_old):
+                old_text = crlf_old
+                new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+                count = text.count(old_text)
+        if count != 1:
+            found = "not found (0 times)" if count == 0 else f"found {count} times"
+            advice = (
+                "it must match exactly, including spaces, indentation and line breaks; "
+                "read the file again with read_file and copy the text"
+                if count == 0
+                else "include more of the surrounding text so that it occurs exactly once"
+            )
+            raise InvalidArgumentError(
+                f"old_text was {found} in {path!r}; {advice}. Nothing was changed."
+            )
+        index = text.index(old_text)
+        updated = text[:index] + new_text + text[index + len(old_text) :]
+        data = (b"\xef\xbb\xbf" if bom else b"") + _encode(updated, "new_text", path)
+        if len(data) > ws.max_file_bytes:
+            raise _io.too_large(
+                f"After the edit {path!r}",
+                len(data),
+                ws.max_file_bytes,
+                unwritten="nothing was changed",
+            )
+        mode = _current_mode(location, path)
+        _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+        target = location.path
     line = text.count("\n", 0, index) + 1
     logger.info("Edited %s at line %d", target, line)
     return f"Replaced 1 occurrence in {ws.relative(target)} at line {line}."
@@ -440,7 +389,7 @@ def _entry_line(ws: Workspace, entry: os.DirEntry[str]) -> str:
         size = entry.stat().st_size
     except OSError:
         return entry.name
-    return f"{entry.name}  {_human_size(size)}"
+    return f"{entry.name}  {_io.human_size(size)}"
 
 
 def list_directory(ws: Workspace, path: str = ".") -> str:
@@ -570,13 +519,20 @@ def _searchable_text(ws: Workspace, file: Path, *, strict: bool = False) -> str 
 
     Invalid UTF-8 is replaced unless `strict`, when it makes the file count as binary.
     """
+    relative = ws.relative(file)
     try:
-        if file.stat().st_size > ws.max_file_bytes:
-            return None
-        data = file.read_bytes()
-    except OSError:
+        _, data, _ = _io.read_bytes(
+            ws.root,
+            relative,
+            what="path",
+            shown=repr(relative),
+            limit=ws.max_file_bytes,
+            missing=_missing(ws, relative),
+            folder=_folder(relative),
+        )
+    except (StdToolsError, OSError):
         return None
-    if b"\x00" in data[:_SNIFF_BYTES]:
+    if _io.is_binary(data):
         return None
     try:
         return data.decode("utf-8-sig", errors="strict" if strict else "replace")
@@ -657,7 +613,7 @@ def get_file_info(ws: Workspace, path: str) -> str:
     else:
         info["type"] = "file" if target.is_file() else "other"
         info["size_bytes"] = status.st_size
-        info["size"] = _human_size(status.st_size)
+        info["size"] = _io.human_size(status.st_size)
         info["suffix"] = target.suffix.lower()
     info["modified"] = datetime.fromtimestamp(status.st_mtime, UTC).isoformat(timespec="seconds")
     info["permissions"] = stat.filemode(status.st_mode)

@@ -10,25 +10,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import uuid
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Final
 from xml.sax.saxutils import escape
 
 import yaml
 
+from .. import _io
 from .._text import truncate
 from ..config import Settings
 from ..errors import (
     AlreadyExistsError,
-    BinaryFileError,
-    FileTooLargeError,
     InvalidArgumentError,
     NotFoundError,
     StdToolsError,
 )
-from ..paths import confine, is_inside, names_nothing
+from ..paths import check_relative, confine, is_inside
 from .catalog import SKILL_FILE, Catalog, SkillCatalog, is_hidden_name
 from .frontmatter import (
     MAX_DESCRIPTION_LENGTH,
@@ -56,10 +54,6 @@ __all__ = [
 MAX_LISTED_RESOURCES: Final = 50
 """At most this many files are named in load_skill's resource list."""
 _MIN_BODY_CHARS: Final = 200
-_BINARY_SNIFF_BYTES: Final = 8192
-# Non-blocking, so that opening a named pipe returns at once instead of waiting for a
-# writer (the pipe is then refused); binary, so that Windows does not translate newlines.
-_OPEN_FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 _catalog = SkillCatalog()
 
@@ -111,16 +105,18 @@ def _skill_folder(settings: Settings, skill_name: str) -> Path:
     return folder
 
 
+def _skill_relative(settings: Settings, skill_name: str, relative: str, what: str) -> str:
+    """`relative` (inside the skill's folder) as a path inside the skills folder, after
+    the checks that need no disk access; links may lead anywhere in the skills folder."""
+    text = check_relative(settings.skills_dir / skill_name, relative, what=what)
+    return f"{skill_name}/{text}"
+
+
 def _inside_skill(settings: Settings, skill_name: str, relative: str, what: str) -> Path:
     """Resolve `relative` inside the skill's folder; symlinks may not leave the skills folder."""
-    text = relative.strip().replace("\\", "/")
-    is_absolute = (
-        PurePosixPath(text).is_absolute() or PureWindowsPath(relative.strip()).is_absolute()
+    return confine(
+        settings.skills_dir, _skill_relative(settings, skill_name, relative, what), what=what
     )
-    if "\x00" in relative or not text or is_absolute or ".." in PurePosixPath(text).parts:
-        # confine() states precisely what is wrong with these before touching the disk.
-        confine(settings.skills_dir / skill_name, relative, what=what)
-    return confine(settings.skills_dir, f"{skill_name}/{text}", what=what)
 
 
 def _no_skill(settings: Settings, skill_name: str) -> NotFoundError:
@@ -130,73 +126,42 @@ def _no_skill(settings: Settings, skill_name: str) -> NotFoundError:
     )
 
 
-def _read_exactly(fd: int, size: int) -> bytes:
-    """`size` bytes from `fd`, or fewer when the file ends sooner."""
-    chunks: list[bytes] = []
-    while size > 0 and (chunk := os.read(fd, size)):
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
 def _read_text(
-    path: Path,
     settings: Settings,
+    relative: str,
     what: str,
     *,
     missing: StdToolsError,
     folder: StdToolsError,
 ) -> str:
-    """The text of the regular file at `path`, checked with one ``fstat`` of the open file.
+    """The text of the regular file at `relative` inside the skills folder.
 
-    The file is opened first and its status taken from the open descriptor, so the type
-    and size checks apply to exactly the file that is read, and no separate exists, is-file
-    or size check touches the path again.
+    Read through `_io`: no link is followed by name, so the path stays inside the skills
+    folder even while links change; the checks apply to the open file.
 
     Raises:
-        `missing`: nothing is at `path`, or it is not a regular file (a pipe, a socket).
-        `folder`: `path` is a folder.
+        `missing`: nothing is there. `folder`: it is a folder.
+        NotRegularFileError: a named pipe, socket or device.
         FileTooLargeError: the file is over DPTTOOLS_MAX_FILE_SIZE_MB.
-        BinaryFileError: the file is binary or not UTF-8.
+        BinaryFileError: the file is binary or not UTF-8 (the rule the catalog applies to
+            SKILL.md too, so a listed skill always loads).
     """
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        if names_nothing(exc):
-            raise missing from None
-        # Windows refuses to open a folder, and so does POSIX one that may not be listed.
-        if isinstance(exc, IsADirectoryError | PermissionError) and path.is_dir():
-            raise folder from None
-        raise
-    try:
-        status = os.fstat(fd)
-        if stat.S_ISDIR(status.st_mode):
-            raise folder
-        if not stat.S_ISREG(status.st_mode):
-            raise missing
-        size = status.st_size
-        if size > settings.max_file_size_bytes:
-            raise FileTooLargeError(
-                f"{what} is {size / 1048576:.1f} MB, more than the "
-                f"{settings.max_file_size_mb:g} MB that DPTTOOLS_MAX_FILE_SIZE_MB allows; "
-                "read a smaller file or raise that limit."
-            )
-        data = _read_exactly(fd, size)
-    finally:
-        os.close(fd)
-    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
-        raise BinaryFileError(
-            f"{what} is a binary file and cannot be shown as text; only text files "
-            "(Markdown, JSON, CSV, source code, ...) can be read."
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BinaryFileError(
-            f"{what} is not UTF-8 text and cannot be shown; save it as UTF-8, or use a tool "
-            "made for its format."
-        ) from None
-    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+    _, data, _ = _io.read_bytes(
+        settings.skills_dir,
+        relative,
+        what=what,
+        shown=what,
+        limit=settings.max_file_size_bytes,
+        missing=missing,
+        folder=folder,
+    )
+    text, _ = _io.decode_utf8(
+        data,
+        what,
+        hint="only text files (Markdown, JSON, CSV, source code, ...) can be read; save it "
+        "as UTF-8, or use a tool made for its format.",
+    )
+    return text.replace("\r\n", "\n")
 
 
 def list_resources(folder: Path, skills_dir: Path) -> list[str]:
@@ -236,10 +201,9 @@ def load_skill(settings: Settings, skill_name: str) -> str:
     """The skill's SKILL.md wrapped in ``<skill_content>``, with its resource list."""
     folder = _skill_folder(settings, skill_name)
     # The SKILL.md itself may be a symbolic link; it too must stay inside the skills folder.
-    skill_md = confine(settings.skills_dir, f"{skill_name}/{SKILL_FILE}", what="SKILL.md")
     absent = _no_skill(settings, skill_name)
     what = f"The SKILL.md of '{skill_name}'"
-    text = _read_text(skill_md, settings, what, missing=absent, folder=absent)
+    text = _read_text(settings, f"{skill_name}/{SKILL_FILE}", what, missing=absent, folder=absent)
     resources = list_resources(folder, settings.skills_dir)
     shown = resources[:MAX_LISTED_RESOURCES]
     lines = [f"<skill_resources count={_attr(str(len(resources)))}>"]
@@ -269,7 +233,7 @@ def load_skill(settings: Settings, skill_name: str) -> str:
 def load_skill_resource(settings: Settings, skill_name: str, resource_path: str) -> str:
     """The text of one file inside the skill's folder."""
     _skill_folder(settings, skill_name)
-    path = _inside_skill(settings, skill_name, resource_path, "resource_path")
+    relative = _skill_relative(settings, skill_name, resource_path, "resource_path")
     what = f"resource_path {resource_path!r}"
     folder = InvalidArgumentError(
         f"{what} is a folder in skill '{skill_name}'; pass the path of a file in it "
@@ -280,7 +244,7 @@ def load_skill_resource(settings: Settings, skill_name: str, resource_path: str)
         "files, with paths relative to its folder."
     )
     return truncate(
-        _read_text(path, settings, what, missing=missing, folder=folder),
+        _read_text(settings, relative, what, missing=missing, folder=folder),
         settings.output_truncation_limit,
         hint="the file is longer than DPTTOOLS_OUTPUT_TRUNCATION_LIMIT allows",
     )

@@ -24,7 +24,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Final
 
+from .. import _io
 from .._text import wire_safe
+from ..errors import (
+    FileTooLargeError,
+    InvalidArgumentError,
+    NotFoundError,
+    NotRegularFileError,
+    PathOutsideRootError,
+    StdToolsError,
+)
 from ..paths import real_path
 from .frontmatter import Diagnostic, Level, check_fields, read_skill_md_text
 
@@ -169,6 +178,53 @@ def _read_diagnostic(folder: Path, code: str, message: str) -> list[SkillDiagnos
     return [SkillDiagnostic(folder.name, "error", code, message)]
 
 
+def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | SkillDiagnostic:
+    """The bytes of the folder's SKILL.md, read through `_io` by the rules load_skill uses
+    (so whatever is listed loads), or the error diagnostic that says why it cannot be."""
+    base = root if root is not None and folder.is_relative_to(root) else folder.parent
+    relative = f"{folder.relative_to(base).as_posix()}/{SKILL_FILE}"
+    gone = NotFoundError("SKILL.md disappeared while it was being read.")
+    not_file = InvalidArgumentError("SKILL.md is a folder, not a file.")
+
+    def problem(code: str, message: str) -> SkillDiagnostic:
+        return SkillDiagnostic(folder.name, "error", code, message)
+
+    try:
+        _, data, _ = _io.read_bytes(
+            base,
+            relative,
+            what="SKILL.md",
+            shown="SKILL.md",
+            limit=max_bytes,
+            missing=gone,
+            folder=not_file,
+        )
+    except FileTooLargeError as exc:
+        return problem(
+            "skill_md_too_large", f"{exc} Move long material into files under references/."
+        )
+    except NotRegularFileError as exc:
+        return problem("not_a_file", f"{exc} Replace it with a plain UTF-8 text file.")
+    except PathOutsideRootError as exc:
+        return problem("outside_skills_dir", str(exc))
+    except StdToolsError as exc:
+        return problem("unreadable", f"{exc} Check that it is a readable file.")
+    except OSError as exc:
+        return problem(
+            "unreadable",
+            f"SKILL.md could not be read ({exc.strerror or exc}); check that it is a "
+            "readable file.",
+        )
+    if _io.is_binary(data):
+        return problem(
+            "binary_skill_md",
+            f"SKILL.md holds NUL bytes within its first {_io.SNIFF_BYTES} bytes, so it is a "
+            "binary file, not text, and load_skill could not serve it; save it as plain "
+            "UTF-8 text.",
+        )
+    return data
+
+
 def read_skill(
     folder: Path, *, max_bytes: int, name: str | None = None, root: Path | None = None
 ) -> tuple[SkillRecord | None, list[SkillDiagnostic]]:
@@ -199,36 +255,10 @@ def read_skill(
                 "skills must live inside the skills folder, so copy the file there instead "
                 "of linking it.",
             )
-    try:
-        # Non-blocking, so that opening a named pipe returns at once instead of waiting
-        # for a writer; reads of a regular file are unaffected.
-        fd = os.open(skill_md, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as handle:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return None, _read_diagnostic(
-                    folder,
-                    "not_a_file",
-                    "SKILL.md is not a regular file (it is a pipe, a device or a socket); "
-                    "replace it with a plain UTF-8 text file.",
-                )
-            size = st.st_size
-            if size > max_bytes:
-                return None, _read_diagnostic(
-                    folder,
-                    "skill_md_too_large",
-                    f"SKILL.md is {size} bytes, more than the {max_bytes} bytes "
-                    "DPTTOOLS_MAX_FILE_SIZE_MB allows; move long material into files under "
-                    "references/.",
-                )
-            data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        return None, _read_diagnostic(
-            folder,
-            "unreadable",
-            f"SKILL.md could not be read ({exc.strerror or exc}); check that it is a "
-            "readable file.",
-        )
+    data_or_problem = _read_skill_md(folder, max_bytes, root)
+    if isinstance(data_or_problem, SkillDiagnostic):
+        return None, [data_or_problem]
+    data = data_or_problem
     parsed = read_skill_md_text(data)
     diagnostics = [SkillDiagnostic.of(name, d) for d in parsed.diagnostics]
     if parsed.fields is None:

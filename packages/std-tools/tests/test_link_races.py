@@ -1,0 +1,207 @@
+"""Attacks: another process swaps files and folders for symbolic links while tools work.
+
+A swapper child process keeps replacing a file (or a folder) inside the root with a
+symbolic link to a secret outside it, and back, as fast as it can. Meanwhile the tools are
+called in a loop, bounded in time and count. A tool may fail while the link is in place
+(that is the refusal working), but it must never return the secret, and a write must
+never create anything outside the root.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.types import TextContent
+
+from doc_processing_std_tools import file_system_server
+from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.errors import StdToolsError
+from doc_processing_std_tools.filesystem import operations as ops
+from doc_processing_std_tools.filesystem.operations import Workspace
+from doc_processing_std_tools.skills import actions
+
+SECRET = "outside secret: never shown"
+#: How long each attack runs, and the most calls it makes.
+SECONDS = float(__import__("os").environ.get("RACE_SECONDS", "2.0"))
+MAX_CALLS = 20_000
+
+# Swaps `victim` (a file or a folder inside the root) with a symbolic link to `secret`,
+# and back, until killed: renameat2(RENAME_EXCHANGE) exchanges the two names in one step,
+# so the name is never missing and the tools never recreate it.
+_SWAPPER = r"""
+import ctypes, os, sys
+victim, secret = sys.argv[1:3]
+link = victim + ".swaplink"
+os.symlink(secret, link)
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+def exchange():
+    if libc.renameat2(AT_FDCWD, victim.encode(), AT_FDCWD, link.encode(), RENAME_EXCHANGE):
+        raise OSError(ctypes.get_errno(), "renameat2")
+try:
+    exchange()
+    exchange()
+except (OSError, AttributeError) as exc:
+    print("unsupported", exc, flush=True)
+    sys.exit(0)
+print("ready", flush=True)
+while True:
+    exchange()
+"""
+
+
+@contextmanager
+def swapping(victim: Path, secret: Path) -> Iterator[None]:
+    """Run the swapper child for the duration of the block."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SWAPPER, str(victim), str(secret)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        first = child.stdout.readline().strip()
+        if first.startswith("unsupported"):
+            pytest.skip(f"renameat2(RENAME_EXCHANGE) is not available here: {first}")
+        assert first == "ready", child.stderr.read() if child.stderr else first
+        yield
+        assert child.poll() is None, (
+            f"the swapper stopped: {child.stderr.read() if child.stderr else ''}"
+        )
+    finally:
+        child.kill()
+        child.wait()
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def hammer(call: Callable[[], str]) -> tuple[int, int, list[str]]:
+    """Call `call` until time or count runs out: (calls, refusals, answers holding the secret)."""
+    calls = refused = 0
+    leaks: list[str] = []
+    deadline = time.monotonic() + SECONDS
+    while calls < MAX_CALLS and time.monotonic() < deadline:
+        calls += 1
+        try:
+            text = call()
+        except StdToolsError as exc:
+            refused += 1
+            text = str(exc)
+        except OSError as exc:  # the swapper's half-done state: a name briefly missing
+            refused += 1
+            text = str(exc)
+        if "never shown" in text:
+            leaks.append(text)
+    return calls, refused, leaks
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(workspace, outside folder holding secret.txt); settings point at the workspace."""
+    root = tmp_path / "workspace"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "notes.txt").write_text("inside text\n", encoding="utf-8")
+    (root / "victim.txt").write_text("inside text\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET + "\n", encoding="utf-8")
+    (outside / "notes.txt").write_text(SECRET + "\n", encoding="utf-8")
+    reset_settings(
+        load_settings(
+            {
+                "DPTTOOLS_WORKSPACE_DIR": str(root),
+                "DPTTOOLS_SKILLS_DIR": str(tmp_path / "skills"),
+                "DPTTOOLS_MAX_FILE_SIZE_MB": "1",
+            }
+        )
+    )
+    yield root.resolve(), outside.resolve()
+    reset_settings()
+
+
+def test_read_file_never_reads_through_a_swapped_file_link(site: tuple[Path, Path]) -> None:
+    root, outside = site
+    ws = Workspace.from_settings()
+    with swapping(root / "victim.txt", outside / "secret.txt"):
+        calls, refused, leaks = hammer(lambda: ops.read_file(ws, "victim.txt"))
+    assert leaks == [], f"{len(leaks)} of {calls} calls read outside content"
+    assert refused < calls, "no call ever succeeded: the attack proved nothing"
+
+
+def test_read_file_never_reads_through_a_swapped_folder_link(site: tuple[Path, Path]) -> None:
+    root, outside = site
+    ws = Workspace.from_settings()
+    with swapping(root / "docs", outside):
+        calls, refused, leaks = hammer(lambda: ops.read_file(ws, "docs/notes.txt"))
+    assert leaks == [], f"{len(leaks)} of {calls} calls read outside content"
+    assert refused < calls
+
+
+def test_write_file_never_creates_a_file_outside(site: tuple[Path, Path]) -> None:
+    root, outside = site
+    ws = Workspace.from_settings()
+    before = sorted(p.name for p in outside.iterdir())
+    counter = iter(range(MAX_CALLS))
+    with swapping(root / "docs", outside):
+        calls, refused, _ = hammer(
+            lambda: ops.write_file(ws, f"docs/new-{next(counter)}.txt", "written")
+        )
+    assert sorted(p.name for p in outside.iterdir()) == before
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == SECRET + "\n"
+    assert refused < calls
+
+
+def test_write_file_never_writes_through_a_swapped_file_link(site: tuple[Path, Path]) -> None:
+    root, outside = site
+    ws = Workspace.from_settings()
+    with swapping(root / "victim.txt", outside / "secret.txt"):
+        hammer(lambda: ops.write_file(ws, "victim.txt", "overwritten"))
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == SECRET + "\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["notes.txt", "secret.txt"]
+
+
+def test_load_skill_resource_never_reads_through_a_swapped_link(
+    site: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, outside = site
+    skills = tmp_path / "skills"
+    folder = skills / "res"
+    (folder / "references").mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: res\ndescription: d\n---\nbody\n", "utf-8")
+    (folder / "references" / "guide.md").write_text("inside text\n", encoding="utf-8")
+    settings = load_settings({"DPTTOOLS_SKILLS_DIR": str(skills)})
+    victim = folder / "references" / "guide.md"
+    with swapping(victim, outside / "secret.txt"):
+        calls, refused, leaks = hammer(
+            lambda: actions.load_skill_resource(settings, "res", "references/guide.md")
+        )
+    assert leaks == [], f"{len(leaks)} of {calls} calls read outside content"
+    assert refused < calls
+
+
+@pytest.mark.anyio
+async def test_read_file_over_mcp_never_reads_through_a_swapped_link(
+    site: tuple[Path, Path],
+) -> None:
+    root, outside = site
+    leaks = calls = 0
+    with swapping(root / "victim.txt", outside / "secret.txt"):
+        async with Client(file_system_server) as client:
+            deadline = time.monotonic() + SECONDS
+            while time.monotonic() < deadline:
+                calls += 1
+                result = await client.call_tool("read_file", {"path": "victim.txt"})
+                block = result.content[0]
+                assert isinstance(block, TextContent)
+                leaks += "never shown" in block.text
+    assert calls > 50
+    assert leaks == 0, f"{leaks} of {calls} MCP calls read outside content"
