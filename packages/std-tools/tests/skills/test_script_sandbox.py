@@ -393,3 +393,21 @@ async def test_bwrap_mode_without_bubblewrap_is_a_clear_tool_error(
     assert (
         "bubblewrap is not installed" in block.text and "apt-get install bubblewrap" in block.text
     )
+
+
+@needs_bwrap
+async def test_a_sandbox_that_cannot_start_says_so_instead_of_a_result(tmp_path: Path) -> None:
+    skill = tmp_path / "skill"
+    (skill / "scripts").mkdir(parents=True)
+    path = skill / "scripts" / "ok.py"
+    path.write_text("print('ran')\n", encoding="utf-8")
+    result = await run_script(
+        path,
+        [],
+        time_limit=20,
+        output_limit=2000,
+        policy=ScriptPolicy(sandbox="bwrap"),
+        skill_dir=tmp_path / "vanished",
+    )
+    assert result.exit_code == -1 and result.stdout == ""
+    assert "Could not run the script: bubblewrap ended with status 1" in result.stderr

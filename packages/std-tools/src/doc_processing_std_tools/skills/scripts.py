@@ -453,7 +453,8 @@ async def run_script(
             # supervisor that stopped answering.
             with anyio.move_on_after(time_limit + _GRACE_SECONDS) as scope:
                 await process.wait()
-            if scope.cancelled_caught:
+            stuck = scope.cancelled_caught
+            if stuck:
                 logger.error("the supervisor of skill script %s did not stop; killing", script)
                 _kill_group(process.pid)
                 _kill_marked(run_id)
@@ -474,19 +475,33 @@ async def run_script(
     stdout = out.text(output_limit, hint)
     stderr = err.text(output_limit, hint)
     sandboxed = bwrap is not None
-    if status.get("stopped") == "timeout" or not status:
-        logger.warning("skill script %s timed out after %s s", script, time_limit)
-        message = (
-            f"Timed out: the script ran longer than {time_limit:g} seconds "
-            "(DPTTOOLS_SANDBOX_TIMEOUT) and was killed with every process it started."
-        )
-        if not status:
+    if not status:
+        if stuck:
             message = (
-                "Killed: the script's supervisor did not report how the script ended, so "
-                "the script and every process carrying its run id were killed."
+                f"Killed: the script outlived the time limit of {time_limit:g} seconds "
+                "(DPTTOOLS_SANDBOX_TIMEOUT) and its supervisor did not answer, so its process "
+                "group and every process carrying its run id were killed."
+            )
+        else:
+            runner = "bubblewrap" if sandboxed else "the script's supervisor"
+            message = (
+                f"Could not run the script: {runner} ended with status {process.returncode} "
+                "before the script's end was reported; the lines above say why."
             )
         stderr = f"{stderr}\n{message}" if stderr else message
-        return ScriptResult(stdout, stderr, -1, timed_out=bool(status), sandboxed=sandboxed)
+        return ScriptResult(stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed)
+    if "stopped" in status:
+        timed_out = status["stopped"] == "timeout"
+        if timed_out:
+            logger.warning("skill script %s timed out after %s s", script, time_limit)
+            message = (
+                f"Timed out: the script ran longer than {time_limit:g} seconds "
+                "(DPTTOOLS_SANDBOX_TIMEOUT) and was killed with every process it started."
+            )
+        else:
+            message = "Stopped: the run was ended from outside (SIGTERM to its supervisor)."
+        stderr = f"{stderr}\n{message}" if stderr else message
+        return ScriptResult(stdout, stderr, -1, timed_out=timed_out, sandboxed=sandboxed)
     code = status.get("exit_code")
     signum = status.get("signal")
     exit_code = int(code) if isinstance(code, int) else -int(signum or 1)
