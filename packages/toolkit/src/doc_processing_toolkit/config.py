@@ -110,6 +110,18 @@ class McpHttpEntry(_ServerEntry):
     type: Literal["mcp_http"]
     url: Annotated[str, Field(pattern=r"^https?://")]
     headers: dict[str, str] = {}
+    bearer_token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
+    """The environment variable holding a bearer token, sent as ``Authorization: Bearer
+    <token>``. Read each time the server is connected, so the token never sits in the
+    configuration and a renewed token is picked up on the next connection."""
+
+    @pydantic.model_validator(mode="after")
+    def _one_authorization(self) -> McpHttpEntry:
+        if self.bearer_token_env is not None and any(
+            key.lower() == "authorization" for key in self.headers
+        ):
+            raise ValueError("give either bearer_token_env or an Authorization header, not both")
+        return self
 
 
 class SessionEntry(_ServerEntry):

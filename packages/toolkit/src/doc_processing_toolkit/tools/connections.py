@@ -260,6 +260,9 @@ class Connection:
             )
         if owner.error is not None or owner.session is None:
             await owner.done.wait()
+            if isinstance(owner.error, ToolServerError):
+                # Already worded for this server (a refused token, a missing variable).
+                raise owner.error
             cause = describe_error(owner.error) if owner.error else "the connection closed"
             raise ToolServerError(
                 f"server {self.server.describe()} failed to connect: {cause}"
@@ -362,20 +365,70 @@ async def _enter_session(
         client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
         return client.session
     if server.route == "mcp_http":
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        # The SDK's transport takes headers through a client of our own. The timeouts are
-        # the SDK's recommended ones: a server may hold a response stream open for long.
-        timeout = httpx2.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_STREAM_READ_TIMEOUT_S)
-        http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=dict(target.headers) or None, timeout=timeout)
-        )
-        client = await stack.enter_async_context(
-            Client(streamable_http_client(target.url, http_client=http))
-        )
-        return client.session
+        return await _enter_http_session(server, stack)
     raise ToolServerError(f"server {server.describe()} has no connectable route")
+
+
+def _http_headers(server: ToolServer) -> dict[str, str]:
+    """The entry's headers, with the bearer token read from its variable now."""
+    target = server.target
+    headers = dict(target.headers)
+    variable = target.bearer_token_env
+    if variable is not None:
+        token = os.environ.get(variable, "").strip()
+        if not token:
+            raise ToolServerError(
+                f"server {server.describe()}: bearer_token_env names {variable}, which is "
+                f"not set or empty; export the server's token in {variable}."
+            )
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+def _refused(server: ToolServer, status: int, challenge: str) -> ToolServerError:
+    """The error for a server that answered 401 or 403: it said no to the credentials."""
+    variable = server.target.bearer_token_env
+    source = f"the token in {variable}" if variable else "the Authorization header"
+    detail = f" ({challenge})" if challenge else ""
+    what = "rejected the credentials" if status == 401 else "refused access"
+    return ToolServerError(
+        f"server {server.describe()} {what}: HTTP {status}{detail}. Check {source}: it "
+        "may be missing, expired, for another server, or without the scopes needed."
+    )
+
+
+async def _enter_http_session(server: ToolServer, stack: AsyncExitStack) -> ToolSession:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    # The SDK reports a refused token as a bare error response; the status and the
+    # server's WWW-Authenticate challenge are noted here so the error can say what it was.
+    refusals: list[tuple[int, str]] = []
+
+    async def note_refusal(response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            refusals.append((response.status_code, response.headers.get("www-authenticate", "")))
+
+    # The SDK's transport takes headers through a client of our own. The timeouts are
+    # the SDK's recommended ones: a server may hold a response stream open for long.
+    timeout = httpx2.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_STREAM_READ_TIMEOUT_S)
+    http = await stack.enter_async_context(
+        httpx2.AsyncClient(
+            headers=_http_headers(server) or None,
+            timeout=timeout,
+            event_hooks={"response": [note_refusal]},
+        )
+    )
+    try:
+        client = await stack.enter_async_context(
+            Client(streamable_http_client(server.target.url, http_client=http))
+        )
+    except Exception as exc:
+        if refusals:
+            raise _refused(server, *refusals[-1]) from exc
+        raise
+    return client.session
 
 
 class ConnectionPool:
