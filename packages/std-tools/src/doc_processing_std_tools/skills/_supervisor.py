@@ -1,9 +1,12 @@
 """The small process that stands between the server and a skill script (Linux).
 
-Started by `scripts.run_script` as ``python -I -S _supervisor.py STATUS_FD LIMITS -- CMD...``
-(inside bubblewrap when the sandbox is on). It uses the standard library only, so it
-starts fast without the site packages, and it never writes to standard output or error,
-which belong to the script.
+Started by `scripts.run_script` as
+``python -I -S _supervisor.py STATUS_FD SETTINGS -- CMD...`` (inside bubblewrap when the
+sandbox is on), where SETTINGS is ``name=value`` pairs joined by commas: ``time_limit``,
+``parent`` (the server's pid, left out under bubblewrap) and one per resource limit (``as``,
+``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a few standard modules only
+(no json, so no re or enum to import), so it starts fast without the site packages, and it
+never writes to standard output or error, which belong to the script.
 
 What it does:
 
@@ -17,21 +20,18 @@ What it does:
 4. Waits for the script to end, the time limit, or SIGTERM, then kills every process
    left in its subtree and reaps them until it has no child left: only then is the run
    over, and nothing the script started is running.
-5. Writes one JSON object to STATUS_FD: how the script ended (``exit_code`` or
-   ``signal``), whether the time ran out, the CPU seconds it used, and how many leftover
-   processes it had to kill.
+5. Writes its report to STATUS_FD, one ``name=value`` line each: how the script ended
+   (``exit_code`` or ``signal``), or ``stopped`` (``timeout`` or ``terminated``), the CPU
+   seconds it used, and how many leftover processes it had to kill.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import resource
 import signal
 import sys
-from pathlib import Path
-from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -99,15 +99,16 @@ def _own_children() -> list[int]:
             return [int(pid) for pid in handle.read().split()]
     except OSError:
         pass
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    with os.scandir("/proc") as entries:
+        names = [entry.name for entry in entries if entry.name.isdigit()]
+    for name in names:
         try:
-            fields = (entry / "stat").read_text("utf-8", "replace").rsplit(")", 1)[1].split()
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if int(fields[1]) == me:
-            found.append(int(entry.name))
+            found.append(int(name))
     return found
 
 
@@ -131,20 +132,22 @@ def _kill_subtree() -> int:
 def main(argv: list[str]) -> int:
     """Run the script described by `argv` (see the module docstring); return 0."""
     status_fd = int(argv[1])
-    settings: dict[str, Any] = json.loads(argv[2])
+    settings = dict(pair.split("=", 1) for pair in argv[2].split(","))
+    time_limit = float(settings.pop("time_limit"))
+    parent = settings.pop("parent", None)
+    limits = {name: int(value) for name, value in settings.items()}
     command = argv[4:]
     os.set_inheritable(status_fd, False)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGALRM, _on_signal)
-    status: dict[str, Any] = {"subreaper": _prctl(_PR_SET_CHILD_SUBREAPER, 1)}
+    status: dict[str, object] = {"subreaper": _prctl(_PR_SET_CHILD_SUBREAPER, 1)}
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    parent = settings.get("parent")
-    if parent is not None and os.getppid() != parent:
+    if parent is not None and os.getppid() != int(parent):
         return 0  # the server died before the death signal was set up
     child = os.fork()
     if child == 0:
-        _exec_script(command, settings["limits"])
-    signal.setitimer(signal.ITIMER_REAL, float(settings["time_limit"]))
+        _exec_script(command, limits)
+    signal.setitimer(signal.ITIMER_REAL, time_limit)
     try:
         while True:
             pid, wait_status, usage = os.wait4(-1, 0)
@@ -160,7 +163,7 @@ def main(argv: list[str]) -> int:
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGALRM})
     status["killed"] = _kill_subtree()
-    os.write(status_fd, json.dumps(status).encode())
+    os.write(status_fd, "".join(f"{key}={value}\n" for key, value in status.items()).encode())
     os.close(status_fd)
     return 0
 

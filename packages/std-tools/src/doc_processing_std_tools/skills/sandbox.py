@@ -237,12 +237,15 @@ def bwrap_command(
         args += ["--tmpfs", str(folder)]
     if workspace is not None and workspace.is_dir():
         args += ["--bind", str(workspace), str(workspace)]
-    readable = [*_python_folders(), *also_readable]
-    for folder in readable:
+    bound: list[Path] = []
+    for folder in sorted({*_python_folders(), *also_readable}, key=lambda path: len(path.parts)):
         if workspace is not None and _under(workspace, [folder]):
             continue  # binding it read-only would take the workspace's write access away
+        if _under(folder, bound):
+            continue  # inside a folder bound already
         if _under(folder, hidden) or (workspace is not None and _under(folder, [workspace])):
             args += ["--ro-bind", str(folder), str(folder)]
+            bound.append(folder)
     args += ["--ro-bind", str(skill_dir), str(skill_dir)]
     args += ["--chdir", str(workdir), *_namespaces(network), "--"]
     return args

@@ -24,7 +24,6 @@ process carrying the run id (`RUN_ID_VARIABLE`) after a grace period.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -342,17 +341,22 @@ def _describe_end(
 
 
 def _read_status(fd: int) -> dict[str, Any]:
-    """The supervisor's JSON report, or {} when it wrote none (it was killed)."""
+    """The supervisor's report (``name=value`` lines), or {} when it wrote none."""
     chunks: list[bytes] = []
     os.set_blocking(fd, False)
     with contextlib.suppress(BlockingIOError):
         while chunk := os.read(fd, _CHUNK):
             chunks.append(chunk)
-    try:
-        status = json.loads(b"".join(chunks) or b"{}")
-    except ValueError:
-        return {}
-    return status if isinstance(status, dict) else {}
+    status: dict[str, Any] = {}
+    for line in b"".join(chunks).decode("ascii", "replace").splitlines():
+        name, _, value = line.partition("=")
+        if name in ("exit_code", "signal", "killed"):
+            status[name] = int(value)
+        elif name == "cpu_seconds":
+            status[name] = float(value)
+        elif name == "stopped":
+            status[name] = value
+    return status
 
 
 async def run_script(
@@ -388,7 +392,7 @@ async def run_script(
     if bwrap is None:
         temp_home = await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="dpt-script-"))
     env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
-    settings: dict[str, Any] = {"limits": limits, "time_limit": time_limit}
+    settings: dict[str, float] = {"time_limit": time_limit, **limits}
     prefix: list[str] = []
     if bwrap is None:
         settings["parent"] = os.getpid()
@@ -410,7 +414,7 @@ async def run_script(
         "-S",
         str(_SUPERVISOR),
         str(status_write),
-        json.dumps(settings),
+        ",".join(f"{name}={value}" for name, value in settings.items()),
         "--",
         sys.executable,
         str(script),

@@ -1,0 +1,107 @@
+"""What the bubblewrap sandbox costs per execute_skill_script call.
+
+A skill whose script prints one line is run many times through the composed server's
+execute_skill_script tool, over the MCP SDK's in-memory client, with
+DPTTOOLS_SCRIPT_SANDBOX=none and =bwrap, alternately. For scale, the same script is also
+started directly (``python script.py`` as a bare subprocess, without the tool, the
+supervisor or the limits). Medians and means are printed, with what bubblewrap adds per
+call and the ratio; the target is at most 30 ms added.
+
+Run by hand: .venv/bin/python benchmarks/bench_script_sandbox.py [--calls N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from mcp import Client
+from mcp.types import TextContent
+
+from doc_processing_std_tools import make_composed_server
+from doc_processing_std_tools.config import reset_settings
+from doc_processing_std_tools.skills.sandbox import sandbox_status
+
+TARGET_MS = 30.0
+
+
+def make_skill(root: Path) -> Path:
+    """A skill folder holding scripts/hello.py, which prints one line."""
+    folder = root / "skills" / "hello" / "scripts"
+    folder.mkdir(parents=True)
+    (folder.parent / "SKILL.md").write_text(
+        "---\nname: hello\ndescription: Prints one line.\n---\n\n# Use\n", encoding="utf-8"
+    )
+    script = folder / "hello.py"
+    script.write_text("print('hello')\n", encoding="utf-8")
+    return script
+
+
+async def tool_call_ms(client: Client) -> float:
+    started = time.perf_counter()
+    result = await client.call_tool(
+        "execute_skill_script", {"skill_name": "hello", "script_path": "scripts/hello.py"}
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    block = result.content[0]
+    if result.is_error or not isinstance(block, TextContent) or '"hello\\n"' not in block.text:
+        raise RuntimeError(f"the script did not run as expected: {result.content}")
+    return elapsed
+
+
+def bare_ms(script: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
+    return (time.perf_counter() - started) * 1000
+
+
+def set_mode(mode: str) -> None:
+    os.environ["DPTTOOLS_SCRIPT_SANDBOX"] = mode
+    reset_settings()
+
+
+async def main(calls: int) -> None:
+    status = sandbox_status()
+    if status.bwrap is None:
+        raise SystemExit(f"bubblewrap cannot be used here: {status.problem}")
+    with tempfile.TemporaryDirectory() as folder:
+        script = make_skill(Path(folder))
+        os.environ["DPTTOOLS_SKILLS_DIR"] = str(Path(folder) / "skills")
+        samples: dict[str, list[float]] = {"bare subprocess": [], "none": [], "bwrap": []}
+        async with Client(make_composed_server()) as client:
+            for mode in ("none", "bwrap"):  # warm-up: imports, the bubblewrap probe
+                set_mode(mode)
+                for _ in range(3):
+                    await tool_call_ms(client)
+            for _ in range(calls):
+                samples["bare subprocess"].append(bare_ms(script))
+                for mode in ("none", "bwrap"):
+                    set_mode(mode)
+                    samples[mode].append(await tool_call_ms(client))
+    print(f"execute_skill_script, a script printing one line, {calls} calls each (ms)")
+    print(f"{'arm':<18}{'median':>9}{'mean':>9}{'p90':>9}")
+    for arm, values in samples.items():
+        p90 = statistics.quantiles(values, n=10)[-1]
+        print(
+            f"{arm:<18}{statistics.median(values):>9.1f}{statistics.mean(values):>9.1f}{p90:>9.1f}"
+        )
+    none, bwrap = statistics.median(samples["none"]), statistics.median(samples["bwrap"])
+    added = bwrap - none
+    verdict = "within" if added <= TARGET_MS else "OVER"
+    print(
+        f"bubblewrap adds {added:.1f} ms per call (median), ratio bwrap/none {bwrap / none:.2f}x"
+        f"; target <= {TARGET_MS:.0f} ms: {verdict}"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=100, help="calls per arm (default 100)")
+    anyio.run(main, parser.parse_args().calls)
