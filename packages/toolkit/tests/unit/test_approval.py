@@ -671,3 +671,55 @@ async def test_the_terminal_asks_three_times_then_counts_it_as_no() -> None:
 
     assert decision == ApprovalDecision(False, "no y/n answer after 3 questions", "terminal")
     assert output.getvalue().count("Please answer y or n.\n") == 3
+
+
+async def test_a_denied_skill_script_never_starts(tmp_path: Path) -> None:
+    pytest.importorskip("doc_processing_std_tools", reason="install packages/std-tools")
+    workspace, skills = tmp_path / "workspace", tmp_path / "skills"
+    workspace.mkdir()
+    scripts = skills / "marker" / "scripts"
+    scripts.mkdir(parents=True)
+    (skills / "marker" / "SKILL.md").write_text(
+        "---\nname: marker\ndescription: Leaves a mark where it is told to.\n---\n\nRun it.\n"
+    )
+    (scripts / "mark.py").write_text(
+        "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('ran')\nprint('marked')\n"
+    )
+    entry = std_tools_entry(workspace, skills)
+    entry["env"]["DPTTOOLS_SCRIPT_SANDBOX"] = "none"  # the gate is under test, not the sandbox
+
+    def policy(request: ApprovalRequest) -> tuple[bool, str]:
+        return request.arguments["args"].endswith("approved.mark"), "this script was not reviewed"
+
+    model = calls_then_answer(
+        (
+            "execute_skill_script",
+            {
+                "skill_name": "marker",
+                "script_path": "scripts/mark.py",
+                "args": str(workspace / "denied.mark"),
+            },
+        ),
+        (
+            "execute_skill_script",
+            {
+                "skill_name": "marker",
+                "script_path": "scripts/mark.py",
+                "args": str(workspace / "approved.mark"),
+            },
+        ),
+    )
+    agent = Agent(
+        model, tools=[entry], approval={"tools": ["execute_skill_script"], "policy": policy}
+    )
+    async with agent:
+        result = await agent.run("mark")
+
+    assert not (workspace / "denied.mark").exists()
+    assert (workspace / "approved.mark").read_text() == "ran"
+    denied, approved = result.tool_calls
+    assert denied.content == (
+        "The call to execute_skill_script was denied and did not run: this script was not reviewed"
+    )
+    assert '"exit_code": 0' in approved.content
+    assert [a.approved for a in result.approvals] == [False, True]
