@@ -382,52 +382,25 @@ async def test_static_tokens_from_a_file(folders: Folders, tmp_path: Path) -> No
     assert metadata.status_code == 404
 
 
-@pytest.mark.parametrize(
-    ("text", "mode", "expected"),
-    [
-        (f"alice {ALICE} read\n", 0o644, "chmod 600"),
-        (f"alice {ALICE}\n", 0o600, "line 1: expected NAME TOKEN SCOPES"),
-        (f"alice {ALICE} read,admin\n", 0o600, "unknown scope admin"),
-        ("alice short-token read\n", 0o600, "at least 32"),
-        (f"alice {ALICE} read\nbob {ALICE} read\n", 0o600, "line 2"),
-        ("# nothing here\n", 0o600, "lists no token"),
-    ],
-)
-def test_a_bad_token_file_stops_the_server_before_it_serves(
-    folders: Folders, tmp_path: Path, text: str, mode: int, expected: str
+def test_a_world_readable_token_file_stops_the_server_before_it_serves(
+    folders: Folders, tmp_path: Path
 ) -> None:
-    path = tokens_file(tmp_path, text, mode)
+    path = tokens_file(tmp_path, f"alice {ALICE} read\n", 0o644)
     started = start_server(folders, env={"DPTTOOLS_AUTH_TOKENS_FILE": str(path)})
     code = started.process.wait(timeout=30)
     stderr = stop(started.process)
     assert code == 2
-    assert "DPTTOOLS_AUTH_TOKENS_FILE" in stderr and expected in stderr
+    assert "DPTTOOLS_AUTH_TOKENS_FILE" in stderr and "chmod 600" in stderr
     assert "Traceback" not in stderr
 
 
-@pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        ({"DPTTOOLS_AUTH_JWKS_URL": "http://idp.example.test/jwks"}, "use https"),
-        (
-            {"DPTTOOLS_AUTH_JWKS_URL": "https://idp.example.test/jwks"},
-            "needs DPTTOOLS_AUTH_ISSUER",
-        ),
-        ({"DPTTOOLS_AUTH_ISSUER": ISSUER}, "only apply to JWTs"),
-        (
-            {
-                "DPTTOOLS_AUTH_JWKS_URL": "https://idp.example.test/jwks",
-                "DPTTOOLS_AUTH_ISSUER": ISSUER,
-                "DPTTOOLS_AUTH_ALGORITHMS": "RS256,HS256",
-            },
-            "only these are accepted",
-        ),
-    ],
-)
-def test_contradictory_auth_settings_stop_the_server(
-    folders: Folders, env: dict[str, str], expected: str
-) -> None:
+def test_a_symmetric_algorithm_in_the_settings_stops_the_server(folders: Folders) -> None:
+    env = {
+        "DPTTOOLS_AUTH_JWKS_URL": "https://idp.example.test/jwks",
+        "DPTTOOLS_AUTH_ISSUER": ISSUER,
+        "DPTTOOLS_AUTH_ALGORITHMS": "RS256,HS256",
+    }
     started = start_server(folders, env=env)
     code = started.process.wait(timeout=30)
     stderr = stop(started.process)
-    assert code == 2 and expected in stderr, stderr
+    assert code == 2 and "only these are accepted" in stderr, stderr
