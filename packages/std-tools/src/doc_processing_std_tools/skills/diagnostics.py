@@ -47,6 +47,7 @@ def _table(*rows: tuple[str, Level, str]) -> Mapping[str, CodeInfo]:
 CODES: Final[Mapping[str, CodeInfo]] = _table(
     # Reading the file (catalog).
     ("not_utf8", "error", "SKILL.md is not UTF-8"),
+    ("binary_skill_md", "error", "SKILL.md holds NUL bytes, so load_skill refuses it"),
     ("skill_md_too_large", "error", "SKILL.md is over DPTTOOLS_MAX_FILE_SIZE_MB"),
     ("unreadable", "error", "SKILL.md cannot be opened, or is a loop of links"),
     ("not_a_file", "error", "SKILL.md is a pipe, a device or a socket"),
