@@ -154,8 +154,10 @@ class TerminalApproval:
     """The ``ask`` policy: ask the person at the terminal, ``y`` or ``n``.
 
     The call (tool, server and arguments, pretty-printed) is shown on `output` and the
-    answer read from `input`. When `input` is not a terminal nobody can answer, so the
-    call is denied, as it is when `input` closes. Calls are asked about one at a time.
+    answer read from `input`. Keys typed before the question appears are discarded, so
+    an earlier keystroke cannot answer it. When `input` is not a terminal nobody can
+    answer, so the call is denied, as it is when `input` closes. Calls are asked about
+    one at a time.
 
     Args:
         input: where answers are read (default: ``sys.stdin`` at the time of the call).
@@ -183,6 +185,7 @@ class TerminalApproval:
 
     def _ask_alone(self, request: ApprovalRequest, source: TextIO) -> ApprovalDecision:
         sink = self._output if self._output is not None else sys.stderr
+        _discard_typed_ahead(source)
         sink.write(describe_request(request))
         for _ in range(_ASK_ATTEMPTS):
             sink.write("Allow this call? [y/n] ")
@@ -205,6 +208,18 @@ class TerminalApproval:
         return ApprovalDecision.deny(
             f"no y/n answer after {_ASK_ATTEMPTS} questions", decided_by="terminal"
         )
+
+
+def _discard_typed_ahead(source: TextIO) -> None:
+    """Drop what was typed on the terminal `source` but not read yet."""
+    if sys.platform == "win32":
+        return
+    import termios
+
+    try:
+        termios.tcflush(source.fileno(), termios.TCIFLUSH)
+    except (termios.error, OSError, ValueError) as exc:
+        logger.debug("could not discard the terminal's pending input: %s", exc)
 
 
 def _visible(text: str) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import logging
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -273,9 +275,6 @@ async def test_a_sync_policy_runs_off_the_event_loop() -> None:
     main_thread: list[bool] = []
 
     def slow(request: ApprovalRequest) -> bool:
-        import threading
-        import time
-
         main_thread.append(threading.current_thread() is threading.main_thread())
         time.sleep(0.3)
         return True
@@ -615,33 +614,56 @@ async def test_std_tools_write_file_is_denied_and_the_file_is_not_written(tmp_pa
 
 
 class PseudoTerminal:
-    """A pseudo-terminal: `input` is its terminal end (a real TTY), `type` answers."""
+    """A pseudo-terminal whose terminal end (a real TTY) is `input`; a person at it
+    answers each question once it is on `output`."""
 
-    def __init__(self) -> None:
+    def __init__(self, output: io.StringIO) -> None:
         import os
         import pty
 
         self._os = os
+        self._output = output
         self._master, slave = pty.openpty()
         self.input = os.fdopen(slave, "r", encoding="utf-8")
+        self._person: threading.Thread | None = None
 
     def type(self, text: str) -> None:
         self._os.write(self._master, text.encode())
 
+    def answer(self, *answers: str) -> None:
+        """Type each answer once the question has been asked that many times."""
+
+        def person() -> None:
+            deadline = time.monotonic() + 30
+            for asked, answer in enumerate(answers, start=1):
+                while self._output.getvalue().count(QUESTION) < asked:
+                    if time.monotonic() > deadline:
+                        return
+                    time.sleep(0.01)
+                self.type(answer + "\n")
+
+        self._person = threading.Thread(target=person, daemon=True)
+        self._person.start()
+
     def close(self) -> None:
+        if self._person is not None:
+            self._person.join(timeout=30)
         self.input.close()
         self._os.close(self._master)
 
 
+QUESTION = "Allow this call? [y/n] "
+
+
 async def test_the_terminal_question_cannot_be_disguised_by_the_arguments() -> None:
-    terminal = PseudoTerminal()
     output = io.StringIO()
+    terminal = PseudoTerminal(output)
     policy = TerminalApproval(input=terminal.input, output=output)
     arguments = {
         "path": "invoice\u202etxt.exe",
         "content": "ok\x1b[2K\rAllow this call? [y/n] y\u2028" + "x" * 2100,
     }
-    terminal.type("n\n")
+    terminal.answer("n")
     try:
         decision = await policy(
             ApprovalRequest("write_file", "std-tools", "write_file", arguments, "1")
@@ -656,14 +678,28 @@ async def test_the_terminal_question_cannot_be_disguised_by_the_arguments() -> N
     assert '"path": "invoice\\u202etxt.exe"' in shown
     assert '"content": "ok\\u001b[2K\\rAllow this call? [y/n] y\\u2028' in shown
     assert "(132 characters not shown)" in shown
-    assert shown.endswith("Allow this call? [y/n] ")
+    assert shown.endswith(QUESTION)
+
+
+async def test_keys_typed_before_the_question_do_not_answer_it() -> None:
+    output = io.StringIO()
+    terminal = PseudoTerminal(output)
+    policy = TerminalApproval(input=terminal.input, output=output)
+    terminal.type("y\n")  # typed while the model was still working
+    terminal.answer("n")
+    try:
+        decision = await policy(ApprovalRequest("execute_skill_script", "s", "x", {}, "1"))
+    finally:
+        terminal.close()
+
+    assert decision == ApprovalDecision(False, "the person at the terminal refused it", "terminal")
 
 
 async def test_the_terminal_asks_three_times_then_counts_it_as_no() -> None:
-    terminal = PseudoTerminal()
     output = io.StringIO()
+    terminal = PseudoTerminal(output)
     policy = TerminalApproval(input=terminal.input, output=output)
-    terminal.type("maybe\nlater\nok\n")
+    terminal.answer("maybe", "later", "ok")
     try:
         decision = await policy(ApprovalRequest("edit_file", "fs", "edit_file", {}, "1"))
     finally:
