@@ -47,6 +47,12 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB": "256",
     "DPTTOOLS_SCRIPT_MAX_OPEN_FILES": "256",
     "DPTTOOLS_SCRIPT_MAX_PROCESSES": "64",
+    # Document tools: what one call may unpack, use and spend (see docs/worker.py).
+    "DPTTOOLS_DOC_MAX_UNPACKED_MB": "256",
+    "DPTTOOLS_DOC_MEMORY_MB": "1024",
+    "DPTTOOLS_DOC_WORKERS": "2",
+    "DPTTOOLS_TABLE_PAGE_SECONDS": "10",
+    "DPTTOOLS_TABLE_CALL_SECONDS": "30",
 }
 
 
@@ -85,6 +91,18 @@ class Settings:
     script_workspace: Path | None = None
     """The folder a sandboxed script may write to: the workspace when
     DPTTOOLS_WORKSPACE_DIR is set explicitly, otherwise None."""
+
+    # Document tools (DPTTOOLS_DOC_*, DPTTOOLS_TABLE_*).
+    doc_max_unpacked_mb: float = 256
+    """MiB an Office package (DOCX, XLSX) may unpack to, by the sizes it declares."""
+    doc_memory_mb: int = 1024
+    """Address-space limit, in MiB, of each process that parses documents."""
+    doc_workers: int = 2
+    """Document calls that may run at the same time, each in a process of its own."""
+    table_page_seconds: float = 10
+    """Seconds extract_tables may spend detecting the tables of one PDF page."""
+    table_call_seconds: float = 30
+    """Seconds extract_tables may spend detecting tables in one call."""
 
     @property
     def script_cpu_limit(self) -> int:
@@ -229,6 +247,18 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             _folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR"))
             if env.get("DPTTOOLS_WORKSPACE_DIR") is not None
             else None
+        ),
+        # Document tools.
+        doc_max_unpacked_mb=_positive_number(
+            "DPTTOOLS_DOC_MAX_UNPACKED_MB", raw("DPTTOOLS_DOC_MAX_UNPACKED_MB")
+        ),
+        doc_memory_mb=_positive_int("DPTTOOLS_DOC_MEMORY_MB", raw("DPTTOOLS_DOC_MEMORY_MB")),
+        doc_workers=_positive_int("DPTTOOLS_DOC_WORKERS", raw("DPTTOOLS_DOC_WORKERS")),
+        table_page_seconds=_positive_number(
+            "DPTTOOLS_TABLE_PAGE_SECONDS", raw("DPTTOOLS_TABLE_PAGE_SECONDS")
+        ),
+        table_call_seconds=_positive_number(
+            "DPTTOOLS_TABLE_CALL_SECONDS", raw("DPTTOOLS_TABLE_CALL_SECONDS")
         ),
     )
 

@@ -12,6 +12,7 @@ from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Literal, TypeVar
 
+from ..config import get_settings
 from ..errors import DocumentError, InvalidArgumentError
 from ..filesystem.bounded_regex import BoundedRegex
 from ..filesystem.operations import Workspace
@@ -211,13 +212,58 @@ def _table_chunks(tables: Iterator[Table], style: TableFormat) -> Iterator[Chunk
         yield Chunk(table.restart, text)
 
 
+def _spans(numbers: list[int]) -> str:
+    """Page numbers as short ranges: [1, 2, 3, 7] -> "1-3,7"."""
+    spans: list[str] = []
+    first = last = numbers[0]
+    for number in [*numbers[1:], 0]:
+        if number == last + 1:
+            last = number
+            continue
+        spans.append(f"{first}-{last}" if last > first else f"{first}")
+        first = last = number
+    return ",".join(spans)
+
+
+def _pages_word(numbers: list[int]) -> str:
+    return f"{'pages' if len(numbers) > 1 else 'page'} {_spans(numbers)}"
+
+
+def _cut_note(bounds: pdf.TableBounds) -> str:
+    """What the time bounds of `extract_tables` cut, and how to get it; "" if nothing."""
+    parts: list[str] = []
+    if bounds.slow_pages:
+        whose = "its" if len(bounds.slow_pages) == 1 else "each one's"
+        parts.append(
+            f"{_pages_word(bounds.slow_pages)} ({whose} table detection took longer than "
+            f"DPTTOOLS_TABLE_PAGE_SECONDS={bounds.page_seconds:g} s)"
+        )
+    if bounds.unread_pages:
+        parts.append(
+            f"{_pages_word(bounds.unread_pages)} (the call's "
+            f"DPTTOOLS_TABLE_CALL_SECONDS={bounds.call_seconds:g} s ran out)"
+        )
+    if not parts:
+        return ""
+    if bounds.unread_pages:
+        advice = (
+            f'call extract_tables with pages="{_spans(bounds.unread_pages)}" to go on, or '
+            f"raise {'those settings' if bounds.slow_pages else 'that setting'}"
+        )
+    else:
+        advice = "raise that setting to extract them"
+    return f"[tables not extracted: {'; '.join(parts)}; {advice}]"
+
+
 def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "markdown") -> str:
     """The document's tables as Markdown or CSV, each labelled with where it was found.
 
     `pages` selects pages, sheets or sections as for `read_document`. A sheet (XLSX) or
     the whole file (CSV) counts as one table. Without `pages`, a PDF is searched for
     tables on its first `PDF_TABLE_PAGES` pages only (table detection is slow), and the
-    output says which `pages` value continues.
+    output says which `pages` value continues. Table detection on a PDF is bounded in
+    time per page (DPTTOOLS_TABLE_PAGE_SECONDS) and per call
+    (DPTTOOLS_TABLE_CALL_SECONDS); the output names the pages those bounds cut.
     """
     if format not in ("markdown", "csv"):
         raise InvalidArgumentError(f"format must be 'markdown' or 'csv', not {format!r}.")
@@ -226,6 +272,11 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
     with _reading(source), ExitStack() as stack:
         chunks: Iterator[Chunk]
         note = ""
+        # Characters kept free for the cut note: it names at most every selected page
+        # twice, in ranges, among a few hundred characters of words.
+        cut_room = 0
+        settings = get_settings()
+        bounds = pdf.TableBounds(settings.table_page_seconds, settings.table_call_seconds)
         if source.format == "pdf":
             count = pdf.page_count(source)
             numbers = parse_ranges(pages, count, "page")
@@ -235,7 +286,8 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
                     f"[looked for tables on pages 1-{PDF_TABLE_PAGES} of {count}; call "
                     f'extract_tables with pages="{PDF_TABLE_PAGES + 1}-" for the rest]'
                 )
-            chunks = _table_chunks(pdf.tables(source, numbers), style)
+            chunks = _table_chunks(pdf.tables(source, numbers, bounds), style)
+            cut_room = 400 + 2 * len(_spans(numbers)) if numbers else 0
         elif source.format == "xlsx":
             book = stack.enter_context(sheets.workbook(source))
             selection = sheets.parse_sheets(pages, sheets.sheet_names(book))
@@ -253,13 +305,14 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
         with _closed_after(chunks) as drawn:
             text = assemble(
                 drawn,
-                max(ws.output_limit - len(note) - 2, 0),
+                max(ws.output_limit - cut_room - len(note) - 2, 0),
                 hint=lambda restart: f'call extract_tables with pages="{restart}" to read on',
             )
         if not text:
             where = f" in the selected part ({pages})" if pages.strip() else ""
             text = f"No tables were found in {source.name}{where}."
-        return f"{text.rstrip()}\n\n{note}" if note else text
+        notes = [n for n in (_cut_note(bounds), note) if n]
+        return "\n\n".join([text.rstrip(), *notes]) if notes else text
 
 
 def _plain_matcher(query: str, ignore_case: bool) -> Callable[[str], bool]:

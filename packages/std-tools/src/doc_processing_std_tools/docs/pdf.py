@@ -1,23 +1,36 @@
 """PDF through PDFium (pypdfium2) for text and metadata, pdfplumber for tables.
 
 A page is read only when it is asked for, so an overview of a long PDF touches the first
-few pages and the document catalog, not the whole file.
+few pages and the document catalog, not the whole file. Table detection, which can take
+minutes on one densely ruled page, runs under a time bound per page and per call.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DocumentError, EncryptedDocumentError
 from .render import Chunk, Table
 from .source import Source, missing_extra
 
-__all__ = ["OVERVIEW_PAGES", "opened", "overview", "page_count", "read", "search", "tables"]
+__all__ = [
+    "OVERVIEW_PAGES",
+    "TableBounds",
+    "opened",
+    "overview",
+    "page_count",
+    "read",
+    "search",
+    "tables",
+]
 
 #: Pages whose first line and text layer an overview looks at.
 OVERVIEW_PAGES = 20
@@ -219,10 +232,70 @@ def page_count(source: Source) -> int:
         return len(document)
 
 
-def tables(source: Source, pages: list[int]) -> Iterator[Table]:
-    """The ruled or aligned tables pdfplumber finds on the selected pages.
+@dataclass
+class TableBounds:
+    """The time bounds of one `tables` call and, once it has run, the pages they cut."""
 
-    Call `page_count` first: it turns an encrypted or damaged file into a clear error.
+    page_seconds: float
+    """Seconds table detection may spend on one page."""
+    call_seconds: float
+    """Seconds table detection may spend in the whole call."""
+    slow_pages: list[int] = field(default_factory=list)
+    """Pages given up on because they alone took longer than `page_seconds`."""
+    unread_pages: list[int] = field(default_factory=list)
+    """Pages given up on, or never started, because the call's time ran out."""
+
+
+class _OutOfTime(BaseException):
+    """Raised into table detection when its time is up. Not an `Exception`, so that no
+    `except Exception` inside the libraries can swallow it."""
+
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+_set_async_exc.restype = ctypes.c_int
+
+
+def _detect(page: Any, seconds: float) -> list[list[list[str | None]]] | None:
+    """The tables pdfplumber detects on `page`, or None when that takes over `seconds`.
+
+    pdfplumber is pure Python and cannot be stopped from outside, so a timer thread raises
+    `_OutOfTime` into this thread (CPython's asynchronous exception, delivered between
+    two bytecodes). A lock keeps the timer from firing once detection has ended, and a
+    pending exception is withdrawn before it could land anywhere else.
+    """
+    thread = threading.get_ident()
+    lock = threading.Lock()
+    active = True
+
+    def out_of_time() -> None:
+        with lock:
+            if active:
+                _set_async_exc(thread, ctypes.py_object(_OutOfTime))
+
+    timer = threading.Timer(seconds, out_of_time)
+    timer.daemon = True
+    try:
+        try:
+            timer.start()
+            found: list[list[list[str | None]]] = page.extract_tables()
+        finally:
+            timer.cancel()
+            with lock:
+                active = False
+                _set_async_exc(thread, ctypes.py_object())  # NULL: withdraw a pending one
+        return found
+    except _OutOfTime:
+        return None
+
+
+def tables(source: Source, pages: list[int], bounds: TableBounds) -> Iterator[Table]:
+    """The ruled or aligned tables pdfplumber finds on the selected pages, within `bounds`.
+
+    A page whose detection takes longer than `bounds.page_seconds` is skipped and noted in
+    `bounds.slow_pages`; once `bounds.call_seconds` have passed, the page at hand and the
+    rest are noted in `bounds.unread_pages`. Call `page_count` first: it turns an
+    encrypted or damaged file into a clear error.
     """
     try:
         import pdfplumber
@@ -231,18 +304,27 @@ def tables(source: Source, pages: list[int]) -> Iterator[Table]:
     except ImportError as exc:
         raise missing_extra("PDF") from exc
     number = 0
+    deadline = time.monotonic() + bounds.call_seconds
     try:
         with pdfplumber.open(source.path) as document:
-            for number in pages:
+            for index, number in enumerate(pages):
                 if number > len(document.pages):
                     # PDFium counted the page, pdfminer's stricter reading of the page tree
                     # finds none there (a page list that contains itself, say).
                     raise _damaged(source, f"the table reader finds no page {number}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    bounds.unread_pages.extend(pages[index:])
+                    return
                 page = document.pages[number - 1]
                 try:
-                    found_tables = page.extract_tables()
+                    found_tables = _detect(page, min(bounds.page_seconds, left))
                 finally:
                     page.close()
+                if found_tables is None:
+                    cut = bounds.slow_pages if bounds.page_seconds < left else bounds.unread_pages
+                    cut.append(number)
+                    continue
                 for found in found_tables:
                     rows = [[cell or "" for cell in row] for row in found]
                     if rows:
