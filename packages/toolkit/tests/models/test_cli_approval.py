@@ -214,3 +214,36 @@ def test_at_a_terminal_the_person_decides(
     # The answer's newline is echoed by the terminal, not written to stderr.
     assert PROMPT_END + verdict + "\n" in err
     assert "note:" not in err
+
+
+def test_approve_all_does_not_overrule_a_policy_that_decides_by_itself(
+    tmp_path: Path,
+    stand_in: StandIn,
+    openai_wire: type[OpenAIWire],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from doc_processing_toolkit.cli import main
+
+    server = Path(__file__).parents[1] / "servers" / "stdio_server.py"
+    stand_in.reply_sse(
+        openai_wire.stream("", [openai_wire.tool_call("c1", "echo", '{"text": "hi"}')])
+    )
+    stand_in.reply_sse(openai_wire.stream("Done."))
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "model: openai:gpt-test-1\n"
+        f"model_options: {{base_url: '{stand_in.url}/v1', api_key: k, max_retries: 0}}\n"
+        f"tools:\n  - type: mcp_script\n    script: {server}\n    name: echoes\n"
+        "approval: {tools: [echo], policy: deny}\n"
+    )
+
+    assert main(["run", "-c", str(config), "--approve-all", "say hi"]) == 0
+
+    lines = capsys.readouterr().err.splitlines()
+    assert (
+        "denied: echo [echoes] by deny: the agent's approval policy denies every call to 'echo'"
+        in lines
+    )
+    assert tool_message(stand_in)["content"].endswith(
+        "was denied and did not run: the agent's approval policy denies every call to 'echo'"
+    )
