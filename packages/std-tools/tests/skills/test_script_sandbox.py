@@ -12,16 +12,19 @@ import shlex
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from doc_processing_std_tools import make_composed_server
@@ -411,3 +414,78 @@ async def test_a_sandbox_that_cannot_start_says_so_instead_of_a_result(tmp_path:
     )
     assert result.exit_code == -1 and result.stdout == ""
     assert "Could not run the script: bubblewrap ended with status 1" in result.stderr
+
+
+# A script that starts a setsid() child with an emptied environment, says it is up, and
+# then runs for a long time: the server is killed meanwhile.
+LINGERER = """
+import os, subprocess, sys, time
+token, ready = sys.argv[1], sys.argv[2]
+sleeper = "import os, sys, time\\nos.setsid()\\ntime.sleep(300)\\n"
+subprocess.Popen([sys.executable, "-c", sleeper, token], env={}, start_new_session=True)
+open(ready, "w").write("up")
+time.sleep(300)
+"""
+
+
+def wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_script_and_its_children_die_with_the_server(tmp_path: Path, mode: str) -> None:
+    token = f"dpt-linger-{uuid.uuid4().hex}"
+    skills = tmp_path / f"skills-{token}-server"
+    write_skill(skills, "linger", {"linger.py": LINGERER})
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    ready = workspace / "ready"
+    params = StdioServerParameters(
+        command=sys.executable,
+        # The skills folder on the command line names the server's process for the test.
+        args=["-m", "doc_processing_std_tools", "--skills-dir", str(skills)],
+        env={
+            "DPTTOOLS_WORKSPACE_DIR": str(workspace),
+            "DPTTOOLS_SCRIPT_SANDBOX": mode,
+            "DPTTOOLS_SANDBOX_TIMEOUT": "120",
+        },
+    )
+    try:
+        with anyio.move_on_after(60):
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    with contextlib.suppress(Exception):
+                        async with Client(params) as client:
+                            await client.call_tool(
+                                "execute_skill_script",
+                                {
+                                    "skill_name": "linger",
+                                    "script_path": "scripts/linger.py",
+                                    "args": shlex.join([token, str(ready)]),
+                                },
+                            )
+
+                group.start_soon(call)
+                up = await anyio.to_thread.run_sync(wait_until, ready.exists, 30)
+                assert up, "the script did not start"
+                assert len(processes_with(token)) >= 2  # the script and its setsid() child
+                servers = [
+                    pid
+                    for pid in processes_with(f"{token}-server")
+                    if "-m doc_processing_std_tools --skills-dir" in command_line(pid)
+                ]
+                assert len(servers) == 1, servers
+                os.kill(servers[0], signal.SIGKILL)
+                gone = await anyio.to_thread.run_sync(
+                    wait_until, lambda: not processes_with(token), 5
+                )
+                assert gone, f"outlived the server: {processes_with(token)}"
+                group.cancel_scope.cancel()
+    finally:
+        kill_leftovers(token)
