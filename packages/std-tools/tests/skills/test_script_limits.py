@@ -40,6 +40,7 @@ async def run(tmp_path: Path, source: str, mode: str, **limits: int) -> tuple[st
     result = await run_script(
         path, [], time_limit=20, output_limit=4000, policy=policy, skill_dir=path.parent.parent
     )
+    assert result.sandboxed == (mode == "bwrap")
     return result.stderr, result.exit_code
 
 

@@ -275,7 +275,7 @@ def _user_tasks(uid: int) -> int:
     return count
 
 
-async def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
+def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
     mib = 1024 * 1024
     limits = {
         "as": policy.memory_mb * mib,
@@ -288,9 +288,46 @@ async def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
     if os.getuid() != 0:
         # The kernel counts every process and thread of the user (root is exempt), so
         # the limit is what the user runs now plus the script's share.
-        running = await anyio.to_thread.run_sync(_user_tasks, os.getuid())
-        limits["nproc"] = running + policy.max_processes
+        limits["nproc"] = _user_tasks(os.getuid()) + policy.max_processes
     return limits
+
+
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """Everything one run needs before its process starts."""
+
+    script: Path
+    limits: dict[str, int]
+    prefix: list[str]
+    """The bubblewrap command line, or [] without bubblewrap."""
+    temp_home: str | None
+    """The run's own HOME and TMPDIR on the host, without bubblewrap (removed after)."""
+
+
+def _prepare(
+    script: Path, policy: ScriptPolicy, skill_dir: Path | None, time_limit: float
+) -> _Launch:
+    """Decide how to run `script` (blocking file-system work: called in a worker thread).
+
+    Raises:
+        SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
+    """
+    announce_sandbox(policy.sandbox)
+    bwrap = use_bwrap(policy.sandbox)
+    script = script.resolve()
+    limits = _limits(policy, time_limit)
+    if bwrap is None:
+        return _Launch(script, limits, [], tempfile.mkdtemp(prefix="dpt-script-"))
+    prefix = bwrap_command(
+        bwrap,
+        skill_dir=(skill_dir or script.parent).resolve(),
+        workdir=script.parent,
+        workspace=policy.workspace,
+        network=policy.network,
+        temp_size_bytes=limits["fsize"] * _TEMP_FILES,
+        also_readable=[_SUPERVISOR.parent],
+    )
+    return _Launch(script, limits, prefix, None)
 
 
 def _describe_end(
@@ -381,34 +418,19 @@ async def run_script(
         SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
     """
     policy = policy or ScriptPolicy()
-    # The first call probes bubblewrap (a short subprocess): off the event loop.
-    await anyio.to_thread.run_sync(announce_sandbox, policy.sandbox)
-    bwrap = await anyio.to_thread.run_sync(use_bwrap, policy.sandbox)
-    script = await anyio.to_thread.run_sync(script.resolve)
-    run_id = uuid.uuid4().hex
-    limits = await _limits(policy, time_limit)
+    # The first call also probes bubblewrap (a short subprocess): off the event loop.
+    launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit)
+    script, limits, temp_home = launch.script, launch.limits, launch.temp_home
+    sandboxed = bool(launch.prefix)
     cpu_limit = limits["cpu"]
-    temp_home = None
-    if bwrap is None:
-        temp_home = await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="dpt-script-"))
+    run_id = uuid.uuid4().hex
     env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
     settings: dict[str, float] = {"time_limit": time_limit, **limits}
-    prefix: list[str] = []
-    if bwrap is None:
+    if not sandboxed:
         settings["parent"] = os.getpid()
-    else:
-        prefix = bwrap_command(
-            bwrap,
-            skill_dir=(skill_dir or script.parent).resolve(),
-            workdir=script.parent,
-            workspace=policy.workspace,
-            network=policy.network,
-            temp_size_bytes=limits["fsize"] * _TEMP_FILES,
-            also_readable=[_SUPERVISOR.parent],
-        )
     status_read, status_write = os.pipe()
     command = [
-        *prefix,
+        *launch.prefix,
         sys.executable,
         "-I",
         "-S",
@@ -424,7 +446,7 @@ async def run_script(
         "running skill script %s with %d argument(s)%s",
         script,
         len(argv),
-        " under bubblewrap" if bwrap else "",
+        " under bubblewrap" if sandboxed else "",
     )
     out = _Capture(output_limit)
     err = _Capture(output_limit)
@@ -478,7 +500,6 @@ async def run_script(
     hint = "the script's output was cut at DPTTOOLS_OUTPUT_TRUNCATION_LIMIT"
     stdout = out.text(output_limit, hint)
     stderr = err.text(output_limit, hint)
-    sandboxed = bwrap is not None
     if not status:
         if stuck:
             message = (
