@@ -189,7 +189,7 @@ class _Walk:
         self.root = root
         self.relative = relative
         self.what = what
-        self.pending = list(reversed(text.replace("\\", "/").split("/")))
+        self.pending = list(reversed(text.split("/")))
         self.links = 0
         self.fds: list[int] = [os.open(root, _ROOT_FLAGS)]
         self.names: list[str] = []
@@ -271,13 +271,15 @@ class _Walk:
 
 @contextmanager
 def locate(
-    root: Path, relative: str, *, what: str, allow_missing: bool = False
+    root: Path, relative: str, *, what: str, allow_missing: bool = False, exact: bool = False
 ) -> Iterator[Location]:
     """Walk `relative` inside `root` without letting the kernel follow any link.
 
     The final name is followed too when it is a link (so a write through a link inside the
     root replaces the file it points to, and the link stays). With `allow_missing`, folders
-    that do not exist yet end the walk and are listed in `Location.missing`.
+    that do not exist yet end the walk and are listed in `Location.missing`. `exact` walks
+    `relative` as given, for names that come from a listing rather than from a caller
+    (which are stripped of surrounding blanks).
 
     Raises:
         InvalidArgumentError, PathOutsideRootError: see `paths.check_relative`; also a path
@@ -285,7 +287,7 @@ def locate(
         OSError: a folder on the way is missing (``ENOENT``, ``ENOTDIR``) or unreadable.
     """
     text = check_relative(root, relative, what=what)
-    walk = _Walk(root, relative, text, what)
+    walk = _Walk(root, relative, relative if exact else text, what)
     try:
         while True:
             name, missing = walk.to_final(allow_missing=allow_missing)
@@ -365,6 +367,7 @@ def read_bytes(
     missing: StdToolsError,
     folder: StdToolsError,
     head: int | None = None,
+    exact: bool = False,
 ) -> tuple[Path, bytes, int]:
     """Walk to `relative` inside `root` and read it: (real path, bytes, size).
 
@@ -372,7 +375,7 @@ def read_bytes(
     `locate` and `read_at` for what is refused.
     """
     try:
-        with locate(root, relative, what=what) as location:
+        with locate(root, relative, what=what, exact=exact) as location:
             data, size = read_at(
                 location, shown=shown, limit=limit, missing=missing, folder=folder, head=head
             )
@@ -507,7 +510,24 @@ def _sync(fd: int) -> None:
         logger.debug("Could not flush a folder to disk", exc_info=True)
 
 
-def write_atomically(location: Location, data: bytes, *, mode: int) -> None:
+def _publish_new(temporary: str, base: int, name: str, target_dir: int) -> None:
+    """Give the temporary file the name `name`, failing when that name is taken."""
+    try:
+        # A hard link publishes the whole file in one step, and fails when `name` exists.
+        os.link(temporary, name, src_dir_fd=base, dst_dir_fd=target_dir, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError:
+        # A file system without hard links: check, then rename in one step.
+        with suppress(FileNotFoundError):
+            os.stat(name, dir_fd=target_dir, follow_symlinks=False)
+            raise FileExistsError(errno.EEXIST, "already exists", name) from None
+        os.replace(temporary, name, src_dir_fd=base, dst_dir_fd=target_dir)
+    else:
+        os.unlink(temporary, dir_fd=base)
+
+
+def write_atomically(location: Location, data: bytes, *, mode: int, replace: bool = True) -> None:
     """Replace the file at `location` with `data`: readers see the old or the new file.
 
     The bytes go to a temporary file in the deepest folder that exists (so an interrupted
@@ -515,6 +535,8 @@ def write_atomically(location: Location, data: bytes, *, mode: int) -> None:
     missing folders are made and the temporary file is renamed over the target, folder
     descriptor to folder descriptor. If anything fails, the temporary file and the folders
     made are removed again and the target is untouched.
+
+    With `replace` false, an existing file is never replaced: `FileExistsError` instead.
     """
     base = location.dir_fd
     sweep_stale_temporaries(base)
@@ -537,7 +559,10 @@ def write_atomically(location: Location, data: bytes, *, mode: int) -> None:
             made.append((target_dir, name))
             target_dir = os.open(name, _DIR_FLAGS, dir_fd=target_dir)
             opened.append(target_dir)
-        os.replace(temporary, location.name, src_dir_fd=base, dst_dir_fd=target_dir)
+        if replace:
+            os.replace(temporary, location.name, src_dir_fd=base, dst_dir_fd=target_dir)
+        else:
+            _publish_new(temporary, base, location.name, target_dir)
         _sync(target_dir)
         if target_dir != base:
             _sync(base)

@@ -7,10 +7,8 @@ with or raises a `StdToolsError` whose message says what was wrong and how to fi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import uuid
 from pathlib import Path
 from typing import Final
 from xml.sax.saxutils import escape
@@ -109,7 +107,8 @@ def _skill_relative(settings: Settings, skill_name: str, relative: str, what: st
     """`relative` (inside the skill's folder) as a path inside the skills folder, after
     the checks that need no disk access; links may lead anywhere in the skills folder."""
     text = check_relative(settings.skills_dir / skill_name, relative, what=what)
-    return f"{skill_name}/{text}"
+    # Accept Windows-style separators, as models sometimes write them.
+    return skill_name + "/" + text.replace("\\", "/")
 
 
 def _inside_skill(settings: Settings, skill_name: str, relative: str, what: str) -> Path:
@@ -315,24 +314,6 @@ def _check_description(description: str) -> str:
     return text
 
 
-def _publish(temporary: Path, target: Path, skill_name: str, skills_dir: Path) -> None:
-    """Give the complete temporary file its final name, failing if the name is taken."""
-    taken = AlreadyExistsError(
-        f"A skill named '{skill_name}' was created in {skills_dir} at the same time; "
-        "nothing was overwritten."
-    )
-    try:
-        # A hard link publishes the whole file in one step and fails when SKILL.md exists.
-        os.link(temporary, target)
-    except FileExistsError:
-        raise taken from None
-    except OSError:
-        # Some file systems have no hard links: check, then rename in one step.
-        if os.path.lexists(target):
-            raise taken from None
-        temporary.replace(target)
-
-
 def create_skill(settings: Settings, skill_name: str, description: str) -> str:
     """Create ``<skills_dir>/<skill_name>/SKILL.md`` from the template; never overwrite."""
     check_skill_name(skill_name)
@@ -353,32 +334,25 @@ def create_skill(settings: Settings, skill_name: str, description: str) -> str:
             "changed. Pick another name, or edit that skill's SKILL.md."
         )
     skills_dir.mkdir(parents=True, exist_ok=True)
-    created_folder = False
     try:
-        folder.mkdir()
-        created_folder = True
+        # Through `_io`: the folder is entered by descriptor, so a link swapped in for it
+        # cannot lead the write outside the skills folder.
+        with _io.locate(
+            skills_dir, f"{skill_name}/{SKILL_FILE}", what="skill folder", allow_missing=True
+        ) as location:
+            _io.write_atomically(
+                location, content.encode("utf-8"), mode=_io.new_file_mode(), replace=False
+            )
     except FileExistsError:
-        if not folder.is_dir():
-            raise AlreadyExistsError(
-                f"{folder} exists and is not a folder; nothing was changed. Pick another "
-                "name for the skill."
-            ) from None
-        confine(skills_dir, skill_name, what="skill folder")
-    temporary = folder / f".{SKILL_FILE}.{uuid.uuid4().hex}.tmp"
-    try:
-        with open(temporary, "x", encoding="utf-8", newline="\n") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        _publish(temporary, target, skill_name, skills_dir)
-    except BaseException:
-        if created_folder:
-            temporary.unlink(missing_ok=True)
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise
-    finally:
-        temporary.unlink(missing_ok=True)
+        raise AlreadyExistsError(
+            f"A skill named '{skill_name}' was created in {skills_dir} at the same time; "
+            "nothing was overwritten."
+        ) from None
+    except NotADirectoryError:
+        raise AlreadyExistsError(
+            f"{folder} exists and is not a folder; nothing was changed. Pick another "
+            "name for the skill."
+        ) from None
     return (
         f"Created skill '{skill_name}' in {folder}: {target} holds the frontmatter and a TODO "
         "body. Replace the TODO sections with the real instructions using a file tool; "

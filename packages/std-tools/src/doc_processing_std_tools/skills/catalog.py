@@ -198,6 +198,7 @@ def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | S
             limit=max_bytes,
             missing=gone,
             folder=not_file,
+            exact=True,
         )
     except FileTooLargeError as exc:
         return problem(
