@@ -9,7 +9,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from mcp import Client
@@ -18,9 +18,15 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import BlobResourceContents, TextContent, TextResourceContents
 
 from doc_processing_std_tools import make_composed_server
-from doc_processing_std_tools.skills.extension import LEFT_OUT_META_KEY
-from doc_processing_std_tools.skills.published import MAX_PAGE_SKILLS
+from doc_processing_std_tools.config import reset_settings
+from doc_processing_std_tools.skills.extension import (
+    LEFT_OUT_META_KEY,
+    SkillsExtension,
+    register_skill_resources,
+)
+from doc_processing_std_tools.skills.published import MAX_PAGE_SKILLS, SkillPublisher
 from doc_processing_std_tools.skills.server import new_skills_server
+from doc_processing_std_tools.skills.tools import register_skills_tools
 
 from .support import EXTENSION, expected_files, list_all, manifest, raw
 
@@ -35,6 +41,21 @@ SERVERS: dict[str, Callable[[], MCPServer]] = {
     "skills-tools": new_skills_server,
     "composed": make_composed_server,
 }
+
+
+def watched_server(watch: bool) -> MCPServer:
+    """A skills server whose publisher learns of changes from the kernel (watch) or from
+    ``stat`` stamps alone (as on a network file system)."""
+    extension = SkillsExtension(SkillPublisher(watch=watch))
+    server = MCPServer(
+        "skills-under-test", extensions=[extension], middleware=[extension.mime_types]
+    )
+    register_skills_tools(server)
+    register_skill_resources(server, extension)
+    return server
+
+
+CHANGE_MODES = pytest.mark.parametrize("watch", [True, False], ids=["inotify", "stat"])
 
 
 def rich_skill(skills: SkillsFolder) -> Path:
@@ -257,11 +278,14 @@ async def test_directory_reads_list_direct_children_and_refuse_files(
             assert refused.value.error.code == INVALID_PARAMS, uri
 
 
-async def test_changing_one_file_changes_exactly_that_digest(skills: SkillsFolder) -> None:
+@CHANGE_MODES
+async def test_changing_one_file_changes_exactly_that_digest(
+    skills: SkillsFolder, watch: bool
+) -> None:
     folder = rich_skill(skills)
     skills.write("bystander")
     guide = folder / "references" / "guide.md"
-    async with Client(new_skills_server()) as client:
+    async with Client(watched_server(watch)) as client:
         before = {r["uri"]: r for e in (await list_all(client))[0] for r in e["resources"]}
         guide.write_bytes(guide.read_bytes() + b"appended\n")
         after = {r["uri"]: r for e in (await list_all(client))[0] for r in e["resources"]}
@@ -280,11 +304,12 @@ async def test_changing_one_file_changes_exactly_that_digest(skills: SkillsFolde
         assert again["skill://report-kit/references/guide.md"]["digest"] == expected
 
 
+@CHANGE_MODES
 async def test_skills_and_files_that_come_and_go_show_on_the_next_listing_as_with_list_skills(
-    skills: SkillsFolder,
+    skills: SkillsFolder, watch: bool
 ) -> None:
     skills.write("first")
-    async with Client(new_skills_server()) as client:
+    async with Client(watched_server(watch)) as client:
 
         async def both() -> tuple[set[str], set[str]]:
             entries, _ = await list_all(client)
@@ -307,11 +332,14 @@ async def test_skills_and_files_that_come_and_go_show_on_the_next_listing_as_wit
             await raw(client, "skills/get", {"uri": "skill://second/SKILL.md"})
 
 
-async def test_a_file_changed_after_the_listing_is_read_as_it_is_now(skills: SkillsFolder) -> None:
+@CHANGE_MODES
+async def test_a_file_changed_after_the_listing_is_read_as_it_is_now(
+    skills: SkillsFolder, watch: bool
+) -> None:
     folder = skills.write("live")
     notes = folder / "notes.md"
     notes.write_text("old\n", "utf-8")
-    async with Client(new_skills_server()) as client:
+    async with Client(watched_server(watch)) as client:
         first = (await raw(client, "skills/get", {"uri": "skill://live/SKILL.md"}))["skill"]
         notes.write_text("new and longer\n", "utf-8")
         result = await client.read_resource("skill://live/notes.md")
@@ -405,8 +433,10 @@ CASES: list[tuple[str, str, str | None]] = [
 
 
 async def test_each_diagnostic_maps_to_the_extension_as_the_documentation_says(
-    skills: SkillsFolder,
+    skills: SkillsFolder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "1000000")  # list_skills whole
+    reset_settings()
     for folder, frontmatter, _ in CASES:
         skills.write(folder, frontmatter)
     async with Client(new_skills_server()) as client:
@@ -442,3 +472,57 @@ def test_results_are_json_all_the_way_down(skills: SkillsFolder) -> None:
     rich_skill(skills)
     page = SkillPublisher().page(get_settings())
     assert json.loads(json.dumps(page.entries)) == page.entries
+
+
+@CHANGE_MODES
+async def test_an_edit_through_a_hard_link_outside_the_skill_is_seen(
+    skills: SkillsFolder, tmp_path: Path, watch: bool
+) -> None:
+    """The kernel reports a write through any name of a watched file, not only the one
+    inside the skill folder; the stat path sees the new stamp."""
+    folder = skills.write("linked")
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("first\n", "utf-8")
+    os.link(elsewhere, folder / "shared.md")
+    async with Client(watched_server(watch)) as client:
+        await list_all(client)
+        with elsewhere.open("r+b") as handle:
+            handle.write(b"FIRST")
+        (entry,) = (await list_all(client))[0]
+    digests = {r["uri"]: r["digest"] for r in entry["resources"]}
+    assert digests["skill://linked/shared.md"] == (
+        "sha256:" + hashlib.sha256(b"FIRST\n").hexdigest()
+    )
+
+
+async def test_with_the_kernel_watching_an_unchanged_listing_stats_no_skill_file(
+    skills: SkillsFolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(10):
+        folder = rich_skill_named(skills, f"kit-{index}")
+        assert folder.is_dir()
+    counted: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        counted.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    async with Client(watched_server(True)) as client:
+        await list_all(client)
+        await list_all(client)
+        monkeypatch.setattr(os, "stat", counting_stat)
+        entries, _ = await list_all(client)
+        monkeypatch.setattr(os, "stat", real_stat)
+    files = sum(len(e["resources"]) for e in entries)
+    inside_skills = [p for p in counted if "/kit-" in p and not p.endswith("/SKILL.md")]
+    assert files == 40 and inside_skills == []
+
+
+def rich_skill_named(skills: SkillsFolder, name: str) -> Path:
+    folder = skills.write(name)
+    (folder / "references").mkdir()
+    (folder / "references" / "a.md").write_text("a\n", "utf-8")
+    (folder / "references" / "b.md").write_text("b\n", "utf-8")
+    (folder / "logo.png").write_bytes(b"\x89PNG\r\n")
+    return folder

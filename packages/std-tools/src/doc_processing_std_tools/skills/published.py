@@ -48,6 +48,7 @@ from ..paths import confine, is_inside
 from . import actions
 from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord, is_hidden_name
 from .frontmatter import is_valid_name, read_skill_md_text
+from .watch import EVERYTHING, FolderWatch
 
 __all__ = [
     "DIRECTORY_MIME_TYPE",
@@ -298,6 +299,8 @@ class _Tree:
     """Relative folder ("" for the skill's own) -> its visible children's names."""
     checks: list[tuple[str, _Stamp]]
     """Every folder and file walked, with its stamp: what a later call compares."""
+    watched: bool = False
+    """True when every folder and file was watched (by inotify) before it was read."""
 
 
 def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[str]]:
@@ -323,6 +326,18 @@ def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[
     return files, folders
 
 
+@dataclass(frozen=True, slots=True)
+class _Watching:
+    """The kernel watch to put on every path of one skill folder's walk."""
+
+    watch: FolderWatch
+    key: str
+    device: int
+
+    def add(self, path: str) -> bool:
+        return self.watch.watch(path, self.key)
+
+
 class _SkillFiles:
     """Walks one skill folder and hashes its files, remembering both by ``stat`` stamps."""
 
@@ -332,9 +347,10 @@ class _SkillFiles:
         self._listings: dict[str, _Listing] = {}
         self._digests: dict[str, _Digest] = {}
 
-    def tree(self, folder: Path, real_root: Path) -> _Tree:
+    def tree(self, folder: Path, real_root: Path, watch: _Watching | None = None) -> _Tree:
         """The visible files and folders of `folder`; a folder reached twice (through a
-        link) is walked once."""
+        link) is walked once. With `watch`, every path is watched before it is read."""
+        watched = watch is not None
         files: dict[str, tuple[str, os.stat_result]] = {}
         folders: dict[str, list[str]] = {}
         seen: set[tuple[int, int]] = set()
@@ -343,10 +359,14 @@ class _SkillFiles:
         checks: list[tuple[str, _Stamp]] = []
         while pending:
             directory, relative = pending.pop()
+            if watch is not None and not watch.add(directory):
+                watched = False
             try:
                 st = os.stat(directory)  # noqa: PTH116
             except OSError:
                 continue
+            if watch is not None and st.st_dev != watch.device:
+                watched = False
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
@@ -359,6 +379,8 @@ class _SkillFiles:
             prefix = f"{relative}/" if relative else ""
             for name in listing.files:
                 path = f"{directory}{os.sep}{name}"
+                if watch is not None and not watch.add(path):
+                    watched = False
                 try:
                     file_st = os.stat(path)  # noqa: PTH116
                 except OSError:
@@ -369,7 +391,7 @@ class _SkillFiles:
                 (f"{directory}{os.sep}{name}", prefix + name) for name in listing.folders
             )
         self._listings = listings
-        return _Tree(files, folders, checks)
+        return _Tree(files, folders, checks, watched)
 
     def _listing(self, directory: str, st: os.stat_result, real_root: Path) -> _Listing | None:
         stamp = _stamp(st)
@@ -535,9 +557,19 @@ class _Remembered:
     frontmatter: _Frontmatter | None = None
     published: tuple[tuple[Any, ...], PublishedSkill] | None = None
     # The outcome of the last publication under one size limit, with the stamps it was
-    # built from; None while any of them is too recent to be trusted.
-    last: tuple[int, list[tuple[str, _Stamp]], PublishedSkill | SkillDiagnostic] | None = None
+    # built from and whether any of them was too recent to be trusted.
+    last: _Last | None = None
     checks: list[tuple[str, _Stamp]] = field(default_factory=list)
+    # True while the kernel watches every path of the last walk and no event came since.
+    watched: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Last:
+    max_bytes: int
+    checks: list[tuple[str, _Stamp]]
+    outcome: PublishedSkill | SkillDiagnostic
+    recent: bool
 
 
 def _unchanged(checks: list[tuple[str, _Stamp]]) -> bool:
@@ -559,11 +591,13 @@ class SkillPublisher:
     threads; the calls that may read files are meant for a worker thread.
     """
 
-    def __init__(self) -> None:
-        """Start with nothing remembered."""
+    def __init__(self, *, watch: bool = True) -> None:
+        """Start with nothing remembered. With `watch` (the default), the kernel reports
+        changes where it can (see `watch`); without, every call compares ``stat`` stamps."""
         self._lock = threading.Lock()
         self._folders: dict[str, _Remembered] = {}
         self._reported: set[SkillDiagnostic] = set()
+        self._watch = FolderWatch(enabled=watch)
         self._order: tuple[Catalog, list[tuple[str, SkillRecord]]] | None = None
 
     def clear(self) -> None:
@@ -581,6 +615,7 @@ class SkillPublisher:
         """
         after = None if cursor is None else _decode_cursor(cursor)
         with self._lock:
+            self._take_events()
             catalog = actions.scan(settings)
             real_root = settings.skills_dir.resolve()
             blocked = {d.skill: d for d in catalog.diagnostics if d.code in _UNPUBLISHABLE_WARNINGS}
@@ -616,6 +651,19 @@ class SkillPublisher:
             self._report(left_out)
             return Page(entries, following, left_out)
 
+    def _take_events(self) -> None:
+        """Mark the skill folders the kernel reported a change in as to be walked again."""
+        if not self._watch.active:
+            return
+        changed = self._watch.changed()
+        if EVERYTHING in changed:
+            for remembered in self._folders.values():
+                remembered.watched = False
+            return
+        for key in changed:
+            if (folder := self._folders.get(key)) is not None:
+                folder.watched = False
+
     def _report(self, left_out: list[SkillDiagnostic]) -> None:
         for diagnostic in left_out:
             if diagnostic not in self._reported:
@@ -631,6 +679,7 @@ class SkillPublisher:
         """One skill as published now (hashing only its files); a diagnostic when it is
         left out; None when the catalog has no such skill."""
         with self._lock:
+            self._take_events()
             record, diagnostic = self._record(settings, name)
             if record is None:
                 return diagnostic
@@ -646,6 +695,7 @@ class SkillPublisher:
             UnknownResourceError: no published skill holds such a file.
         """
         with self._lock:
+            self._take_events()
             shape = self._published_shape(settings, uri)
             found = shape.tree.files.get(uri.relative)
             if found is None:
@@ -659,6 +709,7 @@ class SkillPublisher:
             UnknownResourceError: `uri` names no folder of a published skill.
         """
         with self._lock:
+            self._take_events()
             shape = self._published_shape(settings, uri)
             names = shape.tree.folders.get(uri.relative)
             if names is None:
@@ -703,9 +754,14 @@ class SkillPublisher:
         return remembered
 
     def _shape(
-        self, remembered: _Remembered, record: SkillRecord, settings: Settings, real_root: Path
+        self,
+        remembered: _Remembered,
+        record: SkillRecord,
+        settings: Settings,
+        real_root: Path,
+        watching: _Watching | None = None,
     ) -> _Shape:
-        tree = remembered.files.tree(record.directory, real_root)
+        tree = remembered.files.tree(record.directory, real_root, watching)
         found = tree.files.get(SKILL_FILE)
         if found is None:
             gone = _unreadable(record.name, SKILL_FILE, "it is gone or leads elsewhere")
@@ -722,20 +778,26 @@ class SkillPublisher:
     ) -> PublishedSkill | SkillDiagnostic:
         remembered = self._remembered(record)
         last = remembered.last
-        if last is not None and last[0] == settings.max_file_size_bytes and _unchanged(last[1]):
-            return last[2]
+        if last is not None and last.max_bytes == settings.max_file_size_bytes:
+            if remembered.watched and self._watch.active:
+                return last.outcome  # no event since the walk: nothing changed
+            if not last.recent and _unchanged(last.checks):
+                return last.outcome
         taken = time.time_ns()
         outcome = self._publish_walked(remembered, record, settings, real_root)
         checks = remembered.checks
         recent = any(taken - stamp[0] < _RACY_NS for _, stamp in checks)
-        remembered.last = None if recent else (settings.max_file_size_bytes, checks, outcome)
+        remembered.last = _Last(settings.max_file_size_bytes, checks, outcome, recent)
         return outcome
 
     def _publish_walked(
         self, remembered: _Remembered, record: SkillRecord, settings: Settings, real_root: Path
     ) -> PublishedSkill | SkillDiagnostic:
-        shape = self._shape(remembered, record, settings, real_root)
+        device = self._watch.covers(real_root)
+        watching = None if device is None else _Watching(self._watch, str(record.directory), device)
+        shape = self._shape(remembered, record, settings, real_root, watching)
         remembered.checks = shape.tree.checks
+        remembered.watched = shape.tree.watched
         if shape.problem is not None:
             return shape.problem
         files: list[PublishedFile] = []
