@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from doc_processing_toolkit import Agent, TestModel
 from doc_processing_toolkit.batch import BatchControl, BatchItem, LocalEngine
-from doc_processing_toolkit.errors import BatchError
+from doc_processing_toolkit.errors import BatchError, ConfigError, MissingDependencyError
 from doc_processing_toolkit.messages import ModelResponse, ToolResultPart
 from doc_processing_toolkit.models import ModelRequest
 from doc_processing_toolkit.models.test import reply, tool_call
@@ -261,3 +262,22 @@ def test_the_cli_batch_subcommand_keeps_run_working(
     lines = [json.loads(line) for line in output.read_text().splitlines()]
     assert [line["status"] for line in lines].count("ok") == 1
     assert {line["id"] for line in lines} >= {"docs/a.txt", "line:3"}
+
+
+@pytest.mark.anyio
+async def test_the_ray_engine_without_ray_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an install without the extra sees
+    agent = Agent.from_config({"model": "test"})
+    with pytest.raises(MissingDependencyError, match=r"doc-processing-toolkit\[ray\]"):
+        async for _ in agent.run_batch(["a.txt"], "{path}", engine="ray"):
+            pass
+
+
+@pytest.mark.anyio
+async def test_the_ray_engine_needs_an_agent_it_can_rebuild_on_each_actor() -> None:
+    agent = Agent(TestModel())
+    with pytest.raises(ConfigError, match=r"Agent.from_yaml"):
+        async for _ in agent.run_batch(["a.txt"], "{path}", engine="ray"):
+            pass

@@ -190,8 +190,8 @@ class RayEngine:
         self, agent: Agent, jobs: Iterator[Job | ItemResult], control: BatchControl
     ) -> AsyncGenerator[ItemResult, None]:
         """Run `jobs` on the actor pool; yield each result as it arrives."""
-        ray = _import_ray()
         factory = self.agent_factory or factory_of(agent)
+        ray = _import_ray()
         started_ray = False
         if not ray.is_initialized():
             if self.address is not None:

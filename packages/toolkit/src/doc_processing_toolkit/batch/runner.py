@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
-import anyio.to_thread
 
 from ..errors import BatchError, TemplateFieldError
 from .control import BatchControl, Engine
@@ -137,42 +136,43 @@ def _jobs(
 
 
 def iterate_sync(loop_thread: LoopThread, make: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
-    """The values of the async iterator `make()` returns, iterated in `loop_thread` and
-    handed to this thread one at a time (the loop runs ahead by at most a few values).
+    """The values of the async iterator `make()` returns, iterated by one task in
+    `loop_thread` and handed to this thread one at a time (the task runs ahead by at most
+    a few values).
 
-    Closing this iterator early (``break``) cancels the async one.
+    Closing this iterator early (``break``, an exception in the loop body) cancels the
+    task and waits for it to end, so that the batch is closed before this returns.
     """
-    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=4)
-    finished = object()
+    send, receive = anyio.create_memory_object_stream[tuple[bool, Any]](4)
+    ended = threading.Event()
 
     async def pump() -> None:
         try:
-            async with aclosing(_as_generator(make())) as values:
-                async for value in values:
-                    await anyio.to_thread.run_sync(
-                        handoff.put, (True, value), abandon_on_cancel=True
-                    )
-        except BaseException as exc:
-            handoff.put((False, exc))
-            raise
-        handoff.put((False, finished))
+            async with send:
+                try:
+                    async with aclosing(_as_generator(make())) as values:
+                        async for value in values:
+                            await send.send((True, value))
+                except Exception as exc:
+                    await send.send((False, exc))
+        finally:
+            ended.set()
 
     future = loop_thread.start(pump)
     try:
         while True:
-            ok, value = handoff.get()
-            if ok:
-                yield value
-                continue
-            if value is finished:
+            try:
+                ok, value = loop_thread.call(receive.receive)
+            except anyio.EndOfStream:
                 return
-            raise value
+            if not ok:
+                raise value
+            yield value
     finally:
-        if not future.done():
-            future.cancel()
-            while not future.done():  # free a handoff.put waiting for room
-                with suppress(queue.Empty):
-                    handoff.get(timeout=0.05)
+        future.cancel()
+        if not ended.wait(timeout=60):
+            logger.warning("the cancelled batch did not end within 60 s; leaving it")
+        receive.close()
 
 
 async def _as_generator(values: AsyncIterator[T]) -> AsyncGenerator[T, None]:
