@@ -205,3 +205,30 @@ async def test_read_file_over_mcp_never_reads_through_a_swapped_link(
                 leaks += "never shown" in block.text
     assert calls > 50
     assert leaks == 0, f"{leaks} of {calls} MCP calls read outside content"
+
+
+def test_list_directory_never_lists_a_folder_swapped_in_from_outside(
+    site: tuple[Path, Path],
+) -> None:
+    root, outside = site
+    ws = Workspace.from_settings()
+    with swapping(root / "docs", outside):
+        calls, refused, leaks = hammer(
+            lambda: "never shown" if "secret.txt" in ops.list_directory(ws, "docs") else ""
+        )
+    assert leaks == [], f"{len(leaks)} listings showed the outside folder"
+    assert refused < calls
+
+
+def test_get_file_info_never_describes_a_file_swapped_in_from_outside(
+    site: tuple[Path, Path],
+) -> None:
+    root, outside = site
+    ws = Workspace.from_settings()
+    secret_size = f'"size_bytes": {len(SECRET) + 1}'
+    with swapping(root / "victim.txt", outside / "secret.txt"):
+        calls, refused, leaks = hammer(
+            lambda: "never shown" if secret_size in ops.get_file_info(ws, "victim.txt") else ""
+        )
+    assert leaks == [], f"{len(leaks)} of {calls} calls described the outside file"
+    assert refused < calls

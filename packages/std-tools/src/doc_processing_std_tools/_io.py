@@ -64,8 +64,10 @@ __all__ = [
     "locked",
     "new_file_mode",
     "not_regular",
+    "open_folder",
     "read_at",
     "read_bytes",
+    "stat_at",
     "sweep_stale_temporaries",
     "temporary_name",
     "too_large",
@@ -271,13 +273,20 @@ class _Walk:
 
 @contextmanager
 def locate(
-    root: Path, relative: str, *, what: str, allow_missing: bool = False, exact: bool = False
+    root: Path,
+    relative: str,
+    *,
+    what: str,
+    allow_missing: bool = False,
+    allow_root: bool = False,
+    exact: bool = False,
 ) -> Iterator[Location]:
     """Walk `relative` inside `root` without letting the kernel follow any link.
 
     The final name is followed too when it is a link (so a write through a link inside the
     root replaces the file it points to, and the link stays). With `allow_missing`, folders
-    that do not exist yet end the walk and are listed in `Location.missing`. `exact` walks
+    that do not exist yet end the walk and are listed in `Location.missing`. With
+    `allow_root`, an empty path or ``"."`` is the root itself (name ``"."``). `exact` walks
     `relative` as given, for names that come from a listing rather than from a caller
     (which are stripped of surrounding blanks).
 
@@ -286,7 +295,7 @@ def locate(
             that a link leads outside `root`, or a loop of links.
         OSError: a folder on the way is missing (``ENOENT``, ``ENOTDIR``) or unreadable.
     """
-    text = check_relative(root, relative, what=what)
+    text = check_relative(root, relative, what=what, allow_root=allow_root) or "."
     walk = _Walk(root, relative, relative if exact else text, what)
     try:
         while True:
@@ -296,6 +305,31 @@ def locate(
         yield Location(root, walk.fds[-1], name, list(walk.names), missing)
     finally:
         walk.close()
+
+
+def stat_at(location: Location, shown: str) -> os.stat_result:
+    """The status of what is at `location`, a link there not followed.
+
+    Raises:
+        InvalidArgumentError: the name became a symbolic link during the call.
+        OSError: nothing is there (``ENOENT``).
+    """
+    status = os.stat(location.name, dir_fd=location.dir_fd, follow_symlinks=False)
+    if stat.S_ISLNK(status.st_mode):
+        raise InvalidArgumentError(
+            f"{shown} was replaced by a symbolic link during the call; try again."
+        )
+    return status
+
+
+def open_folder(location: Location) -> int:
+    """A descriptor of the folder at `location`, opened without following a link; close it.
+
+    Raises:
+        NotADirectoryError: it is not a folder. OSError: nothing is there, or (``ELOOP``)
+            the name became a symbolic link during the call.
+    """
+    return os.open(location.name, _DIR_FLAGS, dir_fd=location.dir_fd)
 
 
 def _read_upto(fd: int, count: int) -> bytes:

@@ -374,9 +374,10 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _entry_line(ws: Workspace, entry: os.DirEntry[str]) -> str:
+def _entry_line(ws: Workspace, folder: Path, entry: os.DirEntry[str]) -> str:
     if entry.is_symlink():
-        real = _resolved(Path(entry.path))
+        # By name, only to describe where the link leads; nothing is read through it.
+        real = _resolved(folder / entry.name)
         if real is None:
             return f"{entry.name}  (symbolic link in a loop: it leads nowhere)"
         if not is_inside(real, ws.root):
@@ -393,20 +394,38 @@ def _entry_line(ws: Workspace, entry: os.DirEntry[str]) -> str:
 
 
 def list_directory(ws: Workspace, path: str = ".") -> str:
-    """The entries of a folder: folders first (with a trailing `/`), then files with sizes."""
-    target = ws.resolve(path, allow_root=True)
-    if not target.exists():
-        raise NotFoundError(f"There is no folder {path!r} in the workspace {ws.root}.")
-    if not target.is_dir():
-        raise InvalidArgumentError(f"{path!r} is a file, not a folder; use get_file_info on it.")
-    with os.scandir(target) as scan:
-        entries = list(scan)
-    entries.sort(key=lambda e: (not _is_dir(e), e.name.lower(), e.name))
-    folders = sum(1 for e in entries if _is_dir(e))
+    """The entries of a folder: folders first (with a trailing `/`), then files with sizes.
+
+    The folder is opened through `_io` and listed from its descriptor, so a link swapped
+    in for it during the call cannot show the entries of a folder outside the workspace.
+    """
+    try:
+        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
+            try:
+                fd = _io.open_folder(location)
+            except NotADirectoryError:
+                raise InvalidArgumentError(
+                    f"{path!r} is a file, not a folder; use get_file_info on it."
+                ) from None
+            target = location.path
+            try:
+                with os.scandir(fd) as scan:
+                    entries = list(scan)
+                entries.sort(key=lambda e: (not _is_dir(e), e.name.lower(), e.name))
+                folders = sum(1 for e in entries if _is_dir(e))
+                shown = [_entry_line(ws, target, e) for e in entries[:MAX_LIST_ENTRIES]]
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise NotFoundError(
+                f"There is no folder {path!r} in the workspace {ws.root}."
+            ) from None
+        raise
     if not entries:
         return f"{ws.relative(target)}: empty folder"
     header = f"{ws.relative(target)}: {folders} folders, {len(entries) - folders} files"
-    lines = [header, *(_entry_line(ws, e) for e in entries[:MAX_LIST_ENTRIES])]
+    lines = [header, *shown]
     if len(entries) > MAX_LIST_ENTRIES:
         lines.append(f"... and {len(entries) - MAX_LIST_ENTRIES} more entries not shown")
     return truncate("\n".join(lines), ws.output_limit, hint="list a subfolder to see less")
@@ -599,19 +618,36 @@ def search_text(
 
 
 def get_file_info(ws: Workspace, path: str) -> str:
-    """JSON facts about a file or folder: type, size, dates, permissions, line count."""
-    target = ws.resolve(path, allow_root=True)
-    if not target.exists():
-        raise NotFoundError(f"There is no file or folder {path!r} in the workspace {ws.root}.")
+    """JSON facts about a file or folder: type, size, dates, permissions, line count.
+
+    The facts are taken through `_io` from what the walk found, never through a link
+    swapped in during the call.
+    """
+    try:
+        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
+            status = _io.stat_at(location, repr(path))
+            target = location.path
+            entries: int | None = None
+            if stat.S_ISDIR(status.st_mode):
+                fd = _io.open_folder(location)
+                try:
+                    with os.scandir(fd) as scan:
+                        entries = sum(1 for _ in scan)
+                finally:
+                    os.close(fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise NotFoundError(
+                f"There is no file or folder {path!r} in the workspace {ws.root}."
+            ) from None
+        raise
     given = ws.root / path.strip() if path.strip() not in ("", ".") else ws.root
     info: dict[str, object] = {"path": ws.relative(target), "absolute_path": str(target)}
-    status = target.stat()
-    if target.is_dir():
+    if entries is not None:
         info["type"] = "directory"
-        with os.scandir(target) as scan:
-            info["entries"] = sum(1 for _ in scan)
+        info["entries"] = entries
     else:
-        info["type"] = "file" if target.is_file() else "other"
+        info["type"] = "file" if stat.S_ISREG(status.st_mode) else "other"
         info["size_bytes"] = status.st_size
         info["size"] = _io.human_size(status.st_size)
         info["suffix"] = target.suffix.lower()
