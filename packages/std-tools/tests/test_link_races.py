@@ -9,6 +9,7 @@ never create anything outside the root.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -28,8 +29,9 @@ from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
 
 SECRET = "outside secret: never shown"
-#: How long each attack runs, and the most calls it makes.
-SECONDS = float(__import__("os").environ.get("RACE_SECONDS", "2.0"))
+#: How long each attack runs (RACE_SECONDS overrides it for a longer hunt), and the most
+#: calls it makes.
+SECONDS = float(os.environ.get("RACE_SECONDS", "1.5"))
 MAX_CALLS = 20_000
 
 # Swaps `victim` (a file or a folder inside the root) with a symbolic link to `secret`,
