@@ -281,6 +281,7 @@ class _Listing:
     racy: bool
     files: list[str]
     folders: list[str]
+    links: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -301,20 +302,28 @@ class _Tree:
     """Every folder and file walked, with its stamp: what a later call compares."""
     watched: bool = False
     """True when every folder and file was watched (by inotify) before it was read."""
+    linked: frozenset[str] = frozenset()
+    """Relative paths reached through a symbolic link (checked with `confine` on a read)."""
 
 
-def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[str]]:
-    """Names of the regular files and folders in `directory` that the tools' rules show."""
+def _visible_children(
+    directory: str, real_root: Path
+) -> tuple[list[str], list[str], frozenset[str]]:
+    """Names of the regular files and folders in `directory` that the tools' rules show,
+    and which of them are symbolic links (leading inside `real_root`)."""
     files: list[str] = []
     folders: list[str] = []
+    links: set[str] = set()
     with os.scandir(directory) as entries:
         for entry in entries:
             name = entry.name
             if is_hidden_name(name) or name != wire_safe(name):
                 continue
             try:
-                if entry.is_symlink() and not is_inside(Path(entry.path), real_root):
-                    continue
+                if entry.is_symlink():
+                    if not is_inside(Path(entry.path), real_root):
+                        continue
+                    links.add(name)
                 if entry.is_dir():
                     folders.append(name)
                 elif entry.is_file():
@@ -323,7 +332,7 @@ def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[
                 continue
     files.sort()
     folders.sort()
-    return files, folders
+    return files, folders, frozenset(links)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,12 +362,13 @@ class _SkillFiles:
         watched = watch is not None
         files: dict[str, tuple[str, os.stat_result]] = {}
         folders: dict[str, list[str]] = {}
+        linked: set[str] = set()
         seen: set[tuple[int, int]] = set()
-        pending: list[tuple[str, str]] = [(str(folder), "")]
+        pending: list[tuple[str, str, bool]] = [(str(folder), "", False)]
         listings: dict[str, _Listing] = {}
         checks: list[tuple[str, _Stamp]] = []
         while pending:
-            directory, relative = pending.pop()
+            directory, relative, through_link = pending.pop()
             if watch is not None and not watch.add(directory):
                 watched = False
             try:
@@ -387,11 +397,14 @@ class _SkillFiles:
                     continue
                 files[prefix + name] = (path, file_st)
                 checks.append((path, _stamp(file_st)))
+                if through_link or name in listing.links:
+                    linked.add(prefix + name)
             pending.extend(
-                (f"{directory}{os.sep}{name}", prefix + name) for name in listing.folders
+                (f"{directory}{os.sep}{name}", prefix + name, through_link or name in listing.links)
+                for name in listing.folders
             )
         self._listings = listings
-        return _Tree(files, folders, checks, watched)
+        return _Tree(files, folders, checks, watched, frozenset(linked))
 
     def _listing(self, directory: str, st: os.stat_result, real_root: Path) -> _Listing | None:
         stamp = _stamp(st)
@@ -400,25 +413,35 @@ class _SkillFiles:
             return known
         taken = time.time_ns()
         try:
-            files, folders = _visible_children(directory, real_root)
+            files, folders, links = _visible_children(directory, real_root)
         except OSError:
             return None
-        return _Listing(stamp, taken - st.st_mtime_ns < _RACY_NS, files, folders)
+        return _Listing(stamp, taken - st.st_mtime_ns < _RACY_NS, files, folders, links)
 
-    def digest(self, path: str, st: os.stat_result, skills_dir: Path, max_bytes: int) -> str:
+    def digest(
+        self, path: str, st: os.stat_result, linked: bool, skills_dir: Path, max_bytes: int
+    ) -> str:
         """The ``sha256:`` digest of the file at `path`, hashed again only when it changed.
 
         Raises:
-            StdToolsError: the file leads outside the skills folder, or is over the limit.
+            StdToolsError: the file leads outside the skills folder, is over the limit, or
+                is no longer the file the walk saw.
             OSError: the file cannot be read.
         """
         known = self._digests.get(path)
         if known is not None and known.stamp == _stamp(st) and not known.racy:
             return known.digest
         taken = time.time_ns()
-        data_stamp, digest = _hash_file(path, skills_dir, max_bytes)
-        self._digests[path] = _Digest(data_stamp, taken - data_stamp[0] < _RACY_NS, digest)
+        fd = _open_walked(path, st, linked, skills_dir, max_bytes)
+        with open(fd, "rb", buffering=0) as handle:
+            data_stamp = _stamp(os.fstat(fd))
+            digest = "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+        self.remember(path, data_stamp, taken, digest)
         return digest
+
+    def remember(self, path: str, stamp: _Stamp, taken: int, digest: str) -> None:
+        """Keep the digest of the bytes read at `taken` from a file with `stamp`."""
+        self._digests[path] = _Digest(stamp, taken - stamp[0] < _RACY_NS, digest)
 
     def keep_only(self, paths: Iterable[str]) -> None:
         """Forget the digests of files other than `paths` (removed or renamed files)."""
@@ -452,12 +475,32 @@ def _open_confined(path: str, skills_dir: Path, what: str, max_bytes: int) -> in
     return fd
 
 
-def _hash_file(path: str, skills_dir: Path, max_bytes: int) -> tuple[_Stamp, str]:
-    fd = _open_confined(path, skills_dir, path, max_bytes)
-    with open(fd, "rb", buffering=0) as handle:
+def _open_walked(
+    path: str, walked: os.stat_result, linked: bool, skills_dir: Path, max_bytes: int
+) -> int:
+    """An open descriptor of the file a folder walk found at `path`.
+
+    A path reached through a symbolic link is confined as the tools confine it. Any other
+    path was seen by the walk inside the skills folder with no link on the way; it is
+    opened without following a link and must still be the very file the walk saw (same
+    device and inode), so nothing swapped in since can lead elsewhere.
+    """
+    if linked:
+        return _open_confined(path, skills_dir, path, max_bytes)
+    fd = os.open(path, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    try:
         st = os.fstat(fd)
-        digest = hashlib.file_digest(handle, "sha256").hexdigest()
-    return _stamp(st), f"sha256:{digest}"
+        if (st.st_dev, st.st_ino) != (walked.st_dev, walked.st_ino) or not stat.S_ISREG(st.st_mode):
+            raise UnknownResourceError(f"{path} changed while the skill was being listed.")
+        if st.st_size > max_bytes:
+            raise FileTooLargeError(
+                f"{path} is {st.st_size / 1048576:.1f} MB, more than the "
+                f"{max_bytes / 1048576:g} MB that DPTTOOLS_MAX_FILE_SIZE_MB allows."
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 # --- Frontmatter ------------------------------------------------------------------------
@@ -769,7 +812,9 @@ class SkillPublisher:
         path, st = found
         known = remembered.frontmatter
         if known is None or known.stamp != _stamp(st) or known.racy:
-            known = remembered.frontmatter = _read_frontmatter(record, path, st, settings)
+            known = remembered.frontmatter = _read_frontmatter(
+                record, path, st, SKILL_FILE in tree.linked, settings, remembered.files
+            )
         problem = known.problem or _limits_problem(record.name, tree, settings.max_file_size_bytes)
         return _Shape(tree, known.fields, problem)
 
@@ -802,9 +847,11 @@ class SkillPublisher:
             return shape.problem
         files: list[PublishedFile] = []
         hasher = remembered.files
+        linked = shape.tree.linked
+        max_bytes = settings.max_file_size_bytes
         for relative, (path, st) in sorted(shape.tree.files.items()):
             try:
-                digest = hasher.digest(path, st, settings.skills_dir, settings.max_file_size_bytes)
+                digest = hasher.digest(path, st, relative in linked, settings.skills_dir, max_bytes)
             except (OSError, StdToolsError) as exc:
                 return _unreadable(record.name, relative, str(exc))
             files.append(PublishedFile(relative, st.st_size, digest))
@@ -820,18 +867,25 @@ class SkillPublisher:
 
 
 def _read_frontmatter(
-    record: SkillRecord, path: str, st: os.stat_result, settings: Settings
+    record: SkillRecord,
+    path: str,
+    st: os.stat_result,
+    linked: bool,
+    settings: Settings,
+    hasher: _SkillFiles,
 ) -> _Frontmatter:
+    """Parse the SKILL.md at `path`; the bytes read also give its digest (one read)."""
     taken = time.time_ns()
     stamp = _stamp(st)
     racy = taken - st.st_mtime_ns < _RACY_NS
-    what = f"The SKILL.md of '{record.name}'"
     try:
-        fd = _open_confined(path, settings.skills_dir, what, settings.max_file_size_bytes)
+        fd = _open_walked(path, st, linked, settings.skills_dir, settings.max_file_size_bytes)
         with open(fd, "rb") as handle:
+            read_stamp = _stamp(os.fstat(fd))
             data = handle.read()
     except (OSError, StdToolsError) as exc:
         return _Frontmatter(stamp, racy, None, _unreadable(record.name, SKILL_FILE, str(exc)))
+    hasher.remember(path, read_stamp, taken, "sha256:" + hashlib.sha256(data).hexdigest())
     parsed = read_skill_md_text(data)
     if parsed.fields is None:
         reason = parsed.diagnostics[0].message if parsed.diagnostics else "no frontmatter"
