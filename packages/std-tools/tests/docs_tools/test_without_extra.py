@@ -2,9 +2,10 @@
 tool; PDF, DOCX and XLSX calls name the command that installs the extra, and the formats
 read with the standard library keep working.
 
-The extra's libraries are installed in the test environment, so the server runs in a
-child interpreter in which a `sys.meta_path` finder makes importing them fail exactly as
-it would if they were missing.
+The extra's libraries are installed in the test environment, so the server runs with a
+`sitecustomize` module on its PYTHONPATH whose `sys.meta_path` finder makes importing
+them fail exactly as it would if they were missing; the document worker processes the
+server starts inherit it, as they would inherit a real environment without the extra.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ pytestmark = pytest.mark.anyio
 
 INSTALL = 'pip install "doc-processing-std-tools[docs]"'
 
-_SERVER_WITHOUT_EXTRA = """
-import importlib.abc, runpy, sys
+_WITHOUT_EXTRA = """
+import importlib.abc, sys
 
 BLOCKED = {"pypdfium2", "pypdfium2_raw", "pdfplumber", "pdfminer", "docx", "openpyxl"}
 
@@ -33,7 +34,6 @@ class WithoutDocsExtra(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, WithoutDocsExtra())
-runpy.run_module("doc_processing_std_tools", run_name="__main__", alter_sys=True)
 """
 
 
@@ -43,10 +43,14 @@ def text_of(result: object) -> str:
     return content[0].text
 
 
-async def test_calls_on_pdf_docx_xlsx_name_the_extra_to_install(library: Path) -> None:
+async def test_calls_on_pdf_docx_xlsx_name_the_extra_to_install(
+    library: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "sitecustomize.py").write_text(_WITHOUT_EXTRA, encoding="utf-8")
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", _SERVER_WITHOUT_EXTRA, "--workspace", str(library)],
+        args=["-m", "doc_processing_std_tools", "--workspace", str(library)],
+        env={"PYTHONPATH": str(tmp_path)},
     )
     async with Client(params) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}

@@ -251,6 +251,8 @@ class _OutOfTime(BaseException):
     `except Exception` inside the libraries can swallow it."""
 
 
+#: Seconds between two attempts to stop table detection that is out of time.
+_RETRY_SECONDS = 0.05
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
 _set_async_exc.restype = ctypes.c_int
@@ -261,29 +263,39 @@ def _detect(page: Any, seconds: float) -> list[list[list[str | None]]] | None:
 
     pdfplumber is pure Python and cannot be stopped from outside, so a timer thread raises
     `_OutOfTime` into this thread (CPython's asynchronous exception, delivered between
-    two bytecodes). A lock keeps the timer from firing once detection has ended, and a
-    pending exception is withdrawn before it could land anywhere else.
+    two bytecodes), and again every `_RETRY_SECONDS` until detection ends: one that lands
+    in a finalizer (a `__del__` run by the garbage collector) is swallowed there. Once
+    detection has ended, the timer is switched off under a lock and a pending exception
+    is withdrawn, so none lands anywhere else.
     """
     thread = threading.get_ident()
     lock = threading.Lock()
+    done = threading.Event()
     active = True
 
     def out_of_time() -> None:
-        with lock:
-            if active:
-                _set_async_exc(thread, ctypes.py_object(_OutOfTime))
+        wait = seconds
+        while not done.wait(wait):
+            with lock:
+                if active:
+                    _set_async_exc(thread, ctypes.py_object(_OutOfTime))
+            wait = _RETRY_SECONDS
 
-    timer = threading.Timer(seconds, out_of_time)
-    timer.daemon = True
+    timer = threading.Thread(target=out_of_time, name="table-time-bound", daemon=True)
     try:
         try:
             timer.start()
             found: list[list[list[str | None]]] = page.extract_tables()
         finally:
-            timer.cancel()
-            with lock:
-                active = False
-                _set_async_exc(thread, ctypes.py_object())  # NULL: withdraw a pending one
+            while True:  # until the timer is off, even if a late exception lands here
+                try:
+                    with lock:
+                        active = False
+                    done.set()
+                    _set_async_exc(thread, ctypes.py_object())  # NULL: withdraw a pending one
+                    break
+                except _OutOfTime:
+                    continue
         return found
     except _OutOfTime:
         return None

@@ -1,8 +1,9 @@
 """The four document tools, registered on any MCPServer.
 
-Each tool is a few lines of glue around `api`, which is imported on the first call so
-that a server starts without loading the readers; the workspace and the limits are read
-from the settings at call time.
+Each tool is a few lines of glue around `api`, run in a worker process by `worker` (so a
+hostile document can exhaust neither the server's memory nor its time, and a call the
+client cancels is stopped); the workspace and the limits are read from the settings at
+call time and travel with the call.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from .._tooling import tool_errors
-from ..filesystem.operations import Workspace
+from .worker import run_tool
 
 __all__ = ["register_docs_tools"]
 
@@ -29,7 +30,7 @@ def register_docs_tools(server: MCPServer) -> None:
     """Add the four document tools to `server`."""
 
     @server.tool(structured_output=False)
-    def get_file_overview(path: Annotated[str, Field(description=_PATH)]) -> str:
+    async def get_file_overview(path: Annotated[str, Field(description=_PATH)]) -> str:
         """Size up a document before reading it, as JSON: format, size, page / sheet /
         section count, metadata (title, author, dates), an outline (headings, sheets with
         their used ranges, or each page's first line) and a short preview.
@@ -38,13 +39,11 @@ def register_docs_tools(server: MCPServer) -> None:
         files: it does not read the whole document. A PDF without a text layer (a scan)
         is reported as such.
         """
-        from . import api
-
         with tool_errors():
-            return api.get_file_overview(Workspace.from_settings(), path)
+            return await run_tool("get_file_overview", {"path": path})
 
     @server.tool(structured_output=False)
-    def read_document(
+    async def read_document(
         path: Annotated[str, Field(description=_PATH)],
         pages: Annotated[str, Field(description=_PAGES)] = "",
     ) -> str:
@@ -53,13 +52,11 @@ def register_docs_tools(server: MCPServer) -> None:
         Long output is cut at the output limit; the marker gives the `pages` value that
         reads on.
         """
-        from . import api
-
         with tool_errors():
-            return api.read_document(Workspace.from_settings(), path, pages)
+            return await run_tool("read_document", {"path": path, "pages": pages})
 
     @server.tool(structured_output=False)
-    def extract_tables(
+    async def extract_tables(
         path: Annotated[str, Field(description=_PATH)],
         pages: Annotated[str, Field(description=_PAGES)] = "",
         format: Annotated[
@@ -67,14 +64,15 @@ def register_docs_tools(server: MCPServer) -> None:
         ] = "markdown",
     ) -> str:
         """Extract the tables of a document as Markdown or CSV, each labelled with where
-        it was found (page, section or sheet). A sheet or a CSV file is one table."""
-        from . import api
-
+        it was found (page, section or sheet). A sheet or a CSV file is one table. Table
+        detection on a PDF is bounded in time per page and per call; the answer names the
+        pages it had to leave out."""
+        arguments = {"path": path, "pages": pages, "format": format}
         with tool_errors():
-            return api.extract_tables(Workspace.from_settings(), path, pages, format)
+            return await run_tool("extract_tables", arguments)
 
     @server.tool(structured_output=False)
-    def search_document(
+    async def search_document(
         path: Annotated[str, Field(description=_PATH)],
         query: Annotated[str, Field(description="Text (or regular expression) to find.")],
         pages: Annotated[str, Field(description=_PAGES)] = "",
@@ -85,9 +83,13 @@ def register_docs_tools(server: MCPServer) -> None:
         """Find text in a document; JSON list of the matches with where they are: page and
         line (PDF), sheet and cell (XLSX), row and column (CSV), section and heading
         (DOCX, HTML, Markdown) or line (text)."""
-        from . import api
-
+        arguments = {
+            "path": path,
+            "query": query,
+            "pages": pages,
+            "regex": regex,
+            "ignore_case": ignore_case,
+            "max_results": max_results,
+        }
         with tool_errors():
-            return api.search_document(
-                Workspace.from_settings(), path, query, pages, regex, ignore_case, max_results
-            )
+            return await run_tool("search_document", arguments)

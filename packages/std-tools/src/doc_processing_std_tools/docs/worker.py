@@ -1,0 +1,381 @@
+"""Document calls in worker processes: under a memory limit, and stopped when abandoned.
+
+The readers of PDF, DOCX and XLSX are libraries that can take gigabytes and minutes on a
+hostile file (a package that unpacks a hundredfold, half a gigabyte of shared strings),
+and Python cannot stop a thread that is inside them. So the servers never run `api` in
+their own process: each call goes to a worker process that
+
+- runs one call at a time, with its address space limited to DPTTOOLS_DOC_MEMORY_MB
+  (set again before every call, so a changed setting applies at once);
+- is killed, with everything it started, when the client gives up on the call (the
+  request is cancelled), when extract_tables outlives its own time bound by a margin, or
+  when it ran close to its memory limit; the next call starts a fresh one;
+- answers in JSON, never in pickle: the worker parses hostile files, so nothing it sends
+  is trusted further than text and the name of one of our errors.
+
+At most DPTTOOLS_DOC_WORKERS calls run at once; further calls wait for a free worker.
+Workers start on the first call, stay for the next ones, and end with the server (their
+request pipe closes, or they see that their parent is gone).
+
+Data flow: `run_tool(name, arguments)` -> a free worker -> the child sets the caller's
+settings and memory limit, runs `api.<name>` -> {"text"} or {"error"} -> the text, or
+the error raised again here as the same `StdToolsError` class (or `OSError`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import IO, Any
+
+import anyio
+import anyio.to_thread
+
+from .. import errors
+from ..config import Settings, get_settings
+
+__all__ = ["STOP_GRACE_SECONDS", "TOOL_NAMES", "run_tool", "serve"]
+
+logger = logging.getLogger(__name__)
+
+#: The `api` functions a worker runs.
+TOOL_NAMES = ("get_file_overview", "read_document", "extract_tables", "search_document")
+#: Seconds extract_tables may run past DPTTOOLS_TABLE_CALL_SECONDS before its worker is
+#: killed (the bound is kept inside the worker; this catches work it cannot interrupt).
+STOP_GRACE_SECONDS = 15.0
+_WAIT_STEP = 0.02
+_HEADER = 8
+#: A worker whose address space is over this share of its limit after a call is replaced:
+#: the allocator may keep the memory a large document took, leaving too little for the next.
+_RETIRE_SHARE = 0.5
+#: A failed call counts as out of memory when it took the address space this close to
+#: the limit (a library may report a failed allocation as a parse error).
+_NEAR_LIMIT_SHARE = 0.8
+
+_BOOT = (
+    "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+    "from doc_processing_std_tools.docs.worker import serve; serve()"
+)
+
+
+def _send(stream: IO[bytes], data: bytes) -> None:
+    stream.write(len(data).to_bytes(_HEADER, "big") + data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> bytes | None:
+    """One message, or None when the other side has closed the pipe."""
+    header = stream.read(_HEADER)
+    if len(header) < _HEADER:
+        return None
+    size = int.from_bytes(header, "big")
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+# --- The parent: a small pool of workers -------------------------------------------------
+
+
+class _WorkerGone(Exception):
+    """The worker ended (killed, crashed) before it answered."""
+
+
+@dataclass
+class _Worker:
+    """One worker process and its two pipes."""
+
+    process: subprocess.Popen[bytes]
+
+    @classmethod
+    def start(cls) -> _Worker:
+        """A new worker, in a session of its own so that it is killed with its children."""
+        env = dict(os.environ)
+        # Two malloc arenas at most: each thread's arena would reserve 64 MiB of the
+        # address space the limit counts.
+        env.setdefault("MALLOC_ARENA_MAX", "2")
+        process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, json.dumps(sys.path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+        return cls(process)
+
+    def exchange(self, request: bytes) -> dict[str, Any]:
+        """Send `request`, wait for the answer (blocking).
+
+        Raises:
+            _WorkerGone: the worker ended before it answered.
+        """
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            _send(self.process.stdin, request)
+            data = _receive(self.process.stdout)
+        except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
+            data = None
+        if data is None:
+            raise _WorkerGone
+        answer: dict[str, Any] = json.loads(data)
+        return answer
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        """Kill the worker and whatever it started; wait for it."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+class _Pool:
+    """Idle workers and the count of busy ones, shared by every call in this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._busy = 0
+        self._exit_hook = False
+
+    async def take(self, limit: int) -> _Worker:
+        """An idle worker, or a new one once fewer than `limit` are busy; waits (and can
+        be cancelled while it waits) when `limit` are busy."""
+        while True:
+            with self._lock:
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive():
+                        self._busy += 1
+                        return worker
+                    worker.stop()
+                if self._busy < limit:
+                    self._busy += 1
+                    if not self._exit_hook:
+                        atexit.register(self.close)
+                        self._exit_hook = True
+                    break
+            await anyio.sleep(_WAIT_STEP)
+        try:
+            return _Worker.start()
+        except BaseException:
+            with self._lock:
+                self._busy -= 1
+            raise
+
+    def give_back(self, worker: _Worker, keep: bool, limit: int) -> None:
+        """Return `worker` after a call: kept for the next call, or stopped."""
+        with self._lock:
+            self._busy -= 1
+            if keep and worker.alive() and len(self._idle) + self._busy < limit:
+                self._idle.append(worker)
+                return
+        worker.stop()
+
+    def close(self) -> None:
+        """Stop every idle worker (busy ones are stopped by their calls)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.stop()
+
+
+_pool = _Pool()
+
+
+def _error(answer: dict[str, Any]) -> BaseException:
+    """The exception a worker's error answer stands for; only our own classes."""
+    error = answer["error"]
+    if error["kind"] == "OSError":
+        return OSError(error["errno"], error["strerror"], error["filename"])
+    kind = getattr(errors, str(error["kind"]), None)
+    if not (isinstance(kind, type) and issubclass(kind, errors.StdToolsError)):
+        kind = errors.DocumentError
+    return kind(str(error["message"]))
+
+
+async def run_tool(name: str, arguments: dict[str, Any]) -> str:
+    """Run `api.<name>(workspace, **arguments)` in a worker, with the current settings.
+
+    Cancelling the calling task kills the worker at once.
+
+    Raises:
+        StdToolsError: what the tool raised (the same class and message), or a
+            `DocumentError` when the worker ran out of memory, ran past its time, or died.
+        OSError: what the tool raised.
+    """
+    if name not in TOOL_NAMES:
+        raise ValueError(f"{name!r} is not a document tool")
+    settings = get_settings()
+    request = pickle.dumps((name, arguments, settings))
+    seconds = settings.table_call_seconds + STOP_GRACE_SECONDS if name == "extract_tables" else None
+    path = str(arguments.get("path", ""))
+    worker = await _pool.take(settings.doc_workers)
+    keep = False
+    try:
+        with anyio.fail_after(seconds):
+            answer = await anyio.to_thread.run_sync(
+                worker.exchange, request, abandon_on_cancel=True
+            )
+        keep = not answer.get("retire", False)
+    except TimeoutError:
+        raise errors.DocumentError(
+            f"extract_tables on {path!r} did not finish within {seconds:g} s "
+            f"(DPTTOOLS_TABLE_CALL_SECONDS={settings.table_call_seconds:g} plus "
+            f"{STOP_GRACE_SECONDS:g} s for work that cannot be interrupted) and was stopped; "
+            "pass a smaller pages range."
+        ) from None
+    except _WorkerGone:
+        raise errors.DocumentError(
+            f"Reading {path!r} stopped: the process that parses documents ended before it "
+            f"answered (killed, or out of memory: DPTTOOLS_DOC_MEMORY_MB="
+            f"{settings.doc_memory_mb}). The next call starts a new one."
+        ) from None
+    finally:
+        _pool.give_back(worker, keep, settings.doc_workers)
+    if "error" in answer:
+        raise _error(answer)
+    return str(answer["text"])
+
+
+# --- The child: one call at a time -------------------------------------------------------
+
+
+def _status_kib(field: str) -> int:
+    """A size from /proc/self/status in KiB (0 where there is no /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _limit_memory(megabytes: int) -> None:
+    import resource
+
+    limit = megabytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _memory_answer(path: str, settings: Settings) -> dict[str, Any]:
+    return {
+        "error": {
+            "kind": "DocumentError",
+            "message": (
+                f"{path!r} needs more memory than the document tools may use "
+                f"(DPTTOOLS_DOC_MEMORY_MB={settings.doc_memory_mb}), so reading it was "
+                "stopped. Raise DPTTOOLS_DOC_MEMORY_MB to read it, or read a smaller part "
+                "with pages."
+            ),
+        },
+        "retire": True,
+    }
+
+
+def _answer(tool: str, arguments: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Run one call and describe its outcome as JSON-ready data."""
+    from ..config import reset_settings
+    from ..filesystem.operations import Workspace
+    from . import api
+
+    limit_kib = settings.doc_memory_mb * 1024
+    reset_settings(settings)
+    _limit_memory(settings.doc_memory_mb)
+    peak_before = _status_kib("VmPeak")
+    path = str(arguments.get("path", ""))
+
+    def ran_out() -> bool:
+        peak = _status_kib("VmPeak")
+        return peak > peak_before and peak >= limit_kib * _NEAR_LIMIT_SHARE
+
+    try:
+        text = getattr(api, tool)(Workspace.from_settings(), **arguments)
+    except MemoryError:
+        return _memory_answer(path, settings)
+    except errors.StdToolsError as exc:
+        if ran_out():
+            return _memory_answer(path, settings)
+        return {"error": {"kind": type(exc).__name__, "message": str(exc)}}
+    except OSError as exc:
+        if ran_out():
+            return _memory_answer(path, settings)
+        return {
+            "error": {
+                "kind": "OSError",
+                "errno": exc.errno,
+                "strerror": exc.strerror,
+                "filename": None if exc.filename is None else str(exc.filename),
+            }
+        }
+    except Exception as exc:
+        if ran_out():
+            return _memory_answer(path, settings)
+        logger.exception("%s on %s failed", tool, path)
+        return {
+            "error": {
+                "kind": "DocumentError",
+                "message": (
+                    f"{path!r} could not be read: the document reader failed unexpectedly "
+                    f"({type(exc).__name__}); the server log has the details."
+                ),
+            }
+        }
+    return {"text": text, "retire": _status_kib("VmSize") > limit_kib * _RETIRE_SHARE}
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit as soon as the parent is gone, even in the middle of a call."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def _preload() -> None:
+    """Import the readers now, between calls, rather than inside the first call."""
+    for module in ("pypdfium2", "pdfplumber", "docx", "openpyxl"):
+        with contextlib.suppress(ImportError):
+            __import__(module)
+
+
+def serve() -> None:
+    """The worker's main loop: read a request from stdin, answer on stdout, until stdin
+    closes. Entry point of the worker process only; it takes over the process's standard
+    streams (libraries that print would otherwise garble the answers)."""
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    logging.basicConfig(
+        level=logging.WARNING, format="doc-tools worker %(levelname)s %(name)s: %(message)s"
+    )
+    threading.Thread(
+        target=_watch_parent, args=(os.getppid(),), name="parent-watch", daemon=True
+    ).start()
+    _preload()
+    while (data := _receive(requests)) is not None:
+        tool, arguments, settings = pickle.loads(data)
+        answer = _answer(tool, arguments, settings)
+        _send(answers, json.dumps(answer).encode())
+        if answer.get("retire"):
+            return

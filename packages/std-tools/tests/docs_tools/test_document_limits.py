@@ -1,0 +1,251 @@
+"""Office packages that unpack to far more than they weigh, and calls the client gives up on.
+
+Three layers are attacked here: the bound on the bytes a package may unpack to
+(DPTTOOLS_DOC_MAX_UNPACKED_MB, refused before any part is parsed), the memory limit of
+the process that parses documents (DPTTOOLS_DOC_MEMORY_MB, measured in a server that
+itself runs under an address-space limit), and cancellation (a call the client abandons
+stops using CPU).
+
+The packages are generated here: XML of short random words, which deflate packs
+five to fifty times, so they stay under the unpack ratio that flags an obvious ZIP bomb
+and only the new bounds can stop them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import docx
+import openpyxl
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
+
+from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.docs.server import docs_server
+from doc_processing_std_tools.errors import DocumentError
+from doc_processing_std_tools.filesystem.operations import Workspace
+
+from .samples import write_report_pdf
+
+_MIB = 1024 * 1024
+_WORD_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_SHARED_STRINGS_TYPE = (
+    b"application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+)
+
+
+def _words_block(template: bytes) -> bytes:
+    """About 36 KB of `template` filled with 1,000 random eight-letter words."""
+    words = os.urandom(4000).hex().encode()
+    return b"".join(template % words[i : i + 8] for i in range(0, 8000, 8))
+
+
+def write_heavy_docx(path: Path, xml_mib: int) -> None:
+    """A real DOCX whose body is `xml_mib` MiB of one-word paragraphs."""
+    base = io.BytesIO()
+    docx.Document().save(base)
+    with (
+        zipfile.ZipFile(base) as source,
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as package,
+    ):
+        for item in source.infolist():
+            if item.filename != "word/document.xml":
+                package.writestr(item, source.read(item.filename))
+        with package.open("word/document.xml", "w", force_zip64=True) as member:
+            member.write(f'<w:document xmlns:w="{_WORD_NS}"><w:body>'.encode())
+            block = _words_block(b"<w:p><w:r><w:t>%s</w:t></w:r></w:p>")
+            for _ in range(xml_mib * _MIB // len(block) + 1):
+                member.write(block)
+            member.write(b"</w:body></w:document>")
+
+
+def write_heavy_xlsx(path: Path, strings_mib: int) -> None:
+    """A real XLSX with `strings_mib` MiB of shared strings (openpyxl holds them all)."""
+    base = io.BytesIO()
+    book = openpyxl.Workbook()
+    book.active.append(["name", "value"])
+    book.save(base)
+    with (
+        zipfile.ZipFile(base) as source,
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as package,
+    ):
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "[Content_Types].xml":
+                data = data.replace(
+                    b"</Types>",
+                    b'<Override PartName="/xl/sharedStrings.xml" ContentType="'
+                    + _SHARED_STRINGS_TYPE
+                    + b'"/></Types>',
+                )
+            package.writestr(item, data)
+        with package.open("xl/sharedStrings.xml", "w", force_zip64=True) as member:
+            member.write(b'<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">')
+            block = _words_block(b"<si><t>%s</t></si>")
+            for _ in range(strings_mib * _MIB // len(block) + 1):
+                member.write(block)
+            member.write(b"</sst>")
+
+
+def unpacked_size(path: Path) -> int:
+    with zipfile.ZipFile(path) as package:
+        return sum(item.file_size for item in package.infolist())
+
+
+def use(folder: Path, **values: str) -> None:
+    reset_settings(
+        load_settings(
+            {
+                "DPTTOOLS_WORKSPACE_DIR": str(folder),
+                "DPTTOOLS_MAX_FILE_SIZE_MB": "100",
+                **{f"DPTTOOLS_{name.upper()}": value for name, value in values.items()},
+            }
+        )
+    )
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[Path]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    yield workspace.resolve()
+    reset_settings()
+
+
+WRITERS = {"heavy.docx": write_heavy_docx, "heavy.xlsx": write_heavy_xlsx}
+TOOLS = {
+    "get_file_overview": {},
+    "read_document": {},
+    "search_document": {"query": "zzzz"},
+    "extract_tables": {},
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_a_package_that_unpacks_past_the_bound_is_refused_at_once(folder: Path, name: str) -> None:
+    WRITERS[name](folder / name, 40)
+    packed, unpacked = (folder / name).stat().st_size, unpacked_size(folder / name)
+    assert unpacked > 40 * _MIB and unpacked < packed * 100  # not an obvious ZIP bomb
+    use(folder, doc_max_unpacked_mb="16")
+    ws = Workspace.from_settings()
+    for tool, arguments in TOOLS.items():
+        start = time.perf_counter()
+        with pytest.raises(DocumentError) as refused:
+            getattr(api, tool)(ws, name, **arguments)
+        assert time.perf_counter() - start < 1.0, tool
+        assert str(refused.value) == (
+            f"{name!r} would unpack to {unpacked:,} bytes, over the limit of 16 MB "
+            "(DPTTOOLS_DOC_MAX_UNPACKED_MB=16); raise DPTTOOLS_DOC_MAX_UNPACKED_MB to read it."
+        )
+
+
+@pytest.mark.anyio
+async def test_the_unpack_bound_reaches_the_client_with_its_message(folder: Path) -> None:
+    write_heavy_xlsx(folder / "heavy.xlsx", 24)
+    use(folder, doc_max_unpacked_mb="8")
+    async with Client(docs_server) as client:
+        result = await client.call_tool("read_document", {"path": "heavy.xlsx"})
+    assert result.is_error
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert "over the limit of 8 MB (DPTTOOLS_DOC_MAX_UNPACKED_MB=8)" in block.text
+
+
+# The server runs under this address-space limit; a document that needs more must get a
+# clear error, and the server must answer the next call.
+SERVER_MEMORY = 1536 * _MIB
+_LIMITED_SERVER = """
+import resource, runpy, sys
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+runpy.run_module("doc_processing_std_tools", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.anyio
+async def test_a_document_that_needs_more_memory_than_allowed_gets_a_clear_error(
+    folder: Path,
+) -> None:
+    # 100 MiB of paragraphs take about 1.4 GB to parse: past the server's own limit.
+    write_heavy_docx(folder / "heavy.docx", 100)
+    write_report_pdf(folder / "report.pdf")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", _LIMITED_SERVER.format(limit=SERVER_MEMORY), "--workspace", str(folder)],
+        env={
+            "DPTTOOLS_MAX_FILE_SIZE_MB": "100",
+            "DPTTOOLS_DOC_MAX_UNPACKED_MB": "100000",
+            "DPTTOOLS_DOC_MEMORY_MB": "512",
+        },
+    )
+    async with Client(params) as client:
+        start = time.perf_counter()
+        result = await client.call_tool("read_document", {"path": "heavy.docx"})
+        elapsed = time.perf_counter() - start
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        assert result.is_error, block.text[:200]
+        assert "'heavy.docx' needs more memory than the document tools may use" in block.text
+        assert "DPTTOOLS_DOC_MEMORY_MB=512" in block.text
+        assert elapsed < 30
+        after = await client.call_tool("get_file_overview", {"path": "report.pdf"})
+        assert not after.is_error
+        overview = after.content[0]
+        assert isinstance(overview, TextContent)
+        assert json.loads(overview.text)["page_count"] == 3
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    """User and system CPU seconds of `root` and every process below it, now."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree = {root}
+    grew = True
+    while grew:
+        below = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= below
+        grew = bool(below)
+    return sum(times.get(pid, 0.0) for pid in tree)
+
+
+@pytest.mark.anyio
+async def test_a_call_the_client_abandons_stops_using_cpu(folder: Path) -> None:
+    # Reading 20 MiB of shared strings keeps a core busy for many seconds.
+    write_heavy_xlsx(folder / "strings.xlsx", 20)
+    use(folder)
+    async with Client(docs_server) as client:
+        with anyio.move_on_after(1.5) as scope:
+            await client.call_tool("search_document", {"path": "strings.xlsx", "query": "zz"})
+        assert scope.cancelled_caught
+        await anyio.sleep(0.5)
+        before = _tree_cpu_seconds(os.getpid())
+        await anyio.sleep(1.5)
+        used = _tree_cpu_seconds(os.getpid()) - before
+    assert used < 0.5, f"{used:.2f} CPU seconds used after the call was abandoned"
+
+
+def test_the_address_space_limit_is_not_the_test_processs(folder: Path) -> None:
+    # The limits above apply to child processes only; this process keeps its own.
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    assert soft == resource.RLIM_INFINITY or soft > SERVER_MEMORY
