@@ -210,16 +210,15 @@ def _tree_cpu_seconds(root: int) -> float:
     ticks = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
     tree = {root}
     grew = True
     while grew:
