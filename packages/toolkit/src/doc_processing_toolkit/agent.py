@@ -717,7 +717,8 @@ class Agent:
             items: document paths, or mappings of fields (a JSON object per item).
             prompt: a template: ``{path}``, ``{name}`` and ``{stem}`` of a path item, any
                 field of a mapping (an item without a field it uses fails alone).
-            concurrency: items running at once.
+            concurrency: items running at once (with a named engine; an engine object
+                has its own).
             output: a JSONL results file, one whole line per item, written as results
                 arrive.
             resume: keep the items `output` holds as ok (yielded as ``skipped``) and run

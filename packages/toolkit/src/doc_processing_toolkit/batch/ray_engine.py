@@ -276,7 +276,7 @@ class _Pool:
                         yield job
                         continue
                     ref = slot.handle.run.remote(job)
-                    in_flight[asyncio.ensure_future(ref.as_future())] = (
+                    in_flight[asyncio.wrap_future(ref.future())] = (
                         slot,
                         slot.generation,
                         job,
