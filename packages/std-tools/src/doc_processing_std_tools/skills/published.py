@@ -80,7 +80,7 @@ MAX_SKILL_FILES: Final = 512
 """The extension's limit on the files of one skill, SKILL.md included."""
 MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
 """The extension's limit on the total size of one skill's files (16 MiB)."""
-MAX_PAGE_SKILLS: Final = 500
+MAX_PAGE_SKILLS: Final = 1000
 """At most this many skills on one ``skills/list`` page."""
 MAX_PAGE_RESOURCES: Final = 8192
 """A page stops growing once it lists this many files (it always holds one skill)."""
@@ -672,13 +672,18 @@ class SkillPublisher:
             if self._order is None or self._order[0] is not catalog:
                 by_uri = sorted((file_uri(r.name, SKILL_FILE), r) for r in catalog.skills)
                 self._order = (catalog, by_uri)
+            max_bytes = settings.max_file_size_bytes
             for uri, record in self._order[1]:
                 if after is not None and uri <= after:
                     continue
                 if len(entries) >= MAX_PAGE_SKILLS:
                     following = _encode_cursor(last_uri)
                     break
-                outcome = blocked.get(record.name) or self._publish_one(record, settings, real_root)
+                outcome = (
+                    blocked.get(record.name)
+                    or self._unchanged_outcome(record, max_bytes)
+                    or self._publish_one(record, settings, real_root)
+                )
                 if isinstance(outcome, SkillDiagnostic):
                     left_out.append(outcome)
                 elif entries and listed + len(outcome.files) > MAX_PAGE_RESOURCES:
@@ -818,16 +823,27 @@ class SkillPublisher:
         problem = known.problem or _limits_problem(record.name, tree, settings.max_file_size_bytes)
         return _Shape(tree, known.fields, problem)
 
+    def _unchanged_outcome(
+        self, record: SkillRecord, max_bytes: int
+    ) -> PublishedSkill | SkillDiagnostic | None:
+        """The last outcome for `record` when nothing changed since, else None."""
+        remembered = self._folders.get(str(record.directory))
+        last = None if remembered is None else remembered.last
+        if remembered is None or last is None or last.max_bytes != max_bytes:
+            return None
+        if remembered.watched and self._watch.active:
+            return last.outcome  # no event since the walk: nothing changed
+        if not last.recent and _unchanged(last.checks):
+            return last.outcome
+        return None
+
     def _publish_one(
         self, record: SkillRecord, settings: Settings, real_root: Path
     ) -> PublishedSkill | SkillDiagnostic:
+        known = self._unchanged_outcome(record, settings.max_file_size_bytes)
+        if known is not None:
+            return known
         remembered = self._remembered(record)
-        last = remembered.last
-        if last is not None and last.max_bytes == settings.max_file_size_bytes:
-            if remembered.watched and self._watch.active:
-                return last.outcome  # no event since the walk: nothing changed
-            if not last.recent and _unchanged(last.checks):
-                return last.outcome
         taken = time.time_ns()
         outcome = self._publish_walked(remembered, record, settings, real_root)
         checks = remembered.checks

@@ -1,0 +1,345 @@
+"""skills/list of the MCP Skills extension, cold and warm, beside two peers on the same data.
+
+Run by hand (not part of make test):
+
+    .venv/bin/python benchmarks/bench_skills_extension.py \
+        [--agentskills-python /path/to/python3.12]
+
+Each server answers over an in-process session of its own real client, which sends
+``skills/list`` as a raw request and follows ``nextCursor`` to the last page (one
+"listing"): ours through the mcp SDK's ``Client``, FastMCP's through FastMCP's ``Client``,
+agentskills-mcp-server's through the mcp SDK's ``Client`` inside its own Python 3.12+
+interpreter (pass it with ``--agentskills-python``; the measurement runs there and prints
+its numbers back). Ours is also measured over stdio, a child process, for reference.
+
+Datasets: 1,000 generated skills, each with a SKILL.md, a script and a reference; and each
+collection under ../shared/corpora when that folder exists next to the repository (its
+top-level skill folders copied side by side into one skills folder). The peers refuse a
+whole folder when one skill breaks the Agent Skills specification, so every server reads
+the skills our extension publishes (the copy leaves out the others).
+
+Measured, for each dataset (milliseconds; warm values are medians):
+
+- ours: the first listing on a fresh server (cold: every file read and hashed; the
+  catalog's own first scan included), the median of repeated listings with nothing
+  changed (warm; every change is still seen by the next call), and the median of our
+  ``list_skills`` tool in the same session, the reference of the warm target;
+- the floor: reading and hashing every published file once, in this process;
+- FastMCP 4.2's ``SkillsDirectoryProvider`` with ``reload=True`` (re-reads and re-hashes
+  every folder on each request, its only mode that sees a change) and ``reload=False`` (a
+  snapshot taken when the server is built, never refreshed); cold is the build plus the
+  first listing;
+- agentskills-mcp-server 0.7: it captures an immutable snapshot when the server is built
+  and serves it (max_skills raised to the dataset, page size 500 like ours); cold is the
+  build plus the first listing.
+
+Printed ratios: ours warm / ours list_skills warm (target <= 2), ours cold / floor
+(target <= 3), peer warm / ours warm (target >= 50).
+
+The corpora are public skill collections, used with attribution: anthropics-skills
+(github.com/anthropics/skills, Apache-2.0 per skill), openai-skills (github.com/openai/skills,
+Apache-2.0 per skill, notion-* skills MIT by Notion Labs), obra-superpowers
+(github.com/obra/superpowers, MIT, (c) 2025 Jesse Vincent) and k-dense-scientific-skills
+(github.com/K-Dense-AI/claude-scientific-skills, MIT, (c) 2025 K-Dense Inc.).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from fastmcp import Client as FastMCPClient
+from fastmcp import FastMCP
+from fastmcp.skills.provider import SkillsDirectoryProvider
+from mcp import Client, StdioServerParameters
+from pydantic import ConfigDict
+
+from doc_processing_std_tools.config import reset_settings
+from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.server import new_skills_server
+
+REPO = Path(__file__).resolve().parents[1]
+CORPORA = REPO.parent / "shared" / "corpora"
+SKIPPED = {"__pycache__", "node_modules"}
+
+# Runs inside agentskills-mcp-server's own interpreter: builds the server on the folder,
+# lists through the mcp SDK's in-process Client, prints the timings as JSON.
+AGENTSKILLS_MEASURE = """
+import asyncio, json, statistics, sys, time
+from pathlib import Path
+from typing import Any
+import mcp_types as types
+from mcp import Client
+from pydantic import ConfigDict
+from agentskills_core import Skill
+from agentskills_fs import LocalFileSystemSkillProvider
+from agentskills_mcp_server import create_mcp_server
+
+class AnyResult(types.Result):
+    model_config = ConfigDict(extra="allow")
+
+async def listing(client):
+    cursor, skills = None, 0
+    while True:
+        params = {} if cursor is None else {"cursor": cursor}
+        request = types.Request[dict[str, Any], str](method="skills/list", params=params)
+        page = (await client.session.send_request(request, AnyResult)).model_extra or {}
+        skills += len(page["skills"])
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return skills
+
+async def main():
+    root, repeat = Path(sys.argv[1]), int(sys.argv[2])
+    names = sorted(p.name for p in root.iterdir() if (p / "SKILL.md").is_file())
+    started = time.perf_counter()
+    server = await create_mcp_server(
+        [Skill(n, LocalFileSystemSkillProvider(root)) for n in names],
+        max_skills=len(names) + 1, page_size=500, max_total_bytes=1 << 40,
+    )
+    async with Client(server) as client:
+        skills = await listing(client)
+        cold = time.perf_counter() - started
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            await listing(client)
+            times.append(time.perf_counter() - t)
+    print(json.dumps({"cold": cold * 1000, "warm": statistics.median(times) * 1000,
+                      "skills": skills}))
+
+asyncio.run(main())
+"""
+
+
+class AnyResult(types.Result):
+    """Any result, every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def generate(root: Path, count: int) -> Path:
+    """`count` skills under `root`, each with a SKILL.md, a script and a reference."""
+    steps = "\n".join(
+        f"{n}. Read the input, check field {n} against the glossary, then record it."
+        for n in range(1, 25)
+    )
+    for index in range(count):
+        name = f"generated-skill-{index:04d}"
+        folder = root / name
+        (folder / "scripts").mkdir(parents=True)
+        (folder / "references").mkdir()
+        (folder / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Extracts the fields of document type {index} "
+            "into JSON and checks them against the glossary.\nlicense: MIT\n"
+            f"metadata:\n  owner: benchmark\n---\n\n# Skill {index}\n\n{steps}\n",
+            encoding="utf-8",
+        )
+        (folder / "scripts" / "check.py").write_text(
+            f"import sys\n\nprint('checked', {index}, sys.argv[1:])\n", encoding="utf-8"
+        )
+        (folder / "references" / "glossary.md").write_text(
+            "# Glossary\n\n" + "".join(f"- term {t}: meaning {t}\n" for t in range(40)),
+            encoding="utf-8",
+        )
+    time.sleep(0.3)  # let the files age past the guard against same-tick edits
+    return root
+
+
+def flatten(collection: Path, target: Path) -> Path:
+    """Copy the top-level skill folders of a collection that our extension publishes side
+    by side into `target` (the peers refuse a folder holding any other)."""
+    target.mkdir(parents=True)
+    for skill_md in sorted(collection.rglob("SKILL.md")):
+        folder = skill_md.parent
+        ancestors = folder.relative_to(collection).parents
+        nested = any((collection / a / "SKILL.md").is_file() for a in ancestors if str(a) != ".")
+        if not nested and not (target / folder.name).exists():
+            shutil.copytree(folder, target / folder.name)
+    catalog = scan_once(target, max_bytes=50 * 1024 * 1024)
+    for diagnostic in catalog.diagnostics:
+        shutil.rmtree(target / diagnostic.skill, ignore_errors=True)
+        print(f"  left out {diagnostic.skill}: {diagnostic.code}")
+    time.sleep(0.3)
+    return target
+
+
+def floor_ms(skills_dir: Path) -> tuple[float, int, int]:
+    """Reading and hashing every visible file once: (median ms, files, bytes)."""
+    paths: list[Path] = []
+    for directory, folders, files in os.walk(skills_dir):
+        folders[:] = [f for f in folders if not f.startswith(".") and f not in SKIPPED]
+        paths.extend(Path(directory) / f for f in files if not f.startswith("."))
+    size = 0
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        size = 0
+        for path in paths:
+            with path.open("rb") as handle:
+                data = handle.read()
+            hashlib.sha256(data).hexdigest()
+            size += len(data)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000, len(paths), size
+
+
+async def listing(session: Any) -> int:
+    """One full skills/list (every page) through `session`; the number of skills."""
+    cursor: str | None = None
+    skills = 0
+    while True:
+        params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
+        request = types.Request[dict[str, Any], str](method="skills/list", params=params)
+        page = (await session.send_request(request, AnyResult)).model_extra or {}
+        skills += len(page["skills"])
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return skills
+
+
+async def median_ms(call: Callable[[], Awaitable[object]], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        await call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+@dataclass
+class Row:
+    server: str
+    cold_ms: float
+    warm_ms: float
+    skills: int
+
+
+async def ours(skills_dir: Path, repeat: int) -> tuple[Row, float]:
+    os.environ["DPTTOOLS_SKILLS_DIR"] = str(skills_dir)
+    reset_settings()
+    actions.clear_cache()
+    async with Client(new_skills_server()) as client:
+        started = time.perf_counter()
+        skills = await listing(client.session)
+        cold = (time.perf_counter() - started) * 1000
+        warm = await median_ms(lambda: listing(client.session), repeat)
+        await client.call_tool("list_skills", {})
+        tool = await median_ms(lambda: client.call_tool("list_skills", {}), repeat)
+    return Row("ours (mcp SDK client, in process)", cold, warm, skills), tool
+
+
+async def ours_stdio(skills_dir: Path, repeat: int) -> Row:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools.skills"],
+        env={"DPTTOOLS_SKILLS_DIR": str(skills_dir), "DPTTOOLS_MAX_FILE_SIZE_MB": "50"},
+    )
+    async with Client(params) as client:
+        started = time.perf_counter()
+        skills = await listing(client.session)
+        cold = (time.perf_counter() - started) * 1000
+        warm = await median_ms(lambda: listing(client.session), repeat)
+    return Row("ours (mcp SDK client, stdio)", cold, warm, skills)
+
+
+async def fastmcp(skills_dir: Path, reload: bool, repeat: int) -> Row | str:
+    started = time.perf_counter()
+    try:
+        server = FastMCP("fastmcp-skills")
+        server.add_provider(SkillsDirectoryProvider(skills_dir, reload=reload))
+    except ValueError as exc:
+        return f"fastmcp reload={reload}: refuses the folder ({str(exc)[:80]})"
+    async with FastMCPClient(server) as client:
+        skills = await listing(client.session)
+        cold = (time.perf_counter() - started) * 1000
+        warm = await median_ms(lambda: listing(client.session), repeat)
+    return Row(f"fastmcp 4.2 reload={reload} (FastMCP client)", cold, warm, skills)
+
+
+def agentskills(python: str | None, skills_dir: Path, repeat: int) -> Row | str:
+    if python is None:
+        return "agentskills-mcp-server: not run (pass --agentskills-python)"
+    done = subprocess.run(
+        [python, "-c", AGENTSKILLS_MEASURE, str(skills_dir), str(repeat)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return f"agentskills-mcp-server: failed ({done.stderr.strip().splitlines()[-1][:100]})"
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return Row(
+        "agentskills-mcp-server 0.7 (mcp SDK client)",
+        found["cold"],
+        found["warm"],
+        found["skills"],
+    )
+
+
+async def bench(name: str, skills_dir: Path, repeat: int, python: str | None) -> None:
+    floor, file_count, size = floor_ms(skills_dir)
+    print(f"\n### {name}: {file_count} files, {size / 1048576:.1f} MiB")
+    mine, tool = await ours(skills_dir, repeat * 4)
+    rows: list[Row | str] = [mine, await ours_stdio(skills_dir, repeat * 4)]
+    rows.append(await fastmcp(skills_dir, False, repeat))
+    rows.append(await fastmcp(skills_dir, True, max(repeat // 2, 1)))
+    rows.append(agentskills(python, skills_dir, repeat))
+    print("| server | skills | cold ms | warm ms |")
+    print("|---|---|---|---|")
+    for row in rows:
+        if isinstance(row, str):
+            print(f"| {row} | | | |")
+        else:
+            print(f"| {row.server} | {row.skills} | {row.cold_ms:.1f} | {row.warm_ms:.2f} |")
+    print(f"floor (read and hash every file once): {floor:.1f} ms")
+    print(f"ours list_skills warm (same session): {tool:.2f} ms")
+    print(f"ratio ours warm / list_skills warm: {mine.warm_ms / tool:.2f}x (target <= 2)")
+    print(f"ratio ours cold / floor: {mine.cold_ms / floor:.2f}x (target <= 3)")
+    for row in rows[2:]:
+        if isinstance(row, Row):
+            ratio = row.warm_ms / mine.warm_ms
+            print(f"ratio {row.server} warm / ours warm: {ratio:.1f}x (target >= 50)")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="warm runs (x4 for ours)")
+    parser.add_argument("--count", type=int, default=1000, help="generated skills")
+    parser.add_argument(
+        "--agentskills-python",
+        default=os.environ.get("AGENTSKILLS_PYTHON"),
+        help="a Python 3.12+ interpreter with agentskills-mcp-server[fs] 0.7 installed",
+    )
+    args = parser.parse_args()
+    print(f"Python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as scratch:
+        generated = generate(Path(scratch) / "generated", args.count)
+        await bench(
+            f"{args.count} generated skills", generated, args.repeat, args.agentskills_python
+        )
+        if CORPORA.is_dir():
+            for collection in sorted(p for p in CORPORA.iterdir() if p.is_dir()):
+                folder = flatten(collection, Path(scratch) / collection.name)
+                await bench(collection.name, folder, args.repeat, args.agentskills_python)
+        else:
+            print(f"\n(no corpora next to the repository: {CORPORA})")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
