@@ -226,7 +226,12 @@ async def test_metadata_values_reach_the_client_as_strings(skills: SkillsFolder)
     assert "license" not in skill
 
 
-async def test_no_file_or_folder_name_makes_list_skills_fail(skills: SkillsFolder) -> None:
+async def test_no_file_or_folder_name_makes_list_skills_fail(
+    skills: SkillsFolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every diagnostic is counted below, so none may be cut for the output limit.
+    monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "1000000")
+    reset_settings()
     rng = random.Random(7)
     tags = ["!!binary aGVsbG8=", "!!set {a, b}", "!!float nan", "!!omap [a: 1]", "!!null", ""]
     values = ["", "x: y", "[1, {a: 2}]", "{? [1]: 2}", "&a [*a]", "2025-13-45", "'", "|"]

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from .._tooling import tool_errors
+from .._tooling import limited, tool_errors
 from .worker import run_tool
 
 __all__ = ["register_docs_tools"]
@@ -40,7 +40,7 @@ def register_docs_tools(server: MCPServer) -> None:
         is reported as such.
         """
         with tool_errors():
-            return await run_tool("get_file_overview", {"path": path})
+            return limited(await run_tool("get_file_overview", {"path": path}))
 
     @server.tool(structured_output=False)
     async def read_document(
@@ -53,7 +53,7 @@ def register_docs_tools(server: MCPServer) -> None:
         reads on.
         """
         with tool_errors():
-            return await run_tool("read_document", {"path": path, "pages": pages})
+            return limited(await run_tool("read_document", {"path": path, "pages": pages}))
 
     @server.tool(structured_output=False)
     async def extract_tables(
@@ -69,7 +69,7 @@ def register_docs_tools(server: MCPServer) -> None:
         pages it had to leave out."""
         arguments = {"path": path, "pages": pages, "format": format}
         with tool_errors():
-            return await run_tool("extract_tables", arguments)
+            return limited(await run_tool("extract_tables", arguments))
 
     @server.tool(structured_output=False)
     async def search_document(
@@ -92,4 +92,4 @@ def register_docs_tools(server: MCPServer) -> None:
             "max_results": max_results,
         }
         with tool_errors():
-            return await run_tool("search_document", arguments)
+            return limited(await run_tool("search_document", arguments))

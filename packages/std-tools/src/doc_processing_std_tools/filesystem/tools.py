@@ -11,7 +11,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from .._tooling import tool_errors
+from .._tooling import limited, tool_errors
 from . import operations
 from .operations import Workspace
 
@@ -38,7 +38,9 @@ def register_filesystem_tools(server: MCPServer) -> None:
         Long files are cut at the output limit; the marker names the line to continue from.
         """
         with tool_errors():
-            return operations.read_file(Workspace.from_settings(), path, start_line, end_line)
+            return limited(
+                operations.read_file(Workspace.from_settings(), path, start_line, end_line)
+            )
 
     @server.tool(structured_output=False)
     def write_file(
@@ -50,7 +52,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
         The write is atomic: the file holds either its old or its new content, never part.
         """
         with tool_errors():
-            return operations.write_file(Workspace.from_settings(), path, content)
+            return limited(operations.write_file(Workspace.from_settings(), path, content))
 
     @server.tool(structured_output=False)
     def edit_file(
@@ -66,7 +68,9 @@ def register_filesystem_tools(server: MCPServer) -> None:
         says how many times it was found. Add surrounding lines to make it unique.
         """
         with tool_errors():
-            return operations.edit_file(Workspace.from_settings(), path, old_text, new_text)
+            return limited(
+                operations.edit_file(Workspace.from_settings(), path, old_text, new_text)
+            )
 
     @server.tool(structured_output=False)
     def list_directory(
@@ -74,7 +78,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
     ) -> str:
         """List a folder: sub-folders first (ending in '/'), then files with their sizes."""
         with tool_errors():
-            return operations.list_directory(Workspace.from_settings(), path)
+            return limited(operations.list_directory(Workspace.from_settings(), path))
 
     @server.tool(structured_output=False)
     def find_files(
@@ -90,7 +94,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
         and cache folders (.git, node_modules, .venv, ...) are skipped.
         """
         with tool_errors():
-            return operations.find_files(Workspace.from_settings(), pattern, path)
+            return limited(operations.find_files(Workspace.from_settings(), pattern, path))
 
     @server.tool(structured_output=False)
     def search_text(
@@ -109,8 +113,10 @@ def register_filesystem_tools(server: MCPServer) -> None:
         Binary files, files over the size limit and cache folders are skipped.
         """
         with tool_errors():
-            return operations.search_text(
-                Workspace.from_settings(), pattern, path, include, ignore_case, max_results
+            return limited(
+                operations.search_text(
+                    Workspace.from_settings(), pattern, path, include, ignore_case, max_results
+                )
             )
 
     @server.tool(structured_output=False)
@@ -118,4 +124,4 @@ def register_filesystem_tools(server: MCPServer) -> None:
         """Facts about a file or folder as JSON: type, size, modification time, permissions,
         whether it is text and its line count."""
         with tool_errors():
-            return operations.get_file_info(Workspace.from_settings(), path)
+            return limited(operations.get_file_info(Workspace.from_settings(), path))

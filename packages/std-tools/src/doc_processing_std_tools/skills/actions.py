@@ -7,7 +7,6 @@ with or raises a `StdToolsError` whose message says what was wrong and how to fi
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Final
@@ -16,7 +15,7 @@ from xml.sax.saxutils import escape
 import yaml
 
 from .. import _io
-from .._text import truncate
+from .._text import fit_json, truncate
 from ..config import Settings
 from ..errors import (
     AlreadyExistsError,
@@ -51,7 +50,6 @@ __all__ = [
 
 MAX_LISTED_RESOURCES: Final = 50
 """At most this many files are named in load_skill's resource list."""
-_MIN_BODY_CHARS: Final = 200
 
 _catalog = SkillCatalog()
 
@@ -204,7 +202,27 @@ def load_skill(settings: Settings, skill_name: str) -> str:
     what = f"The SKILL.md of '{skill_name}'"
     text = _read_text(settings, f"{skill_name}/{SKILL_FILE}", what, missing=absent, folder=absent)
     resources = list_resources(folder, settings.skills_dir)
+    limit = settings.output_truncation_limit
+    head = f"<skill_content name={_attr(skill_name)} directory={_attr(str(folder))}>\n"
     shown = resources[:MAX_LISTED_RESOURCES]
+    tail = _resources_tail(folder, resources, shown)
+    # The file list gives way before the instructions: it may take half of the limit.
+    body = text.rstrip("\n")
+    while (
+        shown and len(head) + len(tail) + len(body) > limit and len(head) + len(tail) > limit // 2
+    ):
+        shown = shown[: len(shown) // 2]
+        tail = _resources_tail(folder, resources, shown)
+    body = truncate(
+        body,
+        max(limit - len(head) - len(tail), 0),
+        hint=f"read the whole file with load_skill_resource('{skill_name}', 'SKILL.md')",
+    )
+    return head + body + tail
+
+
+def _resources_tail(folder: Path, resources: list[str], shown: list[str]) -> str:
+    """The end of load_skill's answer: the list of files `shown` (of `resources`)."""
     lines = [f"<skill_resources count={_attr(str(len(resources)))}>"]
     lines.extend(f"<file>{escape(path)}</file>" for path in shown)
     if len(resources) > len(shown):
@@ -213,20 +231,12 @@ def load_skill(settings: Settings, skill_name: str) -> str:
             "with load_skill_resource.</more>"
         )
     lines.append("</skill_resources>")
-    head = f"<skill_content name={_attr(skill_name)} directory={_attr(str(folder))}>\n"
-    tail = (
+    return (
         "\n\n" + "\n".join(lines) + "\n"
         f"Relative paths in these instructions resolve against {escape(str(folder))}; read "
         "files with load_skill_resource and run scripts with execute_skill_script.\n"
         "</skill_content>"
     )
-    budget = max(settings.output_truncation_limit - len(head) - len(tail), _MIN_BODY_CHARS)
-    body = truncate(
-        text.rstrip("\n"),
-        budget,
-        hint=f"read the whole file with load_skill_resource('{skill_name}', 'SKILL.md')",
-    )
-    return head + body + tail
 
 
 def load_skill_resource(settings: Settings, skill_name: str, resource_path: str) -> str:
@@ -252,7 +262,8 @@ def load_skill_resource(settings: Settings, skill_name: str, resource_path: str)
 async def execute_skill_script(
     settings: Settings, skill_name: str, script_path: str, args: str = ""
 ) -> str:
-    """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` as JSON.
+    """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` as JSON
+    of at most DPTTOOLS_OUTPUT_TRUNCATION_LIMIT characters.
 
     The script runs under the DPTTOOLS_SCRIPT_* policy (environment, sandbox, limits).
     """
@@ -273,11 +284,17 @@ async def execute_skill_script(
         path,
         argv,
         time_limit=settings.sandbox_timeout,
-        output_limit=settings.output_truncation_limit,
+        # Half the limit each, so that both streams show; the JSON is then held to it.
+        output_limit=max(settings.output_truncation_limit // 2, 1),
         policy=ScriptPolicy.from_settings(settings),
         skill_dir=folder,
     )
-    return json.dumps(result.to_payload(), ensure_ascii=False)
+    return fit_json(
+        result.to_payload(),
+        settings.output_truncation_limit,
+        hint="have the script write long output to a file and read that file instead",
+        indent=None,
+    )
 
 
 def render_template(skill_name: str, description: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import _io
-from .._text import wire_safe
+from .._text import TRUNCATED_KEY, fit_json, wire_safe
 from ..errors import (
     FileTooLargeError,
     InvalidArgumentError,
@@ -58,6 +58,11 @@ _SKIPPED_NAMES: Final = frozenset({"__pycache__", "node_modules"})
 # scan: file-system clocks tick in steps of a few milliseconds.
 _RACY_NS: Final = 100_000_000
 _MAX_CACHED_FOLDERS: Final = 16
+_SEE_WHOLE_CATALOG: Final = (
+    "To see everything, run 'dpt-skills list --json' (and 'dpt-skills validate' on the skills "
+    "folder for every diagnostic) where the server runs, or raise the limit; load_skill "
+    "reads any listed skill in full."
+)
 
 
 def is_hidden_name(name: str) -> bool:
@@ -172,6 +177,111 @@ class Catalog:
     def json(self) -> str:
         """`to_payload` serialised once; an unchanged catalog reuses it."""
         return wire_safe(json.dumps(self.to_payload(), ensure_ascii=False, indent=2))
+
+    @cached_property
+    def _fitted(self) -> dict[int, str]:
+        return {}
+
+    def json_within(self, limit: int) -> str:
+        """`json` when it has at most `limit` characters; else the catalog cut to fit, as
+        valid JSON with a ``truncated`` note saying what was left out and how to see it
+        (see `_fit_catalog`). Computed once per limit for an unchanged catalog."""
+        if len(self.json) <= limit:
+            return self.json
+        fitted = self._fitted.get(limit)
+        if fitted is None:
+            fitted = self._fitted[limit] = wire_safe(_fit_catalog(self.to_payload(), limit))
+        return fitted
+
+
+_OPTIONAL_FIELDS: Final = ("directory", "metadata", "license", "compatibility")
+_SHORTEST_DESCRIPTION: Final = 80
+
+
+def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
+    """The list_skills JSON held to `limit` characters, giving up the least useful first.
+
+    Each step is taken only while the answer is still too long, and each is stated in a
+    ``truncated`` note: the JSON loses its indentation; every skill loses ``directory``
+    (the folder of its ``path``), ``metadata``, ``license`` and ``compatibility``;
+    diagnostics are dropped from the end; descriptions are cut to one common length (not
+    below 80 characters); and last, `fit_json` drops skills from the end of the
+    (name-sorted) list.
+    """
+    done: list[str] = []
+
+    def fits() -> str | None:
+        note = (
+            f"The catalog was longer than the output limit ({limit} characters, "
+            f"DPTTOOLS_OUTPUT_TRUNCATION_LIMIT), so {'; '.join(done)}. {_SEE_WHOLE_CATALOG}"
+        )
+        text = json.dumps({**payload, TRUNCATED_KEY: note}, ensure_ascii=False)
+        return text if len(text) <= limit else None
+
+    skills: list[dict[str, Any]] = payload["skills"]
+    if any(field in skill for skill in skills for field in _OPTIONAL_FIELDS):
+        for skill in skills:
+            for field in _OPTIONAL_FIELDS:
+                skill.pop(field, None)
+        done.append(
+            "every skill's directory (the folder of its path), metadata, license and "
+            "compatibility were left out"
+        )
+        if (text := fits()) is not None:
+            return text
+    diagnostics: list[dict[str, str]] = payload.get("diagnostics", [])
+    if diagnostics:
+        total = len(diagnostics)
+        everything = list(diagnostics)
+        done.append("")
+        # The most diagnostics (kept from the start) that fit, by bisection.
+        low, high = 0, total - 1
+        while low <= high:
+            kept = (low + high) // 2
+            diagnostics[:] = everything[:kept]
+            done[-1] = f"{total - kept} of {total} diagnostics were left out"
+            if fits() is not None:
+                low = kept + 1
+            else:
+                high = kept - 1
+        diagnostics[:] = everything[:high] if high > 0 else []
+        done[-1] = f"{total - len(diagnostics)} of {total} diagnostics were left out"
+        if (text := fits()) is not None:
+            return text
+    longest = max((len(skill["description"]) for skill in skills), default=0)
+    originals = [skill["description"] for skill in skills]
+    if longest > _SHORTEST_DESCRIPTION:
+        done.append("")
+        low, high = _SHORTEST_DESCRIPTION, longest - 1
+        best: str | None = None
+        # The longest common description length that fits, by bisection.
+        while low <= high:
+            cap = (low + high) // 2
+            cut = _cap_descriptions(skills, originals, cap)
+            done[-1] = f"{cut} descriptions were cut to {cap} characters"
+            if (text := fits()) is not None:
+                best, low = text, cap + 1
+            else:
+                high = cap - 1
+        if best is not None:
+            return best
+        cut = _cap_descriptions(skills, originals, _SHORTEST_DESCRIPTION)
+        done[-1] = f"{cut} descriptions were cut to {_SHORTEST_DESCRIPTION} characters"
+    return fit_json(
+        payload, limit, hint=f"Before that, {'; '.join(done)}. {_SEE_WHOLE_CATALOG}", indent=None
+    )
+
+
+def _cap_descriptions(skills: list[dict[str, Any]], originals: list[str], cap: int) -> int:
+    """Cut every description longer than `cap` to `cap` characters (ending in "…")."""
+    cut = 0
+    for skill, original in zip(skills, originals, strict=True):
+        if len(original) > cap:
+            skill["description"] = original[: cap - 1] + "…"
+            cut += 1
+        else:
+            skill["description"] = original
+    return cut
 
 
 def _read_diagnostic(folder: Path, code: str, message: str) -> list[SkillDiagnostic]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 
-from .._text import wire_safe
-from .._tooling import tool_errors
+from .._tooling import limited, tool_errors
 from ..config import get_settings
 from . import actions
 
@@ -23,7 +22,8 @@ def register_skills_tools(server: MCPServer) -> None:
 
     The tools are list_skills, load_skill, load_skill_resource, execute_skill_script and
     create_skill. Each reads the settings at call time. Anticipated failures reach the
-    client as a `ToolError` carrying a message that says how to fix the call.
+    client as a `ToolError` carrying a message that says how to fix the call. Every answer
+    fits DPTTOOLS_OUTPUT_TRUNCATION_LIMIT and says what was cut.
     """
 
     @server.tool(structured_output=False)
@@ -41,7 +41,7 @@ def register_skills_tools(server: MCPServer) -> None:
             catalog = actions.cached(settings)
             if catalog is None:
                 catalog = await anyio.to_thread.run_sync(actions.scan, settings)
-            return catalog.json
+            return catalog.json_within(settings.output_truncation_limit)
 
     @server.tool(structured_output=False)
     def load_skill(skill_name: str) -> str:
@@ -52,7 +52,10 @@ def register_skills_tools(server: MCPServer) -> None:
         load_skill_resource and run its .py scripts with execute_skill_script.
         """
         with tool_errors():
-            return wire_safe(actions.load_skill(get_settings(), skill_name))
+            return limited(
+                actions.load_skill(get_settings(), skill_name),
+                hint=f"read SKILL.md whole with load_skill_resource('{skill_name}', 'SKILL.md')",
+            )
 
     @server.tool(structured_output=False)
     def load_skill_resource(skill_name: str, resource_path: str) -> str:
@@ -61,7 +64,7 @@ def register_skills_tools(server: MCPServer) -> None:
         resource_path is relative to the skill's folder, as load_skill lists it.
         """
         with tool_errors():
-            return wire_safe(actions.load_skill_resource(get_settings(), skill_name, resource_path))
+            return limited(actions.load_skill_resource(get_settings(), skill_name, resource_path))
 
     @server.tool(structured_output=False)
     async def execute_skill_script(skill_name: str, script_path: str, args: str = "") -> str:
@@ -74,7 +77,7 @@ def register_skills_tools(server: MCPServer) -> None:
         """
         with tool_errors():
             settings = get_settings()
-            return wire_safe(
+            return limited(
                 await actions.execute_skill_script(settings, skill_name, script_path, args)
             )
 
@@ -87,4 +90,4 @@ def register_skills_tools(server: MCPServer) -> None:
         with a file tool; list_skills shows the new skill from its next call.
         """
         with tool_errors():
-            return wire_safe(actions.create_skill(get_settings(), skill_name, description))
+            return limited(actions.create_skill(get_settings(), skill_name, description))
