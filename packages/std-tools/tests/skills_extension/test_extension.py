@@ -351,26 +351,44 @@ async def test_a_file_changed_after_the_listing_is_read_as_it_is_now(
     assert digests[1]["skill://live/notes.md"] == expected != digests[0]["skill://live/notes.md"]
 
 
+@pytest.mark.parametrize(
+    ("page_skills", "page_resources", "pages"), [(4, 10_000, 3), (100, 7, 4), (1000, 8192, 1)]
+)
 async def test_pages_hold_every_skill_exactly_once_and_bad_cursors_are_refused(
-    skills: SkillsFolder,
+    skills: SkillsFolder, page_skills: int, page_resources: int, pages: int
 ) -> None:
-    count = MAX_PAGE_SKILLS * 2 + 7
-    for index in range(count):
-        folder = skills.path / f"s-{index:04d}"
-        folder.mkdir()
-        (folder / "SKILL.md").write_text(
-            f"---\nname: s-{index:04d}\ndescription: Skill {index}.\n---\n", "utf-8"
+    for index in range(10):
+        folder = skills.write(f"s-{index:02d}")
+        (folder / "notes.md").write_text("notes\n", "utf-8")  # two files per skill
+    publisher = SkillPublisher(page_skills=page_skills, page_resources=page_resources)
+    extension = SkillsExtension(publisher)
+    server = MCPServer("paged", extensions=[extension], middleware=[extension.mime_types])
+    async with Client(server) as client:
+        entries, sent = await list_all(client)
+        assert len(sent) == pages
+        assert all(len(page["skills"]) <= page_skills for page in sent)
+        assert all(
+            sum(len(e["resources"]) for e in page["skills"]) <= max(page_resources, 2)
+            for page in sent
         )
-    async with Client(new_skills_server()) as client:
-        entries, pages = await list_all(client)
-        assert len(pages) == 3
         uris = [e["uri"] for e in entries]
-        assert len(uris) == count == len(set(uris))
-        assert uris == sorted(uris)
+        assert uris == sorted(set(uris)) and len(uris) == 10
         for cursor in ["not-a-cursor", "YWZ0ZXI", ""]:
             with pytest.raises(MCPError) as refused:
                 await raw(client, "skills/list", {"cursor": cursor})
             assert refused.value.error.code == INVALID_PARAMS
+
+
+async def test_the_default_page_holds_a_thousand_skills(skills: SkillsFolder) -> None:
+    for index in range(MAX_PAGE_SKILLS + 1):
+        (skills.path / f"s-{index:04d}").mkdir()
+        (skills.path / f"s-{index:04d}" / "SKILL.md").write_bytes(
+            f"---\nname: s-{index:04d}\ndescription: D.\n---\n".encode()
+        )
+    async with Client(new_skills_server()) as client:
+        entries, sent = await list_all(client)
+    assert [len(page["skills"]) for page in sent] == [MAX_PAGE_SKILLS, 1]
+    assert len({e["uri"] for e in entries}) == MAX_PAGE_SKILLS + 1
 
 
 def sparse(path: Path, size: int) -> None:

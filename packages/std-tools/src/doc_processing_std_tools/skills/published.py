@@ -634,9 +634,19 @@ class SkillPublisher:
     threads; the calls that may read files are meant for a worker thread.
     """
 
-    def __init__(self, *, watch: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        watch: bool = True,
+        page_skills: int = MAX_PAGE_SKILLS,
+        page_resources: int = MAX_PAGE_RESOURCES,
+    ) -> None:
         """Start with nothing remembered. With `watch` (the default), the kernel reports
-        changes where it can (see `watch`); without, every call compares ``stat`` stamps."""
+        changes where it can (see `watch`); without, every call compares ``stat`` stamps.
+        A page holds at most `page_skills` skills and stops growing at `page_resources`
+        files (it always holds one skill)."""
+        self._page_skills = page_skills
+        self._page_resources = page_resources
         self._lock = threading.Lock()
         self._folders: dict[str, _Remembered] = {}
         self._reported: set[SkillDiagnostic] = set()
@@ -676,7 +686,7 @@ class SkillPublisher:
             for uri, record in self._order[1]:
                 if after is not None and uri <= after:
                     continue
-                if len(entries) >= MAX_PAGE_SKILLS:
+                if len(entries) >= self._page_skills:
                     following = _encode_cursor(last_uri)
                     break
                 outcome = (
@@ -686,7 +696,7 @@ class SkillPublisher:
                 )
                 if isinstance(outcome, SkillDiagnostic):
                     left_out.append(outcome)
-                elif entries and listed + len(outcome.files) > MAX_PAGE_RESOURCES:
+                elif entries and listed + len(outcome.files) > self._page_resources:
                     following = _encode_cursor(last_uri)
                     break
                 else:
