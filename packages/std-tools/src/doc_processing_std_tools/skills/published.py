@@ -9,14 +9,15 @@ Data flow: catalog records -> per skill, a walk of its folder (what the tools' r
 left out: hidden names, ``__pycache__``, ``node_modules``, symbolic links leading outside
 the skills folder, anything that is not a regular file or folder) -> the limits (512
 files, 16 MiB per skill, no file over DPTTOOLS_MAX_FILE_SIZE_MB) checked from ``stat``
-sizes before anything is hashed -> digests -> a `Publication`.
+sizes before anything is hashed -> digests -> a `Page` of ``skills/list``.
 
 Everything is remembered by ``stat`` stamps (modification and change times, size, inode),
-as the catalog does for SKILL.md: a second listing of an unchanged folder costs one
-``stat`` per folder and per file and reads nothing, while any file that was added, edited
-or removed is seen by the very next call. A stamp taken within moments of its file's last
-write is not trusted on the next call, because coarse file-system clocks could hide a
-second edit in the same tick.
+as the catalog does for SKILL.md, and any file that was added, edited or removed is seen
+by the very next call. On a local Linux file system the kernel reports which skill
+folders changed (`watch`), so an unchanged skill costs nothing but a look-up; elsewhere a
+listing of an unchanged skill costs one ``stat`` per folder and per file and reads
+nothing. A stamp taken within moments of its file's last write is not trusted on the next
+call, because coarse file-system clocks could hide a second edit in the same tick.
 
 Skills the extension cannot carry are left out, each with a `SkillDiagnostic` naming the
 reason; `LEFT_OUT_CODES` lists the codes this module adds to the catalog's own.
@@ -650,13 +651,19 @@ class SkillPublisher:
         self._lock = threading.Lock()
         self._folders: dict[str, _Remembered] = {}
         self._reported: set[SkillDiagnostic] = set()
-        self._watch = FolderWatch(enabled=watch)
+        self._watching = watch
+        # Opened on first use, so that building a server opens no inotify instance.
+        self._watch: FolderWatch | None = None
+        # Pages built while every skill on them was watched, by cursor: valid as long as
+        # the kernel reports nothing and the catalog is the same object.
+        self._pages: dict[str | None, tuple[Catalog, int, Page]] = {}
         self._order: tuple[Catalog, list[tuple[str, SkillRecord]]] | None = None
 
     def clear(self) -> None:
         """Forget everything; the next call walks and hashes every skill again."""
         with self._lock:
             self._folders.clear()
+            self._pages.clear()
 
     def page(self, settings: Settings, cursor: str | None = None) -> Page:
         """The ``skills/list`` page that starts after `cursor` (None: the first page).
@@ -668,8 +675,12 @@ class SkillPublisher:
         """
         after = None if cursor is None else _decode_cursor(cursor)
         with self._lock:
-            self._take_events()
+            quiet = self._take_events()
             catalog = actions.scan(settings)
+            max_bytes = settings.max_file_size_bytes
+            known = self._pages.get(cursor) if quiet else None
+            if known is not None and known[0] is catalog and known[1] == max_bytes:
+                return known[2]  # the kernel reported no change in any skill of this page
             real_root = settings.skills_dir.resolve()
             blocked = {d.skill: d for d in catalog.diagnostics if d.code in _UNPUBLISHABLE_WARNINGS}
             left_out = (
@@ -682,7 +693,7 @@ class SkillPublisher:
             if self._order is None or self._order[0] is not catalog:
                 by_uri = sorted((file_uri(r.name, SKILL_FILE), r) for r in catalog.skills)
                 self._order = (catalog, by_uri)
-            max_bytes = settings.max_file_size_bytes
+            all_watched = self._watch is not None and self._watch.active
             for uri, record in self._order[1]:
                 if after is not None and uri <= after:
                     continue
@@ -694,6 +705,9 @@ class SkillPublisher:
                     or self._unchanged_outcome(record, max_bytes)
                     or self._publish_one(record, settings, real_root)
                 )
+                if all_watched and record.name not in blocked:
+                    folder = self._folders.get(str(record.directory))
+                    all_watched = folder is not None and folder.watched
                 if isinstance(outcome, SkillDiagnostic):
                     left_out.append(outcome)
                 elif entries and listed + len(outcome.files) > self._page_resources:
@@ -707,20 +721,31 @@ class SkillPublisher:
                 present = {str(r.directory) for r in catalog.skills}
                 self._folders = {k: v for k, v in self._folders.items() if k in present}
             self._report(left_out)
-            return Page(entries, following, left_out)
+            page = Page(entries, following, left_out)
+            if all_watched:
+                self._pages[cursor] = (catalog, max_bytes, page)
+            return page
 
-    def _take_events(self) -> None:
-        """Mark the skill folders the kernel reported a change in as to be walked again."""
+    def _take_events(self) -> bool:
+        """Mark the skill folders the kernel reported a change in as to be walked again;
+        True when the kernel watches and reported nothing at all."""
+        if self._watch is None:
+            self._watch = FolderWatch(enabled=self._watching)
         if not self._watch.active:
-            return
+            self._pages.clear()
+            return False
         changed = self._watch.changed()
+        if not changed:
+            return True
+        self._pages.clear()
         if EVERYTHING in changed:
             for remembered in self._folders.values():
                 remembered.watched = False
-            return
+            return False
         for key in changed:
             if (folder := self._folders.get(key)) is not None:
                 folder.watched = False
+        return False
 
     def _report(self, left_out: list[SkillDiagnostic]) -> None:
         for diagnostic in left_out:
@@ -841,7 +866,7 @@ class SkillPublisher:
         last = None if remembered is None else remembered.last
         if remembered is None or last is None or last.max_bytes != max_bytes:
             return None
-        if remembered.watched and self._watch.active:
+        if remembered.watched and self._watch is not None and self._watch.active:
             return last.outcome  # no event since the walk: nothing changed
         if not last.recent and _unchanged(last.checks):
             return last.outcome
@@ -864,8 +889,13 @@ class SkillPublisher:
     def _publish_walked(
         self, remembered: _Remembered, record: SkillRecord, settings: Settings, real_root: Path
     ) -> PublishedSkill | SkillDiagnostic:
-        device = self._watch.covers(real_root)
-        watching = None if device is None else _Watching(self._watch, str(record.directory), device)
+        watch = self._watch
+        device = None if watch is None else watch.covers(real_root)
+        watching = (
+            None
+            if watch is None or device is None
+            else _Watching(watch, str(record.directory), device)
+        )
         shape = self._shape(remembered, record, settings, real_root, watching)
         remembered.checks = shape.tree.checks
         remembered.watched = shape.tree.watched
