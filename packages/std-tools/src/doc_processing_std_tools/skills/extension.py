@@ -17,7 +17,7 @@ worker thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import anyio.to_thread
@@ -39,7 +39,6 @@ from .published import (
     UnknownResourceError,
     mime_type,
     parse_skill_uri,
-    read_published,
 )
 
 __all__ = [
@@ -216,12 +215,8 @@ def register_skill_resources(server: MCPServer, extension: SkillsExtension) -> N
         uri = parse_skill_uri(raw if isinstance(raw, str) else f"{SCHEME}{path}")
         if uri is None:
             raise ResourceNotFoundError(f"No resource is served at {SCHEME}{path}")
-        settings = _settings()
-        read: Callable[[], str | bytes] = lambda: read_published(  # noqa: E731
-            settings, publisher.locate(settings, uri), uri
-        )
         try:
-            return await anyio.to_thread.run_sync(read)
+            return await anyio.to_thread.run_sync(publisher.read, _settings(), uri)
         except UnknownResourceError as exc:
             raise ResourceNotFoundError(wire_safe(str(exc))) from exc
         except StdToolsError as exc:

@@ -785,6 +785,16 @@ class SkillPublisher:
                 raise _not_served(uri, "there is no such file in the skill")
             return Path(found[0])
 
+    def read(self, settings: Settings, uri: SkillUri) -> str | bytes:
+        """The exact content of the published file `uri` names, read now (see
+        `read_published`).
+
+        Raises:
+            UnknownResourceError: no published skill holds such a file (any more).
+            StdToolsError: the file grew over the limit, or a link now leads outside.
+        """
+        return read_published(settings, self.locate(settings, uri), uri)
+
     def directory(self, settings: Settings, uri: SkillUri) -> list[DirectoryChild]:
         """The direct children of the published folder `uri` names, sorted by name.
 
