@@ -432,8 +432,11 @@ def _follow(path: Path, root: Path, consulted: set[Path]) -> Path:
     Raises:
         OSError: (errno ``ELOOP``) more than 40 links, as in a loop of links.
     """
-    resolved = Path(path.anchor)
-    pending = list(reversed(path.parts[1:]))
+    if path.parent == root:
+        # `root` is a real path already: only the last part needs following.
+        resolved, pending = root, [path.name]
+    else:
+        resolved, pending = Path(path.anchor), list(reversed(path.parts[1:]))
     hops = 0
     while pending:
         part = pending.pop()
