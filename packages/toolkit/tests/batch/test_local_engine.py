@@ -3,6 +3,7 @@ model scripted to read each document with a real tool call."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -281,3 +282,27 @@ async def test_the_ray_engine_needs_an_agent_it_can_rebuild_on_each_actor() -> N
     with pytest.raises(ConfigError, match=r"Agent.from_yaml"):
         async for _ in agent.run_batch(["a.txt"], "{path}", engine="ray"):
             pass
+
+
+def test_a_batch_decides_the_approvals_a_person_would_be_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from doc_processing_toolkit.batch.command import _build_agent
+
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "model: test\napproval:\n  tools: [write_file]\n  policy: ask\n", encoding="utf-8"
+    )
+    err = io.StringIO()
+    denied = _build_agent(
+        argparse.Namespace(config=str(config), model=None, approve_all=False), err
+    )
+    assert denied.approval is not None and denied.approval.policy_name == "deny"
+    assert "calls to write_file will be denied; pass --approve-all" in err.getvalue()
+    approved = _build_agent(
+        argparse.Namespace(config=str(config), model=None, approve_all=True), io.StringIO()
+    )
+    assert approved.approval is not None and approved.approval.policy_name == "approve"
+    assert approved.approval.tools == ("write_file",)

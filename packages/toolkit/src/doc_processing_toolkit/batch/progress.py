@@ -39,16 +39,19 @@ class _Counts:
         self.total = total
         self.done = 0
         self.failed = 0
-        self.started = time.monotonic()
+        self.first: float | None = None
 
     def add(self, result: ItemResult) -> None:
+        if self.first is None:
+            self.first = time.monotonic()
         self.done += 1
         if result.status == "failed":
             self.failed += 1
 
     def rate(self) -> float:
-        elapsed = time.monotonic() - self.started
-        return self.done / elapsed if elapsed > 0 else 0.0
+        """Items per second since the first item finished (start-up is not counted)."""
+        elapsed = time.monotonic() - self.first if self.first is not None else 0.0
+        return (self.done - 1) / elapsed if self.done > 1 and elapsed > 0 else 0.0
 
     def line(self) -> str:
         rate = self.rate()
