@@ -32,7 +32,6 @@ import logging
 import math
 import mimetypes
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -42,10 +41,11 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
+from .. import _io
 from .._text import wire_safe
 from ..config import Settings
-from ..errors import FileTooLargeError, NotFoundError, StdToolsError
-from ..paths import confine, is_inside
+from ..errors import NotFoundError, StdToolsError
+from ..paths import is_inside
 from . import actions
 from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord, is_hidden_name
 from .frontmatter import is_valid_name, read_skill_md_text
@@ -116,8 +116,6 @@ _UNPUBLISHABLE_WARNINGS: Final = frozenset(
     }
 )
 _RACY_NS: Final = 100_000_000
-_BINARY_SNIFF_BYTES: Final = 8192
-_OPEN_FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 _CURSOR_PREFIX: Final = "after:"
 
 _Stamp = tuple[int, int, int, int]
@@ -282,7 +280,6 @@ class _Listing:
     racy: bool
     files: list[str]
     folders: list[str]
-    links: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -303,28 +300,20 @@ class _Tree:
     """Every folder and file walked, with its stamp: what a later call compares."""
     watched: bool = False
     """True when every folder and file was watched (by inotify) before it was read."""
-    linked: frozenset[str] = frozenset()
-    """Relative paths reached through a symbolic link (checked with `confine` on a read)."""
 
 
-def _visible_children(
-    directory: str, real_root: Path
-) -> tuple[list[str], list[str], frozenset[str]]:
-    """Names of the regular files and folders in `directory` that the tools' rules show,
-    and which of them are symbolic links (leading inside `real_root`)."""
+def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[str]]:
+    """Names of the regular files and folders in `directory` that the tools' rules show."""
     files: list[str] = []
     folders: list[str] = []
-    links: set[str] = set()
     with os.scandir(directory) as entries:
         for entry in entries:
             name = entry.name
             if is_hidden_name(name) or name != wire_safe(name):
                 continue
             try:
-                if entry.is_symlink():
-                    if not is_inside(Path(entry.path), real_root):
-                        continue
-                    links.add(name)
+                if entry.is_symlink() and not is_inside(Path(entry.path), real_root):
+                    continue
                 if entry.is_dir():
                     folders.append(name)
                 elif entry.is_file():
@@ -333,7 +322,7 @@ def _visible_children(
                 continue
     files.sort()
     folders.sort()
-    return files, folders, frozenset(links)
+    return files, folders
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,13 +352,12 @@ class _SkillFiles:
         watched = watch is not None
         files: dict[str, tuple[str, os.stat_result]] = {}
         folders: dict[str, list[str]] = {}
-        linked: set[str] = set()
         seen: set[tuple[int, int]] = set()
-        pending: list[tuple[str, str, bool]] = [(str(folder), "", False)]
+        pending: list[tuple[str, str]] = [(str(folder), "")]
         listings: dict[str, _Listing] = {}
         checks: list[tuple[str, _Stamp]] = []
         while pending:
-            directory, relative, through_link = pending.pop()
+            directory, relative = pending.pop()
             if watch is not None and not watch.add(directory):
                 watched = False
             try:
@@ -398,14 +386,11 @@ class _SkillFiles:
                     continue
                 files[prefix + name] = (path, file_st)
                 checks.append((path, _stamp(file_st)))
-                if through_link or name in listing.links:
-                    linked.add(prefix + name)
             pending.extend(
-                (f"{directory}{os.sep}{name}", prefix + name, through_link or name in listing.links)
-                for name in listing.folders
+                (f"{directory}{os.sep}{name}", prefix + name) for name in listing.folders
             )
         self._listings = listings
-        return _Tree(files, folders, checks, watched, frozenset(linked))
+        return _Tree(files, folders, checks, watched)
 
     def _listing(self, directory: str, st: os.stat_result, real_root: Path) -> _Listing | None:
         stamp = _stamp(st)
@@ -414,30 +399,28 @@ class _SkillFiles:
             return known
         taken = time.time_ns()
         try:
-            files, folders, links = _visible_children(directory, real_root)
+            files, folders = _visible_children(directory, real_root)
         except OSError:
             return None
-        return _Listing(stamp, taken - st.st_mtime_ns < _RACY_NS, files, folders, links)
+        return _Listing(stamp, taken - st.st_mtime_ns < _RACY_NS, files, folders)
 
     def digest(
-        self, path: str, st: os.stat_result, linked: bool, skills_dir: Path, max_bytes: int
+        self, path: str, st: os.stat_result, relative: str, skills_dir: Path, max_bytes: int
     ) -> str:
-        """The ``sha256:`` digest of the file at `path`, hashed again only when it changed.
+        """The ``sha256:`` digest of the file at `path` (``<skill>/<path>`` is `relative`),
+        read and hashed again only when its stamp `st` changed.
 
         Raises:
-            StdToolsError: the file leads outside the skills folder, is over the limit, or
-                is no longer the file the walk saw.
+            StdToolsError: a link leads outside the skills folder, or over the limit.
             OSError: the file cannot be read.
         """
         known = self._digests.get(path)
         if known is not None and known.stamp == _stamp(st) and not known.racy:
             return known.digest
         taken = time.time_ns()
-        fd = _open_walked(path, st, linked, skills_dir, max_bytes)
-        with open(fd, "rb", buffering=0) as handle:
-            data_stamp = _stamp(os.fstat(fd))
-            digest = "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
-        self.remember(path, data_stamp, taken, digest)
+        data = _read_file(skills_dir, relative, relative, max_bytes)
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        self.remember(path, _stamp(st), taken, digest)
         return digest
 
     def remember(self, path: str, stamp: _Stamp, taken: int, digest: str) -> None:
@@ -451,57 +434,29 @@ class _SkillFiles:
             self._digests = {p: d for p, d in self._digests.items() if p in kept}
 
 
-def _open_confined(path: str, skills_dir: Path, what: str, max_bytes: int) -> int:
-    """An open descriptor of the regular file at `path` inside `skills_dir`.
+def _read_file(skills_dir: Path, relative: str, shown: str, max_bytes: int) -> bytes:
+    """The bytes of `relative` (``<skill>/<path>``, as a listing names it), read through the
+    one I/O layer of std-tools (`_io`): a link on the way is followed only while it stays
+    inside the skills folder, the file is checked on its open descriptor (a regular file,
+    at most `max_bytes`), exactly as the five tools read.
 
-    The confinement and size rules are those of the five tools: a path whose links lead
-    outside the skills folder is refused, and so is a file over DPTTOOLS_MAX_FILE_SIZE_MB.
+    Raises:
+        UnknownResourceError: nothing is there, or a folder is.
+        StdToolsError: a link leads outside, not a regular file, over the limit.
+        OSError: the file cannot be read.
     """
-    relative = os.path.relpath(path, skills_dir)
-    real = confine(skills_dir, relative, what=what)
-    fd = os.open(real, _OPEN_FLAGS)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnknownResourceError(f"{what} is not a regular file; only files are served.")
-        if st.st_size > max_bytes:
-            raise FileTooLargeError(
-                f"{what} is {st.st_size / 1048576:.1f} MB, more than the "
-                f"{max_bytes / 1048576:g} MB that DPTTOOLS_MAX_FILE_SIZE_MB allows; "
-                "read a smaller file or raise that limit."
-            )
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_walked(
-    path: str, walked: os.stat_result, linked: bool, skills_dir: Path, max_bytes: int
-) -> int:
-    """An open descriptor of the file a folder walk found at `path`.
-
-    A path reached through a symbolic link is confined as the tools confine it. Any other
-    path was seen by the walk inside the skills folder with no link on the way; it is
-    opened without following a link and must still be the very file the walk saw (same
-    device and inode), so nothing swapped in since can lead elsewhere.
-    """
-    if linked:
-        return _open_confined(path, skills_dir, path, max_bytes)
-    fd = os.open(path, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
-    try:
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (walked.st_dev, walked.st_ino) or not stat.S_ISREG(st.st_mode):
-            raise UnknownResourceError(f"{path} changed while the skill was being listed.")
-        if st.st_size > max_bytes:
-            raise FileTooLargeError(
-                f"{path} is {st.st_size / 1048576:.1f} MB, more than the "
-                f"{max_bytes / 1048576:g} MB that DPTTOOLS_MAX_FILE_SIZE_MB allows."
-            )
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    gone = UnknownResourceError(f"{shown} is not a file of the skill (any more).")
+    _, data, _ = _io.read_bytes(
+        skills_dir,
+        relative,
+        what=shown,
+        shown=shown,
+        limit=max_bytes,
+        missing=gone,
+        folder=gone,
+        exact=True,
+    )
+    return data
 
 
 # --- Frontmatter ------------------------------------------------------------------------
@@ -793,7 +748,8 @@ class SkillPublisher:
             UnknownResourceError: no published skill holds such a file (any more).
             StdToolsError: the file grew over the limit, or a link now leads outside.
         """
-        return read_published(settings, self.locate(settings, uri), uri)
+        self.locate(settings, uri)
+        return read_published(settings, uri)
 
     def directory(self, settings: Settings, uri: SkillUri) -> list[DirectoryChild]:
         """The direct children of the published folder `uri` names, sorted by name.
@@ -863,7 +819,7 @@ class SkillPublisher:
         known = remembered.frontmatter
         if known is None or known.stamp != _stamp(st) or known.racy:
             known = remembered.frontmatter = _read_frontmatter(
-                record, path, st, SKILL_FILE in tree.linked, settings, remembered.files
+                record, path, st, settings, remembered.files
             )
         problem = known.problem or _limits_problem(record.name, tree, settings.max_file_size_bytes)
         return _Shape(tree, known.fields, problem)
@@ -913,11 +869,12 @@ class SkillPublisher:
             return shape.problem
         files: list[PublishedFile] = []
         hasher = remembered.files
-        linked = shape.tree.linked
         max_bytes = settings.max_file_size_bytes
         for relative, (path, st) in sorted(shape.tree.files.items()):
             try:
-                digest = hasher.digest(path, st, relative in linked, settings.skills_dir, max_bytes)
+                digest = hasher.digest(
+                    path, st, f"{record.name}/{relative}", settings.skills_dir, max_bytes
+                )
             except (OSError, StdToolsError) as exc:
                 return _unreadable(record.name, relative, str(exc))
             files.append(PublishedFile(relative, st.st_size, digest))
@@ -933,25 +890,18 @@ class SkillPublisher:
 
 
 def _read_frontmatter(
-    record: SkillRecord,
-    path: str,
-    st: os.stat_result,
-    linked: bool,
-    settings: Settings,
-    hasher: _SkillFiles,
+    record: SkillRecord, path: str, st: os.stat_result, settings: Settings, hasher: _SkillFiles
 ) -> _Frontmatter:
     """Parse the SKILL.md at `path`; the bytes read also give its digest (one read)."""
     taken = time.time_ns()
     stamp = _stamp(st)
     racy = taken - st.st_mtime_ns < _RACY_NS
+    relative = f"{record.name}/{SKILL_FILE}"
     try:
-        fd = _open_walked(path, st, linked, settings.skills_dir, settings.max_file_size_bytes)
-        with open(fd, "rb") as handle:
-            read_stamp = _stamp(os.fstat(fd))
-            data = handle.read()
+        data = _read_file(settings.skills_dir, relative, relative, settings.max_file_size_bytes)
     except (OSError, StdToolsError) as exc:
         return _Frontmatter(stamp, racy, None, _unreadable(record.name, SKILL_FILE, str(exc)))
-    hasher.remember(path, read_stamp, taken, "sha256:" + hashlib.sha256(data).hexdigest())
+    hasher.remember(path, stamp, taken, "sha256:" + hashlib.sha256(data).hexdigest())
     parsed = read_skill_md_text(data)
     if parsed.fields is None:
         reason = parsed.diagnostics[0].message if parsed.diagnostics else "no frontmatter"
@@ -1009,23 +959,19 @@ def _not_served(uri: SkillUri, reason: str) -> UnknownResourceError:
     )
 
 
-def read_published(settings: Settings, path: Path, uri: SkillUri) -> str | bytes:
+def read_published(settings: Settings, uri: SkillUri) -> str | bytes:
     """The exact content of a published file, read now: text when it is UTF-8 without NUL
     in its first 8 KiB (what load_skill_resource shows as text), else bytes.
 
     Raises:
         UnknownResourceError: the file is gone or is no longer a regular file.
-        FileTooLargeError: the file grew over DPTTOOLS_MAX_FILE_SIZE_MB.
-        PathOutsideRootError: a link on its path now leads outside the skills folder.
+        StdToolsError: it grew over DPTTOOLS_MAX_FILE_SIZE_MB, or a link on its path now
+            leads outside the skills folder.
     """
     shown = file_uri(uri.skill, uri.relative)
-    try:
-        fd = _open_confined(str(path), settings.skills_dir, shown, settings.max_file_size_bytes)
-    except FileNotFoundError:
-        raise _not_served(uri, "the file was removed") from None
-    with open(fd, "rb") as handle:
-        data = handle.read()
-    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+    relative = f"{uri.skill}/{uri.relative}"
+    data = _read_file(settings.skills_dir, relative, shown, settings.max_file_size_bytes)
+    if _io.is_binary(data):
         return data
     try:
         return data.decode("utf-8")
