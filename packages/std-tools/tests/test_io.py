@@ -169,6 +169,31 @@ def test_threads_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
     assert (workspace / "shared.md").read_text(encoding="utf-8").count(": new\n") == 80
 
 
+def test_writes_racing_to_create_the_same_new_folders_all_succeed(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    ws = Workspace(workspace.resolve(), LIMIT, 10_000)
+    barrier = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def writer(number: int) -> None:
+        barrier.wait()
+        try:
+            ops.write_file(ws, f"new/deeper/file-{number}.txt", f"text {number}")
+        except BaseException as exc:  # collected for the assertion below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert sorted(p.name for p in (workspace / "new" / "deeper").iterdir()) == [
+        f"file-{n}.txt" for n in range(8)
+    ]
+
+
 _HOLD_LOCK = r"""
 import sys, time
 from pathlib import Path

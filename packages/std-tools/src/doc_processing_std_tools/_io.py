@@ -589,8 +589,11 @@ def write_atomically(location: Location, data: bytes, *, mode: int, replace: boo
             os.close(fd)
         target_dir = base
         for name in location.missing:
-            os.mkdir(name, dir_fd=target_dir)
-            made.append((target_dir, name))
+            try:
+                os.mkdir(name, dir_fd=target_dir)
+                made.append((target_dir, name))
+            except FileExistsError:
+                pass  # made meanwhile by another write; entered below like any folder
             target_dir = os.open(name, _DIR_FLAGS, dir_fd=target_dir)
             opened.append(target_dir)
         if replace:
