@@ -164,7 +164,7 @@ def decode_utf8(data: bytes, shown: str, *, hint: str) -> tuple[str, bool]:
 class Location:
     """Where a confined path leads: an open descriptor of its folder and the name in it.
 
-    Close it (or use it as a context manager); `locate` does so for you.
+    Valid only inside the `locate` block that made it, which closes the descriptor.
     """
 
     root: Path
