@@ -68,7 +68,7 @@ from fastmcp.skills.provider import SkillsDirectoryProvider
 from mcp import Client, StdioServerParameters
 from pydantic import ConfigDict
 
-from doc_processing_std_tools.config import reset_settings
+from doc_processing_std_tools.config import get_settings, reset_settings
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog import scan_once
 from doc_processing_std_tools.skills.server import new_skills_server
@@ -230,15 +230,14 @@ class Row:
     skills: int
 
 
-async def list_skills_cold(skills_dir: Path) -> float:
-    """Our list_skills on a fresh server with the catalog cache cleared (ms)."""
+def catalog_cold(skills_dir: Path) -> float:
+    """The catalog's own first scan of the folder (what list_skills pays cold), in ms."""
     os.environ["DPTTOOLS_SKILLS_DIR"] = str(skills_dir)
     reset_settings()
     actions.clear_cache()
-    async with Client(new_skills_server()) as client:
-        started = time.perf_counter()
-        await client.call_tool("list_skills", {})
-        return (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    actions.scan(get_settings())
+    return (time.perf_counter() - started) * 1000
 
 
 async def ours(skills_dir: Path, repeat: int) -> tuple[Row, float]:
@@ -306,7 +305,7 @@ def agentskills(python: str | None, skills_dir: Path, repeat: int) -> Row | str:
 async def bench(name: str, skills_dir: Path, repeat: int, python: str | None) -> None:
     floor, file_count, size = floor_ms(skills_dir)
     print(f"\n### {name}: {file_count} files, {size / 1048576:.1f} MiB")
-    catalog_cold = await list_skills_cold(skills_dir)
+    catalog_first = catalog_cold(skills_dir)
     mine, tool = await ours(skills_dir, repeat * 4)
     rows: list[Row | str] = [mine, await ours_stdio(skills_dir, repeat * 4)]
     rows.append(await fastmcp(skills_dir, False, repeat))
@@ -321,10 +320,10 @@ async def bench(name: str, skills_dir: Path, repeat: int, python: str | None) ->
             print(f"| {row.server} | {row.skills} | {row.cold_ms:.1f} | {row.warm_ms:.2f} |")
     print(f"floor (read and hash every file once): {floor:.1f} ms")
     print(f"ours list_skills warm (same session): {tool:.2f} ms")
-    print(f"ours list_skills cold (fresh catalog): {catalog_cold:.1f} ms")
+    print(f"the catalog's first scan (shared with list_skills): {catalog_first:.1f} ms")
     print(f"ratio ours warm / list_skills warm: {mine.warm_ms / tool:.2f}x (target <= 2)")
     print(f"ratio ours cold / floor: {mine.cold_ms / floor:.2f}x (target <= 3)")
-    own = mine.cold_ms - catalog_cold
+    own = mine.cold_ms - catalog_first
     print(f"ratio ours cold less the catalog's first scan / floor: {own / floor:.2f}x")
     for row in rows[2:]:
         if isinstance(row, Row):
