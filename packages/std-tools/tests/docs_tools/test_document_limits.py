@@ -17,6 +17,7 @@ import io
 import json
 import os
 import resource
+import signal
 import sys
 import time
 import zipfile
@@ -33,7 +34,7 @@ from mcp.types import TextContent
 from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.docs.server import docs_server
-from doc_processing_std_tools.errors import DocumentError
+from doc_processing_std_tools.errors import ConfigError, DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 from .samples import write_report_pdf
@@ -248,3 +249,49 @@ def test_the_address_space_limit_is_not_the_test_processs(folder: Path) -> None:
     # The limits above apply to child processes only; this process keeps its own.
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     assert soft == resource.RLIM_INFINITY or soft > SERVER_MEMORY
+
+
+def _children(root: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == root:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.anyio
+async def test_a_worker_that_dies_between_calls_is_replaced(folder: Path) -> None:
+    write_report_pdf(folder / "report.pdf")
+    use(folder)
+    async with Client(docs_server) as client:
+        first = await client.call_tool("read_document", {"path": "report.pdf", "pages": "3"})
+        assert not first.is_error
+        workers = _children(os.getpid())
+        assert workers, "the call ran in no child process"
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        second = await client.call_tool("read_document", {"path": "report.pdf", "pages": "3"})
+    assert not second.is_error
+    block = second.content[0]
+    assert isinstance(block, TextContent)
+    assert block.text.startswith("## Page 3\n\nClosing remarks")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DPTTOOLS_DOC_MAX_UNPACKED_MB", "lots", "is not a number"),
+        ("DPTTOOLS_DOC_MEMORY_MB", "1.5", "is not a whole number"),
+        ("DPTTOOLS_DOC_WORKERS", "0", "must be a positive integer"),
+        ("DPTTOOLS_TABLE_PAGE_SECONDS", "-1", "must be a positive, finite number"),
+        ("DPTTOOLS_TABLE_CALL_SECONDS", "inf", "must be a positive, finite number"),
+    ],
+)
+def test_bad_limit_values_are_configuration_errors(name: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"{name}={value!r} {message}"):
+        load_settings({name: value})

@@ -100,9 +100,9 @@ class _Worker:
     def start(cls) -> _Worker:
         """A new worker, in a session of its own so that it is killed with its children."""
         env = dict(os.environ)
-        # Two malloc arenas at most: each thread's arena would reserve 64 MiB of the
+        # One malloc arena: each thread's own arena would reserve 64 MiB of the
         # address space the limit counts.
-        env.setdefault("MALLOC_ARENA_MAX", "2")
+        env.setdefault("MALLOC_ARENA_MAX", "1")
         process = subprocess.Popen(
             [sys.executable, "-c", _BOOT, json.dumps(sys.path)],
             stdin=subprocess.PIPE,
@@ -154,16 +154,17 @@ class _Pool:
         self._busy = 0
         self._exit_hook = False
 
-    async def take(self, limit: int) -> _Worker:
-        """An idle worker, or a new one once fewer than `limit` are busy; waits (and can
-        be cancelled while it waits) when `limit` are busy."""
+    async def take(self, limit: int, reuse: bool = True) -> tuple[_Worker, bool]:
+        """An idle worker (unless `reuse` is false), or a new one once fewer than `limit`
+        are busy, and whether it is new; waits (and can be cancelled while it waits)
+        when `limit` are busy."""
         while True:
             with self._lock:
-                while self._idle:
+                while reuse and self._idle:
                     worker = self._idle.pop()
                     if worker.alive():
                         self._busy += 1
-                        return worker
+                        return worker, False
                     worker.stop()
                 if self._busy < limit:
                     self._busy += 1
@@ -173,7 +174,7 @@ class _Pool:
                     break
             await anyio.sleep(_WAIT_STEP)
         try:
-            return _Worker.start()
+            return _Worker.start(), True
         except BaseException:
             with self._lock:
                 self._busy -= 1
@@ -226,29 +227,36 @@ async def run_tool(name: str, arguments: dict[str, Any]) -> str:
     request = pickle.dumps((name, arguments, settings))
     seconds = settings.table_call_seconds + STOP_GRACE_SECONDS if name == "extract_tables" else None
     path = str(arguments.get("path", ""))
-    worker = await _pool.take(settings.doc_workers)
-    keep = False
-    try:
-        with anyio.fail_after(seconds):
-            answer = await anyio.to_thread.run_sync(
-                worker.exchange, request, abandon_on_cancel=True
-            )
-        keep = not answer.get("retire", False)
-    except TimeoutError:
-        raise errors.DocumentError(
-            f"extract_tables on {path!r} did not finish within {seconds:g} s "
-            f"(DPTTOOLS_TABLE_CALL_SECONDS={settings.table_call_seconds:g} plus "
-            f"{STOP_GRACE_SECONDS:g} s for work that cannot be interrupted) and was stopped; "
-            "pass a smaller pages range."
-        ) from None
-    except _WorkerGone:
-        raise errors.DocumentError(
-            f"Reading {path!r} stopped: the process that parses documents ended before it "
-            f"answered (killed, or out of memory: DPTTOOLS_DOC_MEMORY_MB="
-            f"{settings.doc_memory_mb}). The next call starts a new one."
-        ) from None
-    finally:
-        _pool.give_back(worker, keep, settings.doc_workers)
+    reuse = True
+    while True:
+        worker, new = await _pool.take(settings.doc_workers, reuse)
+        keep = False
+        try:
+            with anyio.fail_after(seconds):
+                answer = await anyio.to_thread.run_sync(
+                    worker.exchange, request, abandon_on_cancel=True
+                )
+            keep = not answer.get("retire", False)
+            break
+        except TimeoutError:
+            raise errors.DocumentError(
+                f"extract_tables on {path!r} did not finish within {seconds:g} s "
+                f"(DPTTOOLS_TABLE_CALL_SECONDS={settings.table_call_seconds:g} plus "
+                f"{STOP_GRACE_SECONDS:g} s for work that cannot be interrupted) and was "
+                "stopped; pass a smaller pages range."
+            ) from None
+        except _WorkerGone:
+            if new:
+                raise errors.DocumentError(
+                    f"Reading {path!r} stopped: the process that parses documents ended "
+                    "before it answered (killed, or out of memory: DPTTOOLS_DOC_MEMORY_MB="
+                    f"{settings.doc_memory_mb}). The next call starts a new one."
+                ) from None
+            # A worker that had waited for this call died in the meantime: the tools
+            # only read, so the call is run once more, in a new worker.
+            reuse = False
+        finally:
+            _pool.give_back(worker, keep, settings.doc_workers)
     if "error" in answer:
         raise _error(answer)
     return str(answer["text"])
