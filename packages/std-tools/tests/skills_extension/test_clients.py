@@ -186,7 +186,7 @@ async def check_wire(client: Client, files: dict[str, bytes]) -> None:
         assert read == data, relative
         assert hashlib.sha256(read).hexdigest() == hashlib.sha256(data).hexdigest()
     folder = await raw(client, "resources/directory/read", {"uri": "skill://wire-check"})
-    assert [r["name"] for r in folder["resources"]] == ["SKILL.md", "logo.png", "scripts"]
+    assert [r["name"] for r in folder["resources"]] == ["wire-check", "logo.png", "scripts"]
 
 
 STDIO_MODULES = ["doc_processing_std_tools.skills", "doc_processing_std_tools"]

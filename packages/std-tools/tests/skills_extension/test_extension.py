@@ -248,14 +248,19 @@ async def test_directory_reads_list_direct_children_and_refuse_files(
     rich_skill(skills)
     async with Client(new_skills_server()) as client:
         root = await raw(client, "resources/directory/read", {"uri": "skill://report-kit"})
-        children = {r["name"]: r for r in root["resources"]}
+        children = {r["uri"].rsplit("/", 1)[-1]: r for r in root["resources"]}
         assert set(children) == {"SKILL.md", "assets", "references"}
         assert children["assets"] == {
             "uri": "skill://report-kit/assets",
             "name": "assets",
             "mimeType": "inode/directory",
         }
-        assert children["SKILL.md"]["mimeType"] == "text/markdown"
+        assert children["SKILL.md"] == {
+            "uri": "skill://report-kit/SKILL.md",
+            "name": "report-kit",
+            "description": "Builds reports.",
+            "mimeType": "text/markdown",
+        }
         assert root["resultType"] == "complete"
         sub = await raw(
             client, "resources/directory/read", {"uri": "skill://report-kit/references"}

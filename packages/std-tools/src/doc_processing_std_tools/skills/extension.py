@@ -174,7 +174,11 @@ class SkillsExtension(Extension):
         page = children[start : start + DIRECTORY_PAGE_SIZE]
         result: dict[str, Any] = {
             "resultType": "complete",
-            "resources": [{"uri": c.uri, "name": c.name, "mimeType": c.mime_type} for c in page],
+            "resources": [
+                {"uri": c.uri, "name": c.name, "mimeType": c.mime_type}
+                | ({} if c.description is None else {"description": c.description})
+                for c in page
+            ],
         }
         if start + DIRECTORY_PAGE_SIZE < len(children):
             result["nextCursor"] = str(start + DIRECTORY_PAGE_SIZE)

@@ -205,9 +205,12 @@ class DirectoryChild:
     uri: str
     """The child's ``skill://`` URI."""
     name: str
-    """The child's own name (its last path segment)."""
+    """The child's own name (its last path segment); for the skill's own SKILL.md, the
+    skill's name, as the extension asks."""
     mime_type: str
     """``inode/directory`` for a folder, else the file's MIME type."""
+    description: str | None = None
+    """For the skill's own SKILL.md: the frontmatter ``description``."""
 
 
 @dataclass(frozen=True)
@@ -769,7 +772,13 @@ class SkillPublisher:
             for name in sorted(names):
                 relative = prefix + name
                 kind = DIRECTORY_MIME_TYPE if relative in shape.tree.folders else mime_type(name)
-                children.append(DirectoryChild(file_uri(uri.skill, relative), name, kind))
+                child = file_uri(uri.skill, relative)
+                if relative == SKILL_FILE and shape.frontmatter is not None:
+                    about = shape.frontmatter.get("description")
+                    text = about if isinstance(about, str) else None
+                    children.append(DirectoryChild(child, uri.skill, kind, text))
+                else:
+                    children.append(DirectoryChild(child, name, kind))
             return children
 
     def _record(
