@@ -474,18 +474,35 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
 
 
 def _walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
-    """Regular files under `base` (sorted, depth first) that resolve inside the workspace."""
-    for folder, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        for name in sorted(filenames):
-            candidate = Path(folder) / name
-            if candidate.is_symlink():
-                real = _resolved(candidate)
-                if real is None or not is_inside(real, ws.root):
-                    continue
-            # Regular files only: reading a named pipe or a device would block.
-            if candidate.is_file():
-                yield candidate
+    """Regular files under `base` (sorted, depth first) that resolve inside the workspace.
+
+    The walk starts from a descriptor opened through `_io` and goes down with `os.fwalk`,
+    which enters every folder by descriptor and never through a link, so a folder swapped
+    for a link during the walk cannot list the files of a folder outside the workspace.
+    """
+    with _io.locate(ws.root, ws.relative(base), what="path", allow_root=True) as location:
+        fd = _io.open_folder(location)
+        try:
+            for folder, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=fd):
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+                for name in sorted(filenames):
+                    candidate = base / folder / name
+                    try:
+                        status = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISLNK(status.st_mode):
+                        # By name, only to decide whether to offer the link; whatever
+                        # reads it later walks it again through `_io`.
+                        real = _resolved(candidate)
+                        if real is None or not is_inside(real, ws.root) or not real.is_file():
+                            continue
+                    elif not stat.S_ISREG(status.st_mode):
+                        # Regular files only: reading a named pipe or a device would block.
+                        continue
+                    yield candidate
+        finally:
+            os.close(fd)
 
 
 def _check_pattern(pattern: str, what: str) -> str:
