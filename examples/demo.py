@@ -40,7 +40,14 @@ async def main() -> None:
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "doc_processing_std_tools.skills"],
-        env={"DPTTOOLS_SKILLS_DIR": str(SKILLS_DIR), "DPTTOOLS_SANDBOX_TIMEOUT": "20"},
+        # The examples folder is the workspace, so the script can read the invoice in it
+        # even when it runs sandboxed and this folder lies in one the sandbox hides (a
+        # home folder or /tmp).
+        env={
+            "DPTTOOLS_SKILLS_DIR": str(SKILLS_DIR),
+            "DPTTOOLS_WORKSPACE_DIR": str(HERE),
+            "DPTTOOLS_SANDBOX_TIMEOUT": "20",
+        },
     )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

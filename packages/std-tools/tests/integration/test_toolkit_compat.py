@@ -79,7 +79,9 @@ def stdio_entry(module: str, folder: Path) -> dict[str, Any]:
         "command": sys.executable,
         "args": ["-m", module],
         "name": "std-tools",
-        "env": {"DPTTOOLS_SKILLS_DIR": str(folder)},
+        # The same workspace as in this process: the sandboxed script sees a private /tmp,
+        # where the test's files are visible only through the workspace.
+        "env": {"DPTTOOLS_SKILLS_DIR": str(folder), "DPTTOOLS_WORKSPACE_DIR": str(folder.parent)},
     }
 
 
