@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from . import __version__
+from ._building import configure_cli_logging, log_level_option
 from .config import ServingSettings, get_settings, load_serving_settings, reset_settings
 from .errors import ConfigError
 
@@ -39,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
             "(doc-processing-std-tools), over stdio by default."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    log_level_option(parser)
     parser.add_argument(
         "--transport",
         choices=["stdio", "streamable-http"],
@@ -126,6 +130,10 @@ def _serving_settings(args: argparse.Namespace) -> ServingSettings:
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the arguments, apply the overrides, check the settings, and serve."""
     args = build_parser().parse_args(argv)
+    try:
+        log_level = configure_cli_logging(args.log_level)
+    except ConfigError as exc:
+        _fail(str(exc))
     # The overrides go into the environment, so skill scripts started by this server
     # see the same folders as the server itself.
     if args.skills_dir is not None:
@@ -185,4 +193,4 @@ def main(argv: Sequence[str] | None = None) -> None:
     app = http_app(
         server, host=args.host, path=args.path, max_file_bytes=settings.max_file_size_bytes
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(app, host=args.host, port=args.port, log_level=log_level.lower())

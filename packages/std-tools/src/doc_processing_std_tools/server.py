@@ -45,6 +45,7 @@ def make_composed_server(
         ConfigError: `tools` names a tool the server does not have, or a tool that
             changes something together with `read_only`.
     """
+    from ._building import new_server
     from .access import COMPOSED_TOOLS
     from .docs.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
@@ -53,7 +54,8 @@ def make_composed_server(
     from .skills.tools import register_skills_tools
 
     skills_extension = SkillsExtension()
-    server = ScopedServer(
+    server = new_server(
+        ScopedServer,
         COMPOSED_SERVER_NAME,
         extensions=[skills_extension],
         middleware=[skills_extension.mime_types],

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
+from .._building import new_server
 from .tools import register_docs_tools
 
 __all__ = ["docs_server", "register_docs_tools"]
 
-docs_server: MCPServer = MCPServer(
+docs_server: MCPServer = new_server(
+    MCPServer,
     "doc-tools",
     instructions=(
         "Read documents inside the workspace folder: start with get_file_overview, then "

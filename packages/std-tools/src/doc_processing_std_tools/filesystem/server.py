@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
+from .._building import new_server
 from .tools import register_filesystem_tools
 
 __all__ = ["file_system_server", "register_filesystem_tools"]
 
-file_system_server: MCPServer = MCPServer(
+file_system_server: MCPServer = new_server(
+    MCPServer,
     "file-system-tools",
     instructions=(
         "Read, write, edit and search files inside one workspace folder. Paths are relative "

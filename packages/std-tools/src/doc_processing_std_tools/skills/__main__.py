@@ -11,6 +11,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
+from .._building import configure_cli_logging, log_level_option
 from ..config import get_settings, load_serving_settings
 from ..errors import ConfigError
 
@@ -20,6 +22,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m doc_processing_std_tools.skills",
         description="Serve the five Agent Skills tools as one MCP server over stdio.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    log_level_option(parser)
     parser.add_argument(
         "--tools",
         metavar="NAME,...",
@@ -40,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.read_only:
         overrides["DPTTOOLS_READ_ONLY"] = "1"
     try:
+        configure_cli_logging(args.log_level)
         settings = get_settings()
         serving = load_serving_settings({**os.environ, **overrides})
         from .server import new_skills_server

@@ -13,6 +13,7 @@ from typing import Final
 
 from mcp.server.mcpserver import MCPServer
 
+from .._building import new_server
 from ..access import SKILLS_TOOLS
 from ..config import get_settings
 from ..serving import restrict_tools
@@ -44,7 +45,8 @@ def new_skills_server(*, tools: Sequence[str] | None = None, read_only: bool = F
             changes something together with `read_only`.
     """
     extension = SkillsExtension()
-    server = MCPServer(
+    server = new_server(
+        MCPServer,
         SKILLS_SERVER_NAME,
         extensions=[extension],
         middleware=[extension.mime_types],

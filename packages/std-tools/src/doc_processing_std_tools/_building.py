@@ -1,0 +1,107 @@
+"""How every std-tools server is constructed: with the package version, and without
+touching the host application's logging.
+
+The SDK's `MCPServer` calls ``logging.basicConfig`` while it is being built, which puts a
+handler (a rich one, at INFO) on the root logger when the root has none. A library must
+leave that to the application, so `new_server` builds the server while the root logger
+holds a placeholder handler, which makes ``basicConfig`` a no-op, and removes it again.
+The command-line entry points configure logging themselves (`configure_cli_logging`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+
+from . import __version__
+from .errors import ConfigError
+
+__all__ = ["LOG_LEVELS", "configure_cli_logging", "log_level_option", "new_server"]
+
+ServerT = TypeVar("ServerT", bound=MCPServer)
+
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""The values of ``--log-level`` and DPTTOOLS_LOG_LEVEL."""
+
+# One INFO line per request of the stateless HTTP transport; the entry points show it at
+# DEBUG only.
+_NOISY: Final = (("mcp.server.streamable_http", "Terminating session: "),)
+
+
+@contextmanager
+def _root_logging_untouched() -> Iterator[None]:
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    placeholder = logging.NullHandler()
+    root.addHandler(placeholder)
+    try:
+        yield
+    finally:
+        root.removeHandler(placeholder)
+
+
+def new_server(server_class: type[ServerT], name: str, **options: Any) -> ServerT:
+    """`server_class(name, **options)` reporting this package's version as its
+    ``serverInfo.version``, built without configuring the root logger."""
+    with _root_logging_untouched():
+        return server_class(name, version=__version__, **options)
+
+
+class _Demote(logging.Filter):
+    """Shows a known per-request INFO line of the SDK as DEBUG."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self._prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and record.getMessage().startswith(self._prefix):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
+def configure_cli_logging(level: str | None) -> str:
+    """What a server's command line does about logging (never the library): one handler
+    on standard error at `level` (``--log-level``), else DPTTOOLS_LOG_LEVEL, else INFO.
+    Returns the level used.
+
+    Raises:
+        ConfigError: DPTTOOLS_LOG_LEVEL is not a level.
+    """
+    if level is None:
+        raw = os.environ.get("DPTTOOLS_LOG_LEVEL", "")
+        level = raw.strip().upper() or "INFO"
+        if level not in LOG_LEVELS:
+            raise ConfigError(
+                f"DPTTOOLS_LOG_LEVEL={raw!r} is not a log level; set it to one of "
+                f"{', '.join(LOG_LEVELS)}, or unset it to log at INFO."
+            )
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    for logger_name, prefix in _NOISY:
+        logging.getLogger(logger_name).addFilter(_Demote(prefix))
+    return level
+
+
+def log_level_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--log-level`` to a server's command line."""
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="what is logged on standard error (default: DPTTOOLS_LOG_LEVEL, else INFO)",
+    )
