@@ -99,7 +99,7 @@ async def test_plain_text_reply_with_usage_and_the_request_on_the_wire(
     assert response.text == "Hello there."
     assert response.tool_calls == []
     assert response.stop_reason == "end_turn"
-    assert response.model_name == "claude-test-1"
+    assert response.model_name == "anthropic:claude-test-1"
     assert (response.usage.input_tokens, response.usage.output_tokens) == (30, 4)
     assert response.usage.requests == 1
     sent = stand_in.last

@@ -86,7 +86,7 @@ async def test_plain_text_reply_with_usage_and_the_request_on_the_wire(
 
     assert response.parts == (TextPart("Hello there."),)
     assert response.stop_reason == "stop"
-    assert response.model_name == "gpt-test-1"
+    assert response.model_name == "openai:gpt-test-1"
     assert (response.usage.input_tokens, response.usage.output_tokens) == (31, 3)
     assert response.usage.requests == 1
     sent = stand_in.last
@@ -317,7 +317,7 @@ async def test_streaming_yields_text_deltas_then_the_final_response_with_usage(
     assert deltas == ["Hello", " from", " the ", "strea", "m."]
     assert final.parts == (TextPart("Hello from the stream."),)
     assert final.stop_reason == "stop"
-    assert final.model_name == "gpt-test-1"
+    assert final.model_name == "openai:gpt-test-1"
     assert (final.usage.input_tokens, final.usage.output_tokens, final.usage.requests) == (44, 6, 1)
     assert stand_in.last.body["stream"] is True
     assert stand_in.last.body["stream_options"] == {"include_usage": True}

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import math
+import os
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from ..errors import ModelAPIError
+from ..errors import ConfigError, MissingCredentialsError, ModelAPIError
 
 __all__ = [
     "LoopClients",
@@ -22,6 +23,7 @@ __all__ = [
     "api_error",
     "client_options",
     "connection_error",
+    "key_from_environment",
     "retry_after_seconds",
     "split_provider_kwargs",
 ]
@@ -120,6 +122,11 @@ class SDKModel(Generic[SDKClient]):
         """``<provider>:<model>``, for example ``anthropic:<model>`` or ``openai:<model>``."""
         return f"{self._provider}:{self._model_name}"
 
+    def answered_by(self, api_model: str | None) -> str:
+        """``<provider>:<model>`` for a reply, with the model id the API reported (the
+        requested one when it reported none), so every provider names it the same way."""
+        return f"{self._provider}:{api_model or self._model_name}"
+
     @property
     def model_name(self) -> str:
         """The model id sent to the API (or the OpenAI-compatible server)."""
@@ -139,10 +146,10 @@ class SDKModel(Generic[SDKClient]):
 
 
 _STATUS_HINTS = {
-    401: "the API key was rejected; check {key_env} or the api_key option",
+    401: "the API key was rejected; check {key_env}",
     403: "the API key is not allowed to do this; check its permissions",
-    404: "the model or endpoint was not found; check the model name and base_url",
-    429: "rate limited or out of quota; wait and retry, or raise max_retries",
+    404: "the model or endpoint was not found; check the model name and model_options.base_url",
+    429: "rate limited or out of quota; wait and retry, or raise model_options.max_retries",
 }
 
 
@@ -232,7 +239,7 @@ def api_error(
     text = f"{provider} API error ({where}{kind}): {api_message or 'no message'}"
     hint = _STATUS_HINTS.get(status_code) if status_code is not None else None
     if hint is None and (status_code is None or status_code >= 500):
-        hint = "the provider failed on its side; retry later, or raise max_retries"
+        hint = "the provider failed on its side; retry later, or raise model_options.max_retries"
     if hint:
         text += f" ({hint.format(key_env=key_env)})"
     return ModelAPIError(
@@ -277,6 +284,32 @@ def connection_error(provider: str, base_url: str, reason: str) -> ModelAPIError
     """A `ModelAPIError` for a request that got no answer (refused, timed out)."""
     return ModelAPIError(
         f"could not reach the {provider} API at {base_url}: {reason} "
-        "(check the network, base_url and timeout)",
+        "(check the network, model_options.base_url and model_options.timeout)",
         provider=provider,
     )
+
+
+def key_from_environment(
+    provider: str, *, api_key: str | None, api_key_env: str | None, default_env: str
+) -> str | None:
+    """The API key to give the SDK: `api_key`, else the value of the environment variable
+    `api_key_env` names; None when neither is given (the SDK then reads `default_env`).
+
+    Raises:
+        ConfigError: both `api_key` and `api_key_env` are given.
+        MissingCredentialsError: the variable `api_key_env` names is unset or empty.
+    """
+    if api_key_env is None:
+        return api_key
+    if api_key is not None:
+        raise ConfigError(
+            "give model_options.api_key or model_options.api_key_env, not both "
+            f"(api_key_env names {api_key_env})."
+        )
+    value = os.environ.get(api_key_env, "").strip()
+    if not value:
+        raise MissingCredentialsError(
+            f"no {provider} API key: the environment variable {api_key_env} "
+            f"(named by model_options.api_key_env in place of {default_env}) is not set."
+        )
+    return value

@@ -31,6 +31,7 @@ from ._common import (
     api_error,
     client_options,
     connection_error,
+    key_from_environment,
     retry_after_seconds,
     split_provider_kwargs,
 )
@@ -51,6 +52,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 8192
 """Reply length cap sent when none is given; the Messages API requires one."""
 
+_KEY_ENV = "ANTHROPIC_API_KEY"
+_LABEL = "Anthropic"
 _PROVIDER = "anthropic"
 
 
@@ -61,6 +64,8 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         model_name: the API's model id, for example ``"claude-sonnet-5"``.
         api_key: the API key; without it the SDK reads ``ANTHROPIC_API_KEY`` (or
             ``ANTHROPIC_AUTH_TOKEN``, or an SDK profile).
+        api_key_env: the environment variable to read the API key from, in place of
+            ``ANTHROPIC_API_KEY`` (read when the client is made; unset or empty is an error).
         base_url: the API's address; without it the SDK reads ``ANTHROPIC_BASE_URL``,
             then uses Anthropic's own.
         max_tokens: the reply length cap sent with every request (``max_tokens`` in
@@ -87,6 +92,7 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         model_name: str,
         *,
         api_key: str | None = None,
+        api_key_env: str | None = None,
         base_url: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         timeout: float | None = None,
@@ -94,12 +100,14 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
         self._max_tokens = max_tokens
+        self._key_env = api_key_env or _KEY_ENV
         super().__init__(
             model_name,
             client,
             functools.partial(
                 _make_client,
                 api_key=api_key,
+                api_key_env=api_key_env,
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
@@ -187,7 +195,7 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         return ModelResponse(
             parts=tuple(parts),
             usage=Usage(input_tokens=input_tokens, output_tokens=usage.output_tokens, requests=1),
-            model_name=message.model or self._model_name,
+            model_name=self.answered_by(message.model),
             stop_reason=message.stop_reason,
         )
 
@@ -198,7 +206,7 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
                 status_code=exc.status_code if exc.status_code >= 400 else None,
                 api_message=exc.api_message or _body_text(exc.body),
                 error_type=exc.type,
-                key_env="ANTHROPIC_API_KEY",
+                key_env=self._key_env,
                 retry_after=retry_after_seconds(exc.response.headers),
             )
         if isinstance(exc, anthropic.APIConnectionError):
@@ -207,8 +215,16 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
 
 
 def _make_client(
-    *, api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int
+    *,
+    api_key: str | None,
+    api_key_env: str | None,
+    base_url: str | None,
+    timeout: float | None,
+    max_retries: int,
 ) -> anthropic.AsyncAnthropic:
+    api_key = key_from_environment(
+        _LABEL, api_key=api_key, api_key_env=api_key_env, default_env=_KEY_ENV
+    )
     # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
     # running loop, which fails for a client whose loop has ended (see LoopClients).
     options = client_options(
@@ -231,8 +247,8 @@ def _make_client(
     )
     if not has_credentials:
         raise MissingCredentialsError(
-            "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key= "
-            "(for example AnthropicModel('claude-sonnet-5', api_key=...))."
+            "no Anthropic API key: set the environment variable ANTHROPIC_API_KEY, or name "
+            "the variable that holds the key in model_options.api_key_env."
         )
     logger.debug("anthropic: client for %s", client.base_url)
     return client

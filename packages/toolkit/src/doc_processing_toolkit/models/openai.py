@@ -32,6 +32,7 @@ from ._common import (
     api_error,
     client_options,
     connection_error,
+    key_from_environment,
     retry_after_seconds,
     split_provider_kwargs,
 )
@@ -51,6 +52,8 @@ logger = logging.getLogger(__name__)
 KEYLESS_API_KEY = "no-key"
 """Sent as the API key to a server given by base_url when no key is set anywhere."""
 
+_KEY_ENV = "OPENAI_API_KEY"
+_LABEL = "OpenAI"
 _PROVIDER = "openai"
 _ERROR_PREFIX = "Error: "
 
@@ -61,6 +64,8 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
     Args:
         model_name: the server's model id, for example ``"gpt-5"`` or ``"llama3.1"``.
         api_key: the API key; without it the SDK reads ``OPENAI_API_KEY``.
+        api_key_env: the environment variable to read the API key from, in place of
+            ``OPENAI_API_KEY`` (read when the client is made; unset or empty is an error).
         base_url: the API's address, for example ``"http://localhost:11434/v1"`` for
             Ollama; without it the SDK reads ``OPENAI_BASE_URL``, then uses OpenAI's own.
         timeout: seconds per request; None keeps the SDK's default.
@@ -95,17 +100,20 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         model_name: str,
         *,
         api_key: str | None = None,
+        api_key_env: str | None = None,
         base_url: str | None = None,
         timeout: float | None = None,
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
+        self._key_env = api_key_env or _KEY_ENV
         super().__init__(
             model_name,
             client,
             functools.partial(
                 _make_client,
                 api_key=api_key,
+                api_key_env=api_key_env,
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
@@ -145,7 +153,7 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
                 output_tokens=usage.completion_tokens if usage else 0,
                 requests=1,
             ),
-            model_name=completion.model or self._model_name,
+            model_name=self.answered_by(completion.model),
             stop_reason=choice.finish_reason,
         )
 
@@ -172,7 +180,7 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
                         yield TextDelta(text)
         except openai.OpenAIError as exc:
             raise self._translate_error(client, exc) from exc
-        yield reply.response(self._model_name)
+        yield reply.response(self.answered_by(reply.model))
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         extras = split_provider_kwargs(request.provider_kwargs)
@@ -195,7 +203,7 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
                 status_code=status,
                 api_message=_api_message(exc),
                 error_type=exc.type or exc.code,
-                key_env="OPENAI_API_KEY",
+                key_env=self._key_env,
                 retry_after=retry_after,
             )
         return ModelError(f"{_PROVIDER} request failed: {exc}")
@@ -241,7 +249,7 @@ class _StreamedReply:
         return text
 
     def response(self, model_name: str) -> ModelResponse:
-        """The whole reply."""
+        """The whole reply, answered by `model_name` (``provider:model``)."""
         parts: list[TextPart | ToolCallPart] = []
         text = "".join(self.text)
         if text:
@@ -252,14 +260,22 @@ class _StreamedReply:
         return ModelResponse(
             parts=tuple(parts),
             usage=self.usage,
-            model_name=self.model or model_name,
+            model_name=model_name,
             stop_reason=self.finish_reason,
         )
 
 
 def _make_client(
-    *, api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int
+    *,
+    api_key: str | None,
+    api_key_env: str | None,
+    base_url: str | None,
+    timeout: float | None,
+    max_retries: int,
 ) -> openai.AsyncOpenAI:
+    api_key = key_from_environment(
+        _LABEL, api_key=api_key, api_key_env=api_key_env, default_env=_KEY_ENV
+    )
     # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
     # running loop, which fails for a client whose loop has ended (see LoopClients).
     options = client_options(
@@ -274,8 +290,10 @@ def _make_client(
     if not has_key:
         if not has_base_url:
             raise MissingCredentialsError(
-                "no OpenAI API key: set OPENAI_API_KEY or pass api_key=; for a local "
-                "OpenAI-compatible server that needs no key, pass its base_url= instead."
+                "no OpenAI API key: set the environment variable OPENAI_API_KEY, or name the "
+                "variable that holds the key in model_options.api_key_env; a local "
+                "OpenAI-compatible server that needs no key needs only its address, in "
+                "model_options.base_url or OPENAI_BASE_URL."
             )
         logger.debug("openai: no API key set; sending a placeholder to %s", base_url)
         options["api_key"] = KEYLESS_API_KEY
