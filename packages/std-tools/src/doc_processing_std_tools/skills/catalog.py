@@ -13,12 +13,14 @@ file-system clocks could otherwise hide a second edit made in the same tick.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import logging
 import os
 import stat
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -88,6 +90,12 @@ class SkillRecord:
     """The frontmatter's ``compatibility``, when present."""
     metadata: dict[str, str] | None = None
     """The frontmatter's ``metadata`` with string values, when present."""
+    frontmatter: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """Every frontmatter field as parsed (the MCP Skills extension publishes them)."""
+    digest: str | None = field(default=None, compare=False, repr=False)
+    """``sha256:`` digest of the SKILL.md bytes these fields were read from."""
+    size: int | None = field(default=None, compare=False, repr=False)
+    """Length in bytes of those SKILL.md bytes."""
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON object `list_skills` shows for this skill."""
@@ -387,6 +395,9 @@ def read_skill(
         license=fields.license,
         compatibility=fields.compatibility,
         metadata=fields.metadata,
+        frontmatter=parsed.fields,
+        digest="sha256:" + hashlib.sha256(data).hexdigest(),
+        size=len(data),
     )
     return record, diagnostics
 

@@ -48,7 +48,7 @@ from ..errors import NotFoundError, StdToolsError
 from ..paths import is_inside
 from . import actions
 from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord, is_hidden_name
-from .frontmatter import is_valid_name, read_skill_md_text
+from .frontmatter import is_valid_name
 from .watch import EVERYTHING, FolderWatch
 
 __all__ = [
@@ -531,14 +531,6 @@ def _check_publishable(fields: Mapping[str, Any], name: str) -> SkillDiagnostic 
     return None
 
 
-@dataclass(slots=True)
-class _Frontmatter:
-    stamp: _Stamp
-    racy: bool
-    fields: dict[str, Any] | None
-    problem: SkillDiagnostic | None
-
-
 # --- The publisher ----------------------------------------------------------------------
 
 
@@ -556,7 +548,9 @@ class _Remembered:
     """Everything remembered about one skill folder."""
 
     files: _SkillFiles = field(default_factory=_SkillFiles)
-    frontmatter: _Frontmatter | None = None
+    # The catalog record last checked, with its frontmatter as JSON and why it cannot be
+    # published (None when it can).
+    frontmatter: tuple[SkillRecord, dict[str, Any] | None, SkillDiagnostic | None] | None = None
     published: tuple[tuple[Any, ...], PublishedSkill] | None = None
     # The outcome of the last publication under one size limit, with the stamps it was
     # built from and whether any of them was too recent to be trusted.
@@ -568,6 +562,7 @@ class _Remembered:
 
 @dataclass(frozen=True, slots=True)
 class _Last:
+    record: SkillRecord
     max_bytes: int
     checks: list[tuple[str, _Stamp]]
     outcome: PublishedSkill | SkillDiagnostic
@@ -824,14 +819,13 @@ class SkillPublisher:
         if found is None:
             gone = _unreadable(record.name, SKILL_FILE, "it is gone or leads elsewhere")
             return _Shape(tree, None, gone)
-        path, st = found
-        known = remembered.frontmatter
-        if known is None or known.stamp != _stamp(st) or known.racy:
-            known = remembered.frontmatter = _read_frontmatter(
-                record, path, st, settings, remembered.files
-            )
-        problem = known.problem or _limits_problem(record.name, tree, settings.max_file_size_bytes)
-        return _Shape(tree, known.fields, problem)
+        checked = remembered.frontmatter
+        if checked is None or checked[0] is not record:
+            checked = remembered.frontmatter = (record, *_frontmatter_of(record))
+        _, fields, problem = checked
+        if problem is None:
+            problem = _limits_problem(record.name, tree, settings.max_file_size_bytes)
+        return _Shape(tree, fields, problem)
 
     def _unchanged_outcome(
         self, record: SkillRecord, max_bytes: int
@@ -841,6 +835,10 @@ class SkillPublisher:
         last = None if remembered is None else remembered.last
         if remembered is None or last is None or last.max_bytes != max_bytes:
             return None
+        if last.record is not record and (
+            record.digest is None or last.record.digest != record.digest
+        ):
+            return None  # the catalog read a different SKILL.md
         if remembered.watched and self._watch is not None and self._watch.active:
             return last.outcome  # no event since the walk: nothing changed
         if not last.recent and _unchanged(last.checks):
@@ -858,7 +856,7 @@ class SkillPublisher:
         outcome = self._publish_walked(remembered, record, settings, real_root)
         checks = remembered.checks
         recent = any(taken - stamp[0] < _RACY_NS for _, stamp in checks)
-        remembered.last = _Last(settings.max_file_size_bytes, checks, outcome, recent)
+        remembered.last = _Last(record, settings.max_file_size_bytes, checks, outcome, recent)
         return outcome
 
     def _publish_walked(
@@ -880,6 +878,10 @@ class SkillPublisher:
         hasher = remembered.files
         max_bytes = settings.max_file_size_bytes
         for relative, (path, st) in sorted(shape.tree.files.items()):
+            if relative == SKILL_FILE and record.digest is not None and record.size is not None:
+                # The bytes the catalog parsed the frontmatter from: the two always agree.
+                files.append(PublishedFile(SKILL_FILE, record.size, record.digest))
+                continue
             try:
                 digest = hasher.digest(
                     path, st, f"{record.name}/{relative}", settings.skills_dir, max_bytes
@@ -898,25 +900,12 @@ class SkillPublisher:
         return published
 
 
-def _read_frontmatter(
-    record: SkillRecord, path: str, st: os.stat_result, settings: Settings, hasher: _SkillFiles
-) -> _Frontmatter:
-    """Parse the SKILL.md at `path`; the bytes read also give its digest (one read)."""
-    taken = time.time_ns()
-    stamp = _stamp(st)
-    racy = taken - st.st_mtime_ns < _RACY_NS
-    relative = f"{record.name}/{SKILL_FILE}"
-    try:
-        data = _read_file(settings.skills_dir, relative, relative, settings.max_file_size_bytes)
-    except (OSError, StdToolsError) as exc:
-        return _Frontmatter(stamp, racy, None, _unreadable(record.name, SKILL_FILE, str(exc)))
-    hasher.remember(path, stamp, taken, "sha256:" + hashlib.sha256(data).hexdigest())
-    parsed = read_skill_md_text(data)
-    if parsed.fields is None:
-        reason = parsed.diagnostics[0].message if parsed.diagnostics else "no frontmatter"
-        return _Frontmatter(stamp, racy, None, _unreadable(record.name, SKILL_FILE, reason))
-    fields = dict(parsed.fields)
-    return _Frontmatter(stamp, racy, fields, _check_publishable(fields, record.name))
+def _frontmatter_of(record: SkillRecord) -> tuple[dict[str, Any] | None, SkillDiagnostic | None]:
+    """The frontmatter the catalog parsed for `record`, and why it cannot be published."""
+    if record.frontmatter is None or record.digest is None:
+        return None, _unreadable(record.name, SKILL_FILE, "the catalog kept no frontmatter")
+    fields = dict(record.frontmatter)
+    return fields, _check_publishable(fields, record.name)
 
 
 def _limits_problem(name: str, tree: _Tree, max_bytes: int) -> SkillDiagnostic | None:
