@@ -359,9 +359,9 @@ async def test_a_sandboxed_script_sees_no_server_process(sandboxed: Sandboxed) -
     seen = report["value"]
     server = command_line(os.getpid())
     assert server not in seen
-    # Only the sandbox's own processes: bubblewrap's init, the supervisor, the script.
+    # Only the sandbox's own processes: the supervisor (its init) and the script.
     assert not [cmdline for cmdline in seen if "attack.py" not in cmdline], seen
-    assert len(seen) == 3, seen
+    assert len(seen) == 2, seen
 
 
 @needs_bwrap
@@ -413,7 +413,7 @@ async def test_a_sandbox_that_cannot_start_says_so_instead_of_a_result(tmp_path:
         skill_dir=tmp_path / "vanished",
     )
     assert result.exit_code == -1 and result.stdout == ""
-    assert "Could not run the script: bubblewrap ended with status 1" in result.stderr
+    assert "No result: bubblewrap ended with status 1 without reporting" in result.stderr
 
 
 # A script that starts a setsid() child with an emptied environment, says it is up, and
@@ -487,5 +487,43 @@ async def test_a_script_and_its_children_die_with_the_server(tmp_path: Path, mod
                 )
                 assert gone, f"outlived the server: {processes_with(token)}"
                 group.cancel_scope.cancel()
+    finally:
+        kill_leftovers(token)
+
+
+# The script starts a helper and then kills its own supervisor with SIGKILL.
+PARRICIDE = """
+import os, signal, subprocess, sys, time
+token = sys.argv[1]
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", token])
+target = 1 if os.getpid() < 10 else os.getppid()  # under bubblewrap the supervisor is 1
+os.kill(target, signal.SIGKILL)
+time.sleep(1)
+print("still supervised", flush=True)
+time.sleep(300 if target != 1 else 0)
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_script_that_kills_its_supervisor_still_leaves_nothing_running(
+    tmp_path: Path, mode: str
+) -> None:
+    skill = tmp_path / "skill"
+    (skill / "scripts").mkdir(parents=True)
+    path = skill / "scripts" / "parricide.py"
+    path.write_text(PARRICIDE, encoding="utf-8")
+    token = f"dpt-parricide-{uuid.uuid4().hex}"
+    policy = ScriptPolicy(sandbox="bwrap" if mode == "bwrap" else "none")
+    try:
+        result = await run_script(
+            path, [token], time_limit=20, output_limit=2000, policy=policy, skill_dir=skill
+        )
+        if mode == "bwrap":
+            # The namespace's init cannot be killed from inside: the run ends normally.
+            assert (result.stdout, result.exit_code) == ("still supervised\n", 0)
+        else:
+            assert result.exit_code == -1
+            assert "No result: the script's supervisor ended with status -9" in result.stderr
+        assert processes_with(token) == []
     finally:
         kill_leftovers(token)

@@ -17,7 +17,8 @@ start-up, what scripts will run under (a WARNING when ``auto`` finds no usable b
   DPTTOOLS_WORKSPACE_DIR is set) and the skill's folder read-only, in that order, so the
   skill stays read-only even inside a writable workspace;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
-  off), no capabilities, a new terminal session, and death with the server.
+  off), no capabilities, a new terminal session, and death with the server; the command
+  runs as the PID namespace's init (``--as-pid-1``).
 """
 
 from __future__ import annotations
@@ -247,5 +248,7 @@ def bwrap_command(
             args += ["--ro-bind", str(folder), str(folder)]
             bound.append(folder)
     args += ["--ro-bind", str(skill_dir), str(skill_dir)]
-    args += ["--chdir", str(workdir), *_namespaces(network), "--"]
+    # The command (the supervisor) is the namespace's init itself: one process fewer per
+    # run, every orphan comes to it, and signals from inside cannot kill it.
+    args += ["--chdir", str(workdir), *_namespaces(network), "--as-pid-1", "--"]
     return args

@@ -480,8 +480,13 @@ async def run_script(
             with anyio.move_on_after(time_limit + _GRACE_SECONDS) as scope:
                 await process.wait()
             stuck = scope.cancelled_caught
-            if stuck:
-                logger.error("the supervisor of skill script %s did not stop; killing", script)
+            # The report is written before the supervisor exits, so it is complete now.
+            status = {} if stuck else _read_status(status_read)
+            if not status:
+                # The supervisor is stuck, or died without a report (killed by someone,
+                # or by the script itself when it runs unsandboxed): sweep what can still
+                # be found of the run before waiting for its output to end.
+                logger.error("the supervisor of skill script %s failed; killing the run", script)
                 _kill_group(process.pid)
                 _kill_marked(run_id)
             with anyio.move_on_after(_REAP_SECONDS):
@@ -493,7 +498,6 @@ async def run_script(
             _kill_marked(run_id)
         with anyio.move_on_after(_REAP_SECONDS, shield=True):
             await process.aclose()
-        status = _read_status(status_read)
         os.close(status_read)
         if temp_home is not None:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp_home, ignore_errors=True))
@@ -510,8 +514,9 @@ async def run_script(
         else:
             runner = "bubblewrap" if sandboxed else "the script's supervisor"
             message = (
-                f"Could not run the script: {runner} ended with status {process.returncode} "
-                "before the script's end was reported; the lines above say why."
+                f"No result: {runner} ended with status {process.returncode} without "
+                "reporting how the script ended (it could not start the script, or was "
+                "killed); what was left of the run was killed. The lines above may say why."
             )
         stderr = f"{stderr}\n{message}" if stderr else message
         return ScriptResult(stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed)
