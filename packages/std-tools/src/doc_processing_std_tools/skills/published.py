@@ -538,6 +538,7 @@ def _check_publishable(fields: Mapping[str, Any], name: str) -> SkillDiagnostic 
 class _Shape:
     """What is known about one skill folder before any file is hashed."""
 
+    folder: Path
     tree: _Tree
     frontmatter: dict[str, Any] | None
     problem: SkillDiagnostic | None
@@ -722,7 +723,7 @@ class SkillPublisher:
             return self._publish_one(record, settings, settings.skills_dir.resolve())
 
     def locate(self, settings: Settings, uri: SkillUri) -> Path:
-        """The file behind `uri`, checked as a read of a published skill's file.
+        """The folder of the published skill that holds the file `uri` names.
 
         Nothing is hashed: the skill's frontmatter and limits are checked from what is
         remembered and from ``stat`` sizes.
@@ -733,10 +734,9 @@ class SkillPublisher:
         with self._lock:
             self._take_events()
             shape = self._published_shape(settings, uri)
-            found = shape.tree.files.get(uri.relative)
-            if found is None:
+            if uri.relative not in shape.tree.files:
                 raise _not_served(uri, "there is no such file in the skill")
-            return Path(found[0])
+            return shape.folder
 
     def read(self, settings: Settings, uri: SkillUri) -> str | bytes:
         """The exact content of the published file `uri` names, read now (see
@@ -746,8 +746,9 @@ class SkillPublisher:
             UnknownResourceError: no published skill holds such a file (any more).
             StdToolsError: the file grew over the limit, or a link now leads outside.
         """
-        self.locate(settings, uri)
-        return read_published(settings, uri)
+        folder = self.locate(settings, uri)
+        shown = file_uri(uri.skill, uri.relative)
+        return read_published(folder, uri.relative, shown, settings.max_file_size_bytes)
 
     def directory(self, settings: Settings, uri: SkillUri) -> list[DirectoryChild]:
         """The direct children of the published folder `uri` names, sorted by name.
@@ -818,14 +819,14 @@ class SkillPublisher:
         found = tree.files.get(SKILL_FILE)
         if found is None:
             gone = _unreadable(record.name, SKILL_FILE, "it is gone or leads elsewhere")
-            return _Shape(tree, None, gone)
+            return _Shape(record.directory, tree, None, gone)
         checked = remembered.frontmatter
         if checked is None or checked[0] is not record:
             checked = remembered.frontmatter = (record, *_frontmatter_of(record))
         _, fields, problem = checked
         if problem is None:
             problem = _limits_problem(record.name, tree, settings.max_file_size_bytes)
-        return _Shape(tree, fields, problem)
+        return _Shape(record.directory, tree, fields, problem)
 
     def _unchanged_outcome(
         self, record: SkillRecord, max_bytes: int
@@ -884,7 +885,11 @@ class SkillPublisher:
                 continue
             try:
                 digest = hasher.digest(
-                    path, st, f"{record.name}/{relative}", settings.skills_dir, max_bytes
+                    path,
+                    st,
+                    f"{record.directory.name}/{relative}",
+                    record.directory.parent,
+                    max_bytes,
                 )
             except (OSError, StdToolsError) as exc:
                 return _unreadable(record.name, relative, str(exc))
@@ -957,18 +962,17 @@ def _not_served(uri: SkillUri, reason: str) -> UnknownResourceError:
     )
 
 
-def read_published(settings: Settings, uri: SkillUri) -> str | bytes:
-    """The exact content of a published file, read now: text when it is UTF-8 without NUL
-    in its first 8 KiB (what load_skill_resource shows as text), else bytes.
+def read_published(folder: Path, relative: str, shown: str, max_bytes: int) -> str | bytes:
+    """The exact content of the file at `relative` in the skill `folder`, read now: text
+    when it is UTF-8 without NUL in its first 8 KiB (what load_skill_resource shows as
+    text), else bytes. Links are followed inside the folder that holds the skill.
 
     Raises:
         UnknownResourceError: the file is gone or is no longer a regular file.
         StdToolsError: it grew over DPTTOOLS_MAX_FILE_SIZE_MB, or a link on its path now
             leads outside the skills folder.
     """
-    shown = file_uri(uri.skill, uri.relative)
-    relative = f"{uri.skill}/{uri.relative}"
-    data = _read_file(settings.skills_dir, relative, shown, settings.max_file_size_bytes)
+    data = _read_file(folder.parent, f"{folder.name}/{relative}", shown, max_bytes)
     if _io.is_binary(data):
         return data
     try:
