@@ -4,8 +4,10 @@ A skill whose script prints one line is run many times through the composed serv
 execute_skill_script tool, over the MCP SDK's in-memory client, with
 DPTTOOLS_SCRIPT_SANDBOX=none and =bwrap, alternately. For scale, the same script is also
 started directly (``python script.py`` as a bare subprocess, without the tool, the
-supervisor or the limits). Medians and means are printed, with what bubblewrap adds per
-call and the ratio; the target is at most 30 ms added.
+supervisor or the limits). Medians and means of the wall-clock time are printed, with what
+bubblewrap adds per call and the ratio (the target is at most 30 ms added). Then the same
+three are timed without MCP, by calling `run_script` directly, which shows what the tool
+layer adds. The load average is printed: on a busy machine every number grows.
 
 Run by hand: .venv/bin/python benchmarks/bench_script_sandbox.py [--calls N]
 """
@@ -28,6 +30,7 @@ from mcp.types import TextContent
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.skills.sandbox import sandbox_status
+from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
 
 TARGET_MS = 30.0
 
@@ -62,6 +65,16 @@ def bare_ms(script: Path) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+async def run_script_ms(script: Path, mode: str) -> float:
+    policy = ScriptPolicy(sandbox="bwrap" if mode == "bwrap" else "none")
+    started = time.perf_counter()
+    result = await run_script(script, [], time_limit=30, output_limit=1000, policy=policy)
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.stdout != "hello\n" or result.sandboxed != (mode == "bwrap"):
+        raise RuntimeError(f"the script did not run as expected: {result}")
+    return elapsed
+
+
 def set_mode(mode: str) -> None:
     os.environ["DPTTOOLS_SCRIPT_SANDBOX"] = mode
     reset_settings()
@@ -85,13 +98,20 @@ async def main(calls: int) -> None:
                 for mode in ("none", "bwrap"):
                     set_mode(mode)
                     samples[mode].append(await tool_call_ms(client))
+        direct: dict[str, list[float]] = {"none": [], "bwrap": []}
+        for _ in range(calls):
+            for mode in ("none", "bwrap"):
+                direct[mode].append(await run_script_ms(script, mode))
     print(f"execute_skill_script, a script printing one line, {calls} calls each (ms)")
-    print(f"{'arm':<18}{'median':>9}{'mean':>9}{'p90':>9}")
-    for arm, values in samples.items():
+    print(f"{'arm':<24}{'median':>9}{'mean':>9}{'p90':>9}")
+    rows = {**samples, **{f"run_script, {mode}": values for mode, values in direct.items()}}
+    for arm, values in rows.items():
         p90 = statistics.quantiles(values, n=10)[-1]
         print(
-            f"{arm:<18}{statistics.median(values):>9.1f}{statistics.mean(values):>9.1f}{p90:>9.1f}"
+            f"{arm:<24}{statistics.median(values):>9.1f}{statistics.mean(values):>9.1f}{p90:>9.1f}"
         )
+    load = os.getloadavg()[0]
+    print(f"load average at the end: {load:.1f} on {os.cpu_count()} cores")
     none, bwrap = statistics.median(samples["none"]), statistics.median(samples["bwrap"])
     added = bwrap - none
     verdict = "within" if added <= TARGET_MS else "OVER"
@@ -99,6 +119,8 @@ async def main(calls: int) -> None:
         f"bubblewrap adds {added:.1f} ms per call (median), ratio bwrap/none {bwrap / none:.2f}x"
         f"; target <= {TARGET_MS:.0f} ms: {verdict}"
     )
+    direct_added = statistics.median(direct["bwrap"]) - statistics.median(direct["none"])
+    print(f"without MCP (run_script): bubblewrap adds {direct_added:.1f} ms per call (median)")
 
 
 if __name__ == "__main__":
