@@ -5,7 +5,7 @@ Started by `scripts.run_script` as
 sandbox is on), where SETTINGS is ``name=value`` pairs joined by commas: ``time_limit``,
 ``parent`` (the server's pid, left out under bubblewrap) and one per resource limit (``as``,
 ``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a few standard modules only
-(no json, so no re or enum to import), so it starts fast without the site packages, and it
+(no json or pathlib, and their imports), so it starts fast without the site packages, and it
 never writes to standard output or error, which belong to the script.
 
 What it does:
@@ -58,8 +58,12 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def _prctl(option: int, value: int) -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    """Call Linux's prctl(2); False where it fails or does not exist."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (AttributeError, OSError):
+        return False
 
 
 def _set_limit(kind: int, value: int) -> None:
@@ -90,8 +94,9 @@ def _exec_script(command: list[str], limits: dict[str, int]) -> None:
     os._exit(127)
 
 
-def _own_children() -> list[int]:
-    """The pids whose parent is this process (orphans of the script included)."""
+def _own_children() -> list[int] | None:
+    """The pids whose parent is this process (orphans of the script included), or None
+    where there is no /proc to find them in."""
     me = os.getpid()
     found: list[int] = []
     try:
@@ -99,8 +104,11 @@ def _own_children() -> list[int]:
             return [int(pid) for pid in handle.read().split()]
     except OSError:
         pass
-    with os.scandir("/proc") as entries:
-        names = [entry.name for entry in entries if entry.name.isdigit()]
+    try:
+        with os.scandir("/proc") as entries:
+            names = [entry.name for entry in entries if entry.name.isdigit()]
+    except OSError:
+        return None
     for name in names:
         try:
             with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
@@ -112,12 +120,23 @@ def _own_children() -> list[int]:
     return found
 
 
-def _kill_subtree() -> int:
+def _kill_subtree(script: int) -> int:
     """SIGKILL every child until none is left; leftover grandchildren come back to us
-    (we are their subreaper) as their parents die, and are killed in turn."""
+    (we are their subreaper) as their parents die, and are killed in turn.
+
+    Without /proc (not Linux) only the `script` itself can be named: it is killed, and
+    whatever has already ended is reaped, without waiting for the rest."""
     killed = 0
     while True:
-        for pid in _own_children():
+        children = _own_children()
+        if children is None:
+            try:
+                os.kill(script, signal.SIGKILL)
+                os.waitpid(script, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            return 1
+        for pid in children:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
@@ -162,7 +181,7 @@ def main(argv: list[str]) -> int:
         status["stopped"] = stop.reason
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGALRM})
-    status["killed"] = _kill_subtree()
+    status["killed"] = _kill_subtree(child)
     os.write(status_fd, "".join(f"{key}={value}\n" for key, value in status.items()).encode())
     os.close(status_fd)
     return 0
