@@ -17,8 +17,9 @@ A run, step by step:
    that prints without end costs bounded memory. A script that hit a limit gets a message
    at the end of ``stderr`` naming the limit and its setting.
 
-If the supervisor itself stops answering, the server kills its process group and every
-process carrying the run id (`RUN_ID_VARIABLE`) after a grace period.
+If the supervisor dies without a report, or stops answering a grace period past the
+timeout, the server kills its process group and every process carrying the run id
+(`RUN_ID_VARIABLE`).
 """
 
 from __future__ import annotations
