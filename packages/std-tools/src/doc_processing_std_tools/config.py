@@ -34,6 +34,7 @@ __all__ = [
 #: Variable name -> default value, as the user would write it in the environment.
 DEFAULTS: dict[str, str] = {
     "DPTTOOLS_SKILLS_DIR": "./.agent_skills",
+    "DPTTOOLS_SKILLS_DEPTH": "1",
     "DPTTOOLS_WORKSPACE_DIR": ".",
     "DPTTOOLS_SANDBOX_TIMEOUT": "30",
     "DPTTOOLS_MAX_FILE_SIZE_MB": "50",
@@ -61,7 +62,7 @@ class Settings:
     """The effective configuration of every std-tools server in this process."""
 
     skills_dir: Path
-    """Absolute folder whose direct subfolders holding a SKILL.md are the skills."""
+    """The first (often the only) skills folder, absolute: see `skill_roots`."""
     workspace_dir: Path
     """Absolute root that the file system and document tools are confined to."""
     sandbox_timeout: float
@@ -103,6 +104,17 @@ class Settings:
     """Seconds extract_tables may spend detecting the tables of one PDF page."""
     table_call_seconds: float = 30
     """Seconds extract_tables may spend detecting tables in one call."""
+
+    # Skills folders (DPTTOOLS_SKILLS_DIR as a list, DPTTOOLS_SKILLS_DEPTH).
+    skills_dirs: tuple[Path, ...] = ()
+    """Every skills folder, in order, when DPTTOOLS_SKILLS_DIR lists several."""
+    skills_depth: int = 1
+    """How many folder levels under each skills folder are searched for skills."""
+
+    @property
+    def skill_roots(self) -> tuple[Path, ...]:
+        """Every skills folder in order; a skill name belongs to the first one found."""
+        return self.skills_dirs or (self.skills_dir,)
 
     @property
     def script_cpu_limit(self) -> int:
@@ -160,6 +172,15 @@ def _folder(name: str, raw: str) -> Path:
     return Path(raw).expanduser().resolve()
 
 
+def _folders(name: str, raw: str) -> tuple[Path, ...]:
+    """A list of folders separated by `os.pathsep` (``:``; ``;`` on Windows), in order,
+    each given once; empty entries are ignored."""
+    parts = [part for part in raw.split(os.pathsep) if part.strip()]
+    if not parts:
+        return (_folder(name, raw),)
+    return tuple(dict.fromkeys(_folder(name, part) for part in parts))
+
+
 _SANDBOX_MODES: tuple[str, ...] = ("auto", "bwrap", "none")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -210,8 +231,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         value = env.get(name)
         return DEFAULTS[name] if value is None else value
 
+    roots = _folders("DPTTOOLS_SKILLS_DIR", raw("DPTTOOLS_SKILLS_DIR"))
     return Settings(
-        skills_dir=_folder("DPTTOOLS_SKILLS_DIR", raw("DPTTOOLS_SKILLS_DIR")),
+        skills_dir=roots[0],
+        skills_dirs=roots if len(roots) > 1 else (),
+        skills_depth=_positive_int("DPTTOOLS_SKILLS_DEPTH", raw("DPTTOOLS_SKILLS_DEPTH")),
         workspace_dir=_folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR")),
         sandbox_timeout=_positive_number(
             "DPTTOOLS_SANDBOX_TIMEOUT", raw("DPTTOOLS_SANDBOX_TIMEOUT")

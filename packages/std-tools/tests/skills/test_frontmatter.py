@@ -283,23 +283,35 @@ def test_a_name_that_differs_from_the_folder_is_loaded_under_the_folder_name() -
     "name", ["My-Skill", "my_skill", "-skill", "skill-", "my--skill", "sk ill"]
 )
 def test_a_name_that_breaks_the_pattern_is_loaded_with_a_warning(name: str) -> None:
-    fields, diagnostics = check_fields({"name": name, "description": "d"}, name)
-    assert fields is not None
-    assert [d.code for d in diagnostics] == ["invalid_name"]
+    fields, diagnostics = check_fields({"name": name, "description": "d"}, "good-folder")
+    assert fields is not None and fields.name == "good-folder"
+    assert [d.code for d in diagnostics] == ["invalid_name", "name_mismatch"]
     assert all(d.level == "warning" for d in diagnostics)
 
 
 def test_a_name_over_64_characters_is_loaded_with_a_warning() -> None:
-    name = "a" * 65
-    fields, diagnostics = check_fields({"name": name, "description": "d"}, name)
+    fields, diagnostics = check_fields({"name": "a" * 65, "description": "d"}, "a")
     assert fields is not None
-    assert [d.code for d in diagnostics] == ["name_too_long"]
+    assert [d.code for d in diagnostics] == ["name_too_long", "name_mismatch"]
 
 
-def test_a_folder_name_that_breaks_the_pattern_is_reported() -> None:
-    fields, diagnostics = check_fields({"description": "d"}, "Bad Folder")
-    assert fields is not None
-    assert [d.code for d in diagnostics] == ["missing_name", "invalid_name"]
+@pytest.mark.parametrize(
+    ("folder", "suggested"),
+    [
+        ("Bad Folder", "bad-folder"),
+        ("my_skill", "my-skill"),
+        ("PDFTools", "pdftools"),
+        ("a" * 65, "a" * 64),
+    ],
+)
+def test_a_folder_name_that_breaks_the_rule_leaves_the_skill_out_and_says_rename(
+    folder: str, suggested: str
+) -> None:
+    fields, diagnostics = check_fields({"name": folder, "description": "d"}, folder)
+    assert fields is None
+    assert [(d.level, d.code) for d in diagnostics] == [("error", "invalid_folder_name")]
+    assert "left out of the listing" in diagnostics[0].message
+    assert f"renamed (for example to '{suggested}'" in diagnostics[0].message
 
 
 def test_a_description_over_1024_characters_is_loaded_in_full_with_a_warning() -> None:

@@ -157,12 +157,23 @@ FRONTMATTER_ROWS = [
     ),
     ("no-name", "---\ndescription: d\n---\n", True, [("warning", "missing_name")]),
     ("other-name", "---\nname: else\ndescription: d\n---\n", True, [("warning", "name_mismatch")]),
-    ("Bad_Name", "---\nname: Bad_Name\ndescription: d\n---\n", True, [("warning", "invalid_name")]),
+    (
+        "Bad_Name",
+        "---\nname: Bad_Name\ndescription: d\n---\n",
+        False,
+        [("error", "invalid_folder_name")],
+    ),
     (
         "a" * 65,
         f"---\nname: {'a' * 65}\ndescription: d\n---\n",
+        False,
+        [("error", "invalid_folder_name")],
+    ),
+    (
+        "bad-name",
+        "---\nname: Bad_Name\ndescription: d\n---\n",
         True,
-        [("warning", "name_too_long")],
+        [("warning", "invalid_name"), ("warning", "name_mismatch")],
     ),
     (
         "long-description",

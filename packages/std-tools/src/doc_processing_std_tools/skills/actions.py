@@ -24,7 +24,7 @@ from ..errors import (
     StdToolsError,
 )
 from ..paths import check_relative, confine, is_inside
-from .catalog import SKILL_FILE, Catalog, SkillCatalog, is_hidden_name
+from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord, is_hidden_name
 from .frontmatter import (
     MAX_DESCRIPTION_LENGTH,
     NAME_RULE,
@@ -32,7 +32,9 @@ from .frontmatter import (
     is_valid_name,
     parse_skill_md,
 )
+from .lint import template_body
 from .scripts import ScriptPolicy, run_script, split_args
+from .voice import MODEL, Voice
 
 __all__ = [
     "MAX_LISTED_RESOURCES",
@@ -41,6 +43,7 @@ __all__ = [
     "clear_cache",
     "create_skill",
     "execute_skill_script",
+    "find_skill",
     "list_resources",
     "load_skill",
     "load_skill_resource",
@@ -55,16 +58,37 @@ _catalog = SkillCatalog()
 
 
 def scan(settings: Settings) -> Catalog:
-    """The catalog of ``settings.skills_dir`` from the process-wide, mtime-keyed cache."""
-    return _catalog.scan(settings.skills_dir, max_bytes=settings.max_file_size_bytes)
+    """The catalog of every skills folder (``settings.skill_roots``, searched
+    ``settings.skills_depth`` levels down) from the process-wide, mtime-keyed cache."""
+    return _catalog.scan_roots(
+        settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
+    )
 
 
 def cached(settings: Settings) -> Catalog | None:
-    """The catalog of ``settings.skills_dir`` when it is known to be unchanged, else None.
+    """The catalog `scan` gives when it is known to be unchanged, else None.
 
     Costs only ``stat`` calls; see `SkillCatalog.peek`.
     """
-    return _catalog.peek(settings.skills_dir, max_bytes=settings.max_file_size_bytes)
+    return _catalog.peek_roots(
+        settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
+    )
+
+
+def find_skill(settings: Settings, skill_name: str) -> SkillRecord:
+    """The listed skill named `skill_name`: tool calls reach exactly what list_skills lists.
+
+    Raises:
+        InvalidArgumentError: the name breaks the naming rule.
+        NotFoundError: no listed skill has that name; the message says why when the
+            catalog left a skill of that name out.
+    """
+    check_skill_name(skill_name)
+    catalog = cached(settings) or scan(settings)
+    record = catalog.get(skill_name)
+    if record is None or record.root is None:
+        raise _no_skill(settings, skill_name, catalog)
+    return record
 
 
 def clear_cache() -> None:
@@ -72,17 +96,18 @@ def clear_cache() -> None:
     _catalog.clear()
 
 
-def check_skill_name(skill_name: str) -> str:
+def check_skill_name(skill_name: str, voice: Voice = MODEL) -> str:
     """Return `skill_name` when it follows the naming rule.
 
     Raises:
-        InvalidArgumentError: the name breaks the rule; the message states the rule.
+        InvalidArgumentError: the name breaks the rule; the message states the rule and
+            says, in `voice`, how to see the available names.
     """
     if not isinstance(skill_name, str) or not is_valid_name(skill_name):
         raise InvalidArgumentError(
             f"skill_name {skill_name!r} is not a valid skill name: use {NAME_RULE}, the "
-            "same as the skill's folder name (for example 'invoice-extraction'). Call "
-            "list_skills to see the available names."
+            "same as the skill's folder name (for example 'invoice-extraction'). "
+            f"{voice.see_names}"
         )
     return skill_name
 
@@ -92,46 +117,65 @@ def _attr(value: str) -> str:
     return '"' + escape(value, {'"': "&quot;"}) + '"'
 
 
-def _skill_folder(settings: Settings, skill_name: str) -> Path:
-    check_skill_name(skill_name)
-    folder = settings.skills_dir / skill_name
-    if not (folder / SKILL_FILE).is_file():
-        raise _no_skill(settings, skill_name)
-    confine(settings.skills_dir, skill_name, what="skill folder")
-    return folder
+def _skill_folder(settings: Settings, skill_name: str) -> SkillRecord:
+    record = find_skill(settings, skill_name)
+    root = _root(record)
+    if not (record.directory / SKILL_FILE).is_file():
+        raise _no_skill(settings, skill_name, None)
+    confine(root, record.folder, what="skill folder")
+    return record
 
 
-def _skill_relative(settings: Settings, skill_name: str, relative: str, what: str) -> str:
-    """`relative` (inside the skill's folder) as a path inside the skills folder, after
-    the checks that need no disk access; links may lead anywhere in the skills folder."""
-    text = check_relative(settings.skills_dir / skill_name, relative, what=what)
+def _root(record: SkillRecord) -> Path:
+    # `find_skill` returns only records that know their root.
+    return record.root if record.root is not None else record.directory.parent
+
+
+def _skill_relative(record: SkillRecord, relative: str, what: str) -> str:
+    """`relative` (inside the skill's folder) as a path inside the skill's root, after
+    the checks that need no disk access; links may lead anywhere in that root."""
+    text = check_relative(record.directory, relative, what=what)
     # Accept Windows-style separators, as models sometimes write them.
-    return skill_name + "/" + text.replace("\\", "/")
+    return record.folder + "/" + text.replace("\\", "/")
 
 
-def _inside_skill(settings: Settings, skill_name: str, relative: str, what: str) -> Path:
-    """Resolve `relative` inside the skill's folder; symlinks may not leave the skills folder."""
-    return confine(
-        settings.skills_dir, _skill_relative(settings, skill_name, relative, what), what=what
+def _inside_skill(record: SkillRecord, relative: str, what: str) -> Path:
+    """Resolve `relative` inside the skill's folder; symlinks may not leave its root."""
+    return confine(_root(record), _skill_relative(record, relative, what), what=what)
+
+
+def _no_skill(settings: Settings, skill_name: str, catalog: Catalog | None) -> NotFoundError:
+    roots = settings.skill_roots
+    where = str(roots[0]) if len(roots) == 1 else "the skills folders"
+    left_out = next(
+        (
+            d
+            for d in (catalog.diagnostics if catalog is not None else ())
+            if d.level == "error" and d.skill.rpartition("/")[2] == skill_name
+        ),
+        None,
     )
-
-
-def _no_skill(settings: Settings, skill_name: str) -> NotFoundError:
+    if left_out is not None:
+        return NotFoundError(
+            f"The skill '{skill_name}' in {where} is not listed, so it cannot be loaded: "
+            f"{left_out.message}"
+        )
     return NotFoundError(
-        f"There is no skill named '{skill_name}' in {settings.skills_dir}; call "
+        f"There is no skill named '{skill_name}' in {where}; call "
         "list_skills to see the available names (the name is the skill's folder name)."
     )
 
 
 def _read_text(
     settings: Settings,
+    root: Path,
     relative: str,
     what: str,
     *,
     missing: StdToolsError,
     folder: StdToolsError,
 ) -> str:
-    """The text of the regular file at `relative` inside the skills folder.
+    """The text of the regular file at `relative` inside the skills folder `root`.
 
     Read through `_io`: no link is followed by name, so the path stays inside the skills
     folder even while links change; the checks apply to the open file.
@@ -144,7 +188,7 @@ def _read_text(
             SKILL.md too, so a listed skill always loads).
     """
     _, data, _ = _io.read_bytes(
-        settings.skills_dir,
+        root,
         relative,
         what=what,
         shown=what,
@@ -196,12 +240,20 @@ def list_resources(folder: Path, skills_dir: Path) -> list[str]:
 
 def load_skill(settings: Settings, skill_name: str) -> str:
     """The skill's SKILL.md wrapped in ``<skill_content>``, with its resource list."""
-    folder = _skill_folder(settings, skill_name)
+    record = _skill_folder(settings, skill_name)
+    folder = record.directory
     # The SKILL.md itself may be a symbolic link; it too must stay inside the skills folder.
-    absent = _no_skill(settings, skill_name)
+    absent = _no_skill(settings, skill_name, None)
     what = f"The SKILL.md of '{skill_name}'"
-    text = _read_text(settings, f"{skill_name}/{SKILL_FILE}", what, missing=absent, folder=absent)
-    resources = list_resources(folder, settings.skills_dir)
+    text = _read_text(
+        settings,
+        _root(record),
+        f"{record.folder}/{SKILL_FILE}",
+        what,
+        missing=absent,
+        folder=absent,
+    )
+    resources = list_resources(folder, _root(record))
     limit = settings.output_truncation_limit
     head = f"<skill_content name={_attr(skill_name)} directory={_attr(str(folder))}>\n"
     shown = resources[:MAX_LISTED_RESOURCES]
@@ -241,8 +293,8 @@ def _resources_tail(folder: Path, resources: list[str], shown: list[str]) -> str
 
 def load_skill_resource(settings: Settings, skill_name: str, resource_path: str) -> str:
     """The text of one file inside the skill's folder."""
-    _skill_folder(settings, skill_name)
-    relative = _skill_relative(settings, skill_name, resource_path, "resource_path")
+    record = _skill_folder(settings, skill_name)
+    relative = _skill_relative(record, resource_path, "resource_path")
     what = f"resource_path {resource_path!r}"
     folder = InvalidArgumentError(
         f"{what} is a folder in skill '{skill_name}'; pass the path of a file in it "
@@ -253,7 +305,7 @@ def load_skill_resource(settings: Settings, skill_name: str, resource_path: str)
         "files, with paths relative to its folder."
     )
     return truncate(
-        _read_text(settings, relative, what, missing=missing, folder=folder),
+        _read_text(settings, _root(record), relative, what, missing=missing, folder=folder),
         settings.output_truncation_limit,
         hint="the file is longer than DPTTOOLS_OUTPUT_TRUNCATION_LIMIT allows",
     )
@@ -267,8 +319,9 @@ async def execute_skill_script(
 
     The script runs under the DPTTOOLS_SCRIPT_* policy (environment, sandbox, limits).
     """
-    folder = _skill_folder(settings, skill_name)
-    path = _inside_skill(settings, skill_name, script_path, "script_path")
+    record = _skill_folder(settings, skill_name)
+    folder = record.directory
+    path = _inside_skill(record, script_path, "script_path")
     if path.suffix != ".py":
         raise InvalidArgumentError(
             f"script_path {script_path!r} is not a Python file; only .py scripts of the "
@@ -306,14 +359,7 @@ def render_template(skill_name: str, description: str) -> str:
         width=1_000_000,
     )
     title = skill_name.replace("-", " ").capitalize()
-    return (
-        f"---\n{frontmatter}---\n\n# {title}\n\n"
-        "TODO: write the instructions an agent follows when this skill applies.\n\n"
-        "## When to use\n\nTODO: the tasks and inputs this skill is meant for.\n\n"
-        "## Steps\n\n1. TODO: the first step.\n\n"
-        "## Files\n\nTODO: name the files under scripts/ and references/ and when to use "
-        "each.\n"
-    )
+    return f"---\n{frontmatter}---\n\n{template_body(title)}"
 
 
 def _check_description(description: str) -> str:
@@ -331,9 +377,14 @@ def _check_description(description: str) -> str:
     return text
 
 
-def create_skill(settings: Settings, skill_name: str, description: str) -> str:
-    """Create ``<skills_dir>/<skill_name>/SKILL.md`` from the template; never overwrite."""
-    check_skill_name(skill_name)
+def create_skill(
+    settings: Settings, skill_name: str, description: str, voice: Voice = MODEL
+) -> str:
+    """Create ``<skills_dir>/<skill_name>/SKILL.md`` from the template; never overwrite.
+
+    The answer (and an error about the name) says what to do next in `voice`.
+    """
+    check_skill_name(skill_name, voice)
     text = _check_description(description)
     content = render_template(skill_name, text)
     parsed = parse_skill_md(content)
@@ -345,6 +396,12 @@ def create_skill(settings: Settings, skill_name: str, description: str) -> str:
     skills_dir = settings.skills_dir
     folder = skills_dir / skill_name
     target = folder / SKILL_FILE
+    elsewhere = scan(settings).get(skill_name) if len(settings.skill_roots) > 1 else None
+    if elsewhere is not None:
+        raise AlreadyExistsError(
+            f"A skill named '{skill_name}' already exists in {elsewhere.directory}; nothing "
+            "was changed. Pick another name, or edit that skill's SKILL.md."
+        )
     if os.path.lexists(target) or (folder.is_symlink() and not folder.is_dir()):
         raise AlreadyExistsError(
             f"A skill named '{skill_name}' already exists in {skills_dir}; nothing was "
@@ -372,6 +429,5 @@ def create_skill(settings: Settings, skill_name: str, description: str) -> str:
         ) from None
     return (
         f"Created skill '{skill_name}' in {folder}: {target} holds the frontmatter and a TODO "
-        "body. Replace the TODO sections with the real instructions using a file tool; "
-        "list_skills shows the skill from its next call."
+        f"body. {voice.fill_in}; {voice.shows_new}."
     )

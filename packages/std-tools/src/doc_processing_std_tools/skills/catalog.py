@@ -1,7 +1,12 @@
-"""A skills folder -> skill records and diagnostics, cached by file modification times.
+"""Skills folders -> skill records and diagnostics, cached by file modification times.
 
-A skill is a folder directly under the skills folder that holds a ``SKILL.md``; hidden
-folders (a leading dot), ``__pycache__`` and ``node_modules`` are never skills. A
+A skill is a folder that holds a ``SKILL.md``, directly under a skills folder (a *root*) or,
+with a search depth above 1, up to that many folders down (``plugins/*/skills/*`` is depth
+4); the search never enters a skill. Hidden folders (a leading dot), ``__pycache__`` and
+``node_modules`` are never skills nor searched. Several roots form one catalog: a name
+belongs to the first skill found under it (roots in the order given; within a root the
+shallowest, then the first by path), and every later one is left out with a
+``duplicate_name`` error, so each listed name reaches exactly one folder. A
 `SkillCatalog` remembers what it read: a second scan of an unchanged folder costs one
 ``stat`` of the folder and one per ``SKILL.md`` (plus one per folder that skill links
 were resolved through, so that a link re-pointed anywhere on the way is judged again),
@@ -38,6 +43,8 @@ from ..errors import (
 )
 from ..paths import real_path
 from .frontmatter import Diagnostic, Level, check_fields, read_skill_md_text
+from .lint import lint as lint_skill_md
+from .voice import MODEL, Voice
 
 __all__ = [
     "SKILL_FILE",
@@ -45,6 +52,7 @@ __all__ = [
     "SkillCatalog",
     "SkillDiagnostic",
     "SkillRecord",
+    "find_deeper",
     "is_hidden_name",
     "read_skill",
     "scan_once",
@@ -90,6 +98,12 @@ class SkillRecord:
     """The frontmatter's ``compatibility``, when present."""
     metadata: dict[str, str] | None = None
     """The frontmatter's ``metadata`` with string values, when present."""
+    root: Path | None = field(default=None, compare=False, repr=False)
+    """The skills folder (root) the skill was found in: paths inside the skill are
+    confined to it, and links may lead anywhere inside it."""
+    folder: str = field(default="", compare=False, repr=False)
+    """The skill's folder relative to `root` with ``/`` separators: the name itself for
+    a skill directly under its root, ``plugins/p/skills/name`` for a nested one."""
     frontmatter: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     """Every frontmatter field as parsed (the MCP Skills extension publishes them)."""
     digest: str | None = field(default=None, compare=False, repr=False)
@@ -119,7 +133,7 @@ class SkillDiagnostic:
     """A `Diagnostic` attributed to the skill folder it was found in."""
 
     skill: str
-    """The skill's folder name."""
+    """The skill's folder relative to its root (its folder name when directly under it)."""
     level: Level
     """``"error"`` (the skill is skipped) or ``"warning"`` (it is listed)."""
     code: str
@@ -153,7 +167,17 @@ class Catalog:
     diagnostics: tuple[SkillDiagnostic, ...] = ()
     """Problems found, sorted by skill folder; errors mean the skill is not in `skills`."""
     note: str | None = None
-    """Set when the skills folder does not exist (or is not a folder)."""
+    """Set when the skills folder does not exist (or is not a folder), in `MODEL` words."""
+    skills_dirs: tuple[Path, ...] = ()
+    """Every root, in order, when there are several (else empty: `skills_dir` is all)."""
+    missing: tuple[tuple[Path, bool], ...] = ()
+    """The roots that could not be searched: (root, True when it is a file)."""
+
+    def note_for(self, voice: Voice) -> str | None:
+        """`note` worded for `voice` (the command line speaks to a person)."""
+        if not self.missing:
+            return self.note
+        return " ".join(_missing_note(root, is_file, voice) for root, is_file in self.missing)
 
     @property
     def count(self) -> int:
@@ -175,6 +199,8 @@ class Catalog:
             "skills_dir": str(self.skills_dir),
             "count": self.count,
         }
+        if self.skills_dirs:
+            payload["skills_dirs"] = [str(root) for root in self.skills_dirs]
         if self.diagnostics:
             payload["diagnostics"] = [d.to_payload() for d in self.diagnostics]
         if self.note is not None:
@@ -296,6 +322,18 @@ def _read_diagnostic(folder: Path, code: str, message: str) -> list[SkillDiagnos
     return [SkillDiagnostic(folder.name, "error", code, message)]
 
 
+def _missing_note(skills_dir: Path, is_file: bool, voice: Voice) -> str:
+    if is_file:
+        return (
+            f"The skills path {skills_dir} is a file, not a folder; point "
+            f"{voice.skills_dir_setting} at a folder that holds one subfolder per skill."
+        )
+    return (
+        f"The skills folder {skills_dir} does not exist; create it ({voice.create}) to add "
+        f"skills, or point {voice.skills_dir_setting} at an existing folder."
+    )
+
+
 def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | SkillDiagnostic:
     """The bytes of the folder's SKILL.md, read through `_io` by the rules load_skill uses
     (so whatever is listed loads), or the error diagnostic that says why it cannot be."""
@@ -345,7 +383,12 @@ def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | S
 
 
 def read_skill(
-    folder: Path, *, max_bytes: int, name: str | None = None, root: Path | None = None
+    folder: Path,
+    *,
+    max_bytes: int,
+    name: str | None = None,
+    root: Path | None = None,
+    lint: bool = False,
 ) -> tuple[SkillRecord | None, list[SkillDiagnostic]]:
     """Read one skill folder's SKILL.md into a record (None when skipped) and diagnostics.
 
@@ -353,8 +396,12 @@ def read_skill(
     part of `folder`). A SKILL.md larger than `max_bytes` is an error, as is one that
     cannot be read or is not a regular file (a pipe or a device would never end). When
     `root` is given, a SKILL.md that is a symbolic link leading outside it is an error.
+    Diagnostics name the folder relative to `root` (or its name). `lint` adds the warnings
+    of `lint.lint` (what the specification does not allow but the catalog accepts).
     """
     name = folder.name if name is None else name
+    base = root if root is not None and folder.is_relative_to(root) else folder.parent
+    where = folder.relative_to(base).as_posix()
     skill_md = folder / SKILL_FILE
     if root is not None and skill_md.is_symlink():
         try:
@@ -379,11 +426,14 @@ def read_skill(
         return None, [data_or_problem]
     data = data_or_problem
     parsed = read_skill_md_text(data)
-    diagnostics = [SkillDiagnostic.of(name, d) for d in parsed.diagnostics]
+    diagnostics = [SkillDiagnostic.of(where, d) for d in parsed.diagnostics]
     if parsed.fields is None:
         return None, diagnostics
     fields, field_diagnostics = check_fields(parsed.fields, name)
-    diagnostics.extend(SkillDiagnostic.of(name, d) for d in field_diagnostics)
+    diagnostics.extend(SkillDiagnostic.of(where, d) for d in field_diagnostics)
+    if lint:
+        found = lint_skill_md(parsed.fields, parsed.body, body_line=parsed.body_line)
+        diagnostics.extend(SkillDiagnostic.of(where, d) for d in found)
     if fields is None:
         return None, diagnostics
     directory = folder.absolute()
@@ -395,6 +445,8 @@ def read_skill(
         license=fields.license,
         compatibility=fields.compatibility,
         metadata=fields.metadata,
+        root=base,
+        folder=where,
         frontmatter=parsed.fields,
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         size=len(data),
@@ -530,27 +582,72 @@ class SkillCatalog:
     One instance can serve several skills folders; it is safe to share between threads.
     """
 
-    def __init__(self) -> None:
-        """Start with an empty cache."""
+    def __init__(self, *, lint: bool = False) -> None:
+        """Start with an empty cache; `lint` adds `lint.lint`'s warnings to each skill's
+        diagnostics (``dpt-skills validate``; the servers never lint)."""
         self._lock = threading.Lock()
-        # Keyed by folder and SKILL.md size limit: a new limit must re-judge every file.
-        self._folders: dict[tuple[Path, int], _FolderCache] = {}
+        self._lint = lint
+        # Keyed by folder, SKILL.md size limit and search depth: a new limit must re-judge
+        # every file, a new depth finds other folders.
+        self._folders: dict[tuple[Path, int, int], _FolderCache] = {}
+        # The last catalog of several roots, with the root catalogs it was built from.
+        self._merged: tuple[tuple[Catalog, ...], Catalog] | None = None
 
     def clear(self) -> None:
         """Forget everything read so far; the next scan reads every SKILL.md again."""
         with self._lock:
             self._folders.clear()
 
-    def scan(self, skills_dir: Path, *, max_bytes: int) -> Catalog:
+    def scan(self, skills_dir: Path, *, max_bytes: int, depth: int = 1) -> Catalog:
         """The catalog of `skills_dir` (absolute), re-reading only what changed on disk.
 
-        `max_bytes` is the largest SKILL.md accepted. A missing folder gives an empty
-        catalog with a note; no input makes this raise.
+        `max_bytes` is the largest SKILL.md accepted; `depth` how many folders down skills
+        are searched (1: only direct subfolders). A missing folder gives an empty catalog
+        with a note; no input makes this raise.
         """
         with self._lock:
-            return self._scan(skills_dir, max_bytes)
+            return self._scan(skills_dir, max_bytes, depth)
 
-    def peek(self, skills_dir: Path, *, max_bytes: int) -> Catalog | None:
+    def scan_roots(self, roots: tuple[Path, ...], *, max_bytes: int, depth: int = 1) -> Catalog:
+        """One catalog of several roots (see the module docstring for names found twice).
+
+        The same object comes back while no root changed; with one root this is `scan`.
+        """
+        with self._lock:
+            return self._merge(tuple(self._scan(root, max_bytes, depth) for root in roots))
+
+    def peek_roots(
+        self, roots: tuple[Path, ...], *, max_bytes: int, depth: int = 1
+    ) -> Catalog | None:
+        """`scan_roots`' catalog if nothing changed on disk since, else None (see `peek`)."""
+        parts: list[Catalog] = []
+        for root in roots:
+            part = self.peek(root, max_bytes=max_bytes, depth=depth)
+            if part is None:
+                return None
+            parts.append(part)
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._merge(tuple(parts))
+        finally:
+            self._lock.release()
+
+    def _merge(self, parts: tuple[Catalog, ...]) -> Catalog:
+        if len(parts) == 1:
+            return parts[0]
+        known = self._merged
+        if (
+            known is not None
+            and len(known[0]) == len(parts)
+            and all(a is b for a, b in zip(known[0], parts, strict=True))
+        ):
+            return known[1]
+        merged = _merge_roots(parts)
+        self._merged = (parts, merged)
+        return merged
+
+    def peek(self, skills_dir: Path, *, max_bytes: int, depth: int = 1) -> Catalog | None:
         """The remembered catalog if nothing changed on disk since, else None.
 
         Only ``stat`` calls are made, never a read, so this is cheap enough for an event
@@ -560,7 +657,7 @@ class SkillCatalog:
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            cache = self._folders.get((skills_dir, max_bytes))
+            cache = self._folders.get((skills_dir, max_bytes, depth))
             if cache is None or cache.catalog is None or cache.racy or cache.checks is None:
                 return None
             try:
@@ -577,25 +674,16 @@ class SkillCatalog:
         finally:
             self._lock.release()
 
-    def _scan(self, skills_dir: Path, max_bytes: int) -> Catalog:
-        key = (skills_dir, max_bytes)
+    def _scan(self, skills_dir: Path, max_bytes: int, depth: int) -> Catalog:
+        key = (skills_dir, max_bytes, depth)
         try:
             dir_stat = skills_dir.stat()
         except OSError:
             self._folders.pop(key, None)
-            return Catalog(
-                skills_dir,
-                note=f"The skills folder {skills_dir} does not exist; create it (or call "
-                "create_skill) to add skills, or point DPTTOOLS_SKILLS_DIR at an existing "
-                "folder.",
-            )
+            return _missing_catalog(skills_dir, is_file=False)
         if not stat.S_ISDIR(dir_stat.st_mode):
             self._folders.pop(key, None)
-            return Catalog(
-                skills_dir,
-                note=f"The skills path {skills_dir} is a file, not a folder; point "
-                "DPTTOOLS_SKILLS_DIR at a folder that holds one subfolder per skill.",
-            )
+            return _missing_catalog(skills_dir, is_file=True)
         cache = self._folders.get(key)
         changed = False
         if (
@@ -606,7 +694,7 @@ class SkillCatalog:
         ):
             changed = True
             taken = time.time_ns()
-            folders, refused, consulted = _list_folders(skills_dir)
+            folders, refused, consulted = _list_folders(skills_dir, depth)
             link_folders, links_racy = _folder_stamps(consulted, taken)
             old_entries = cache.entries if cache is not None else {}
             cache = _FolderCache(
@@ -630,12 +718,16 @@ class SkillCatalog:
                 continue
             taken = time.time_ns()
             record, diagnostics = read_skill(
-                skills_dir / name, max_bytes=max_bytes, root=skills_dir
+                skills_dir / name,
+                max_bytes=max_bytes,
+                name=name.rpartition("/")[2],
+                root=skills_dir,
+                lint=self._lint,
             )
             racy = stamp != _LINK_LOOP and taken - stamp[0] < _RACY_NS
             cache.entries[name] = _Entry(stamp, racy, record, diagnostics)
         if changed or cache.catalog is None:
-            cache.catalog = _assemble(skills_dir, cache)
+            cache.catalog = _assemble(skills_dir, cache, depth)
             entries = [(name, cache.entries.get(name)) for name in cache.folders]
             cache.checks = (
                 None
@@ -648,16 +740,20 @@ class SkillCatalog:
             )
         return cache.catalog
 
-    def _remember(self, key: tuple[Path, int], cache: _FolderCache) -> None:
+    def _remember(self, key: tuple[Path, int, int], cache: _FolderCache) -> None:
         self._folders.pop(key, None)
         while len(self._folders) >= _MAX_CACHED_FOLDERS:
             self._folders.pop(next(iter(self._folders)))
         self._folders[key] = cache
 
 
-def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic], set[Path]]:
-    """Candidate skill folders, errors for skill folders that cannot be served, and the
-    folders (besides `skills_dir`) that the symbolic links among them were resolved through.
+def _list_folders(
+    skills_dir: Path, depth: int = 1
+) -> tuple[list[str], list[SkillDiagnostic], set[Path]]:
+    """Candidate skill folders (relative, ``/``-separated), errors for skill folders that
+    cannot be served, and the folders (besides `skills_dir`) whose entries decide the
+    list: those that symbolic links were resolved through and, with `depth` above 1, those
+    searched on the way down (a skill added there changes their stamp).
 
     Refused: a symbolic link leading outside `skills_dir`, and a folder whose name is not
     valid UTF-8 (no client could send that name back, and the reply could not be encoded).
@@ -665,12 +761,27 @@ def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic], s
     folders: list[str] = []
     refused: list[SkillDiagnostic] = []
     consulted: set[Path] = set()
-    real_root = skills_dir.resolve()
+    _list_level(skills_dir, skills_dir.resolve(), "", depth, folders, refused, consulted)
+    return folders, refused, consulted
+
+
+def _list_level(
+    skills_dir: Path,
+    real_root: Path,
+    prefix: str,
+    depth: int,
+    folders: list[str],
+    refused: list[SkillDiagnostic],
+    consulted: set[Path],
+) -> None:
+    """`_list_folders` for the folder `prefix` (relative to `skills_dir`), `depth` levels
+    still to search."""
+    here = skills_dir / prefix if prefix else skills_dir
     try:
-        entries = list(os.scandir(skills_dir))
+        entries = list(os.scandir(here))
     except OSError as exc:
-        logger.warning("cannot list the skills folder %s: %s", skills_dir, exc)
-        return folders, refused, consulted
+        logger.warning("cannot list the skills folder %s: %s", here, exc)
+        return
     for entry in entries:
         if is_hidden_name(entry.name):
             continue
@@ -682,16 +793,21 @@ def _list_folders(skills_dir: Path) -> tuple[list[str], list[SkillDiagnostic], s
                 continue
             if target is not None and not target.is_relative_to(real_root):
                 if (target / SKILL_FILE).is_file():
-                    refused.append(_outside_diagnostic(entry.name, skills_dir))
+                    refused.append(_outside_diagnostic(prefix + entry.name, skills_dir))
                 continue
             if entry.name != wire_safe(entry.name):
                 if (Path(entry.path) / SKILL_FILE).exists():
-                    refused.append(_undecodable_name_diagnostic(entry.name))
+                    refused.append(_undecodable_name_diagnostic(prefix + entry.name))
+                continue
+            if depth > 1 and not os.path.lexists(f"{entry.path}{os.sep}{SKILL_FILE}"):
+                # Not a skill: search it, and watch it for a skill added later.
+                consulted.add(Path(entry.path) if target is None else target)
+                inner = f"{prefix}{entry.name}/"
+                _list_level(skills_dir, real_root, inner, depth - 1, folders, refused, consulted)
                 continue
         except OSError:
             continue
-        folders.append(entry.name)
-    return folders, refused, consulted
+        folders.append(prefix + entry.name)
 
 
 def _outside_diagnostic(name: str, skills_dir: Path) -> SkillDiagnostic:
@@ -715,22 +831,133 @@ def _undecodable_name_diagnostic(name: str) -> SkillDiagnostic:
     )
 
 
-def _assemble(skills_dir: Path, cache: _FolderCache) -> Catalog:
+def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
     records: list[SkillRecord] = []
     diagnostics: list[SkillDiagnostic] = []
-    for name in cache.folders:
+    found = 0
+    # Shallowest first, then by path: the first skill found under a name keeps it.
+    for name in sorted(cache.folders, key=lambda n: (n.count("/"), n)):
         entry = cache.entries.get(name)
         if entry is None or entry.stamp is None:
             continue
+        found += 1
         if entry.record is not None:
             records.append(entry.record)
         diagnostics.extend(entry.diagnostics)
     diagnostics.extend(cache.refused)
-    records.sort(key=lambda r: r.name)
+    kept = _first_of_each_name(records, diagnostics)
+    if found == 0 and not cache.refused:
+        deeper = _deeper_diagnostic(skills_dir, depth)
+        if deeper is not None:
+            diagnostics.append(deeper)
+    kept.sort(key=lambda r: r.name)
     diagnostics.sort(key=lambda d: d.skill)
-    return Catalog(skills_dir, tuple(records), tuple(diagnostics))
+    return Catalog(skills_dir, tuple(kept), tuple(diagnostics))
 
 
-def scan_once(skills_dir: Path, *, max_bytes: int) -> Catalog:
-    """Scan `skills_dir` without any cache (one-off tools such as the command line)."""
-    return SkillCatalog().scan(skills_dir, max_bytes=max_bytes)
+def _first_of_each_name(
+    records: list[SkillRecord], diagnostics: list[SkillDiagnostic]
+) -> list[SkillRecord]:
+    """The first record of each name, in the order given; a ``duplicate_name`` error
+    (added to `diagnostics`) for each later one."""
+    kept: dict[str, SkillRecord] = {}
+    for record in records:
+        first = kept.get(record.name)
+        if first is None:
+            kept[record.name] = record
+            continue
+        diagnostics.append(
+            SkillDiagnostic(
+                record.folder or record.name,
+                "error",
+                "duplicate_name",
+                f"The skill in {record.directory} has the name '{record.name}', which the "
+                f"skill in {first.directory} already has; tool calls name one folder only, "
+                "so this one is left out. Rename one of the two folders (and its 'name:').",
+            )
+        )
+    return list(kept.values())
+
+
+def _merge_roots(parts: tuple[Catalog, ...]) -> Catalog:
+    """One catalog of several roots' catalogs: earlier roots keep a name."""
+    records = [record for part in parts for record in part.skills]
+    diagnostics = [d for part in parts for d in part.diagnostics]
+    kept = _first_of_each_name(records, diagnostics)
+    kept.sort(key=lambda r: r.name)
+    missing = tuple(m for part in parts for m in part.missing)
+    return Catalog(
+        parts[0].skills_dir,
+        tuple(kept),
+        tuple(diagnostics),
+        note=" ".join(_missing_note(root, is_file, MODEL) for root, is_file in missing) or None,
+        skills_dirs=tuple(part.skills_dir for part in parts),
+        missing=missing,
+    )
+
+
+def _missing_catalog(skills_dir: Path, *, is_file: bool) -> Catalog:
+    return Catalog(
+        skills_dir,
+        note=_missing_note(skills_dir, is_file, MODEL),
+        missing=((skills_dir, is_file),),
+    )
+
+
+_DEEPEST_SEARCH: Final = 6
+_MOST_FOLDERS_SEARCHED: Final = 5_000
+
+
+def find_deeper(skills_dir: Path, depth: int) -> list[str]:
+    """Folders (relative, ``/``-separated) holding a SKILL.md more than `depth` levels
+    under `skills_dir`, up to 6 levels and 5,000 folders searched (a hint, not a scan)."""
+    found: list[str] = []
+    level = [("", skills_dir)]
+    searched = 0
+    for current in range(1, _DEEPEST_SEARCH + 1):
+        below: list[tuple[str, Path]] = []
+        for prefix, folder in level:
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                searched += 1
+                if searched > _MOST_FOLDERS_SEARCHED:
+                    return found
+                try:
+                    if is_hidden_name(entry.name) or entry.is_symlink() or not entry.is_dir():
+                        continue
+                except OSError:
+                    continue
+                relative = prefix + entry.name
+                if os.path.lexists(f"{entry.path}{os.sep}{SKILL_FILE}"):
+                    if current > depth:
+                        found.append(relative)
+                    continue
+                below.append((relative + "/", Path(entry.path)))
+        level = below
+    return found
+
+
+def _deeper_diagnostic(skills_dir: Path, depth: int) -> SkillDiagnostic | None:
+    found = find_deeper(skills_dir, depth)
+    if not found:
+        return None
+    needed = max(part.count("/") + 1 for part in found)
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return SkillDiagnostic(
+        skills_dir.name,
+        "warning",
+        "skills_deeper",
+        f"No skill was found within {depth} folder level(s) of {skills_dir}, but SKILL.md "
+        f"files are deeper: {shown}. Set DPTTOOLS_SKILLS_DEPTH={needed} (the server's "
+        f"--skills-depth {needed}) to search that deep, or add the folders that hold the "
+        "skills to DPTTOOLS_SKILLS_DIR.",
+    )
+
+
+def scan_once(skills_dir: Path, *, max_bytes: int, depth: int = 1, lint: bool = False) -> Catalog:
+    """Scan `skills_dir` without any cache (one-off tools such as the command line); `lint`
+    adds the specification warnings of `lint.lint`."""
+    return SkillCatalog(lint=lint).scan(skills_dir, max_bytes=max_bytes, depth=depth)

@@ -1,9 +1,11 @@
 """``dpt-skills``: list, validate and create Agent Skills from the command line.
 
 ``dpt-skills list`` prints the catalog the skills server would serve (``--json`` prints
-the exact list_skills payload), ``dpt-skills validate PATH...`` prints every diagnostic
-and exits with status 1 when any is an error, and ``dpt-skills new NAME --description
-TEXT`` writes a template skill. The MCP SDK is never imported.
+the exact list_skills payload), ``dpt-skills validate PATH...`` prints every diagnostic,
+adding warnings for what the Agent Skills specification does not allow (`lint`), and exits
+with status 1 when any is an error (or, with ``--strict``, a warning), and ``dpt-skills new
+NAME --description TEXT`` writes a template skill. Messages are worded for a person at a
+terminal (`voice.PERSON`). The MCP SDK is never imported.
 """
 
 from __future__ import annotations
@@ -19,16 +21,22 @@ from .. import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
-from .catalog import SKILL_FILE, SkillDiagnostic, read_skill, scan_once
+from .catalog import SKILL_FILE, SkillDiagnostic, find_deeper, read_skill, scan_once
+from .voice import PERSON
 
 __all__ = ["main"]
 
 
-def _settings(skills_dir: str | None) -> Settings:
-    if skills_dir is None:
+def _settings(skills_dir: str | None, depth: str | None = None) -> Settings:
+    overrides: dict[str, str] = {}
+    if skills_dir is not None:
+        overrides["DPTTOOLS_SKILLS_DIR"] = skills_dir
+    if depth is not None:
+        overrides["DPTTOOLS_SKILLS_DEPTH"] = depth
+    if not overrides:
         return get_settings()
-    # Checked like the environment variable it stands for (an empty value is an error).
-    return load_settings({**os.environ, "DPTTOOLS_SKILLS_DIR": skills_dir})
+    # Checked like the environment variables they stand for (an empty value is an error).
+    return load_settings({**os.environ, **overrides})
 
 
 def _shorten(text: str, width: int) -> str:
@@ -41,13 +49,14 @@ def _print_diagnostic(where: str, diagnostic: SkillDiagnostic) -> None:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    settings = _settings(args.skills_dir)
+    settings = _settings(args.skills_dir, args.skills_depth)
     catalog = actions.scan(settings)
     if args.json:
         print(catalog.json)
         return 0
-    if catalog.note:
-        print(catalog.note)
+    note = catalog.note_for(PERSON)
+    if note and not catalog.skills_dirs:
+        print(note)
         return 0
     if catalog.skills:
         name_width = max(len("NAME"), *(len(s.name) for s in catalog.skills))
@@ -58,13 +67,18 @@ def _cmd_list(args: argparse.Namespace) -> int:
             print(
                 f"{skill.name.ljust(name_width)}  {_shorten(skill.description, description_width)}"
             )
-    print(f"{catalog.count} skill(s) in {catalog.skills_dir}")
+    roots = ", ".join(str(root) for root in settings.skill_roots)
+    print(f"{catalog.count} skill(s) in {roots}")
+    if note:
+        print(note)
     for diagnostic in catalog.diagnostics:
         _print_diagnostic(diagnostic.skill, diagnostic)
     return 0
 
 
-def _validate_one(path: Path, max_bytes: int) -> tuple[int, list[tuple[str, SkillDiagnostic]]]:
+def _validate_one(
+    path: Path, max_bytes: int, depth: int
+) -> tuple[int, list[tuple[str, SkillDiagnostic]]]:
     """(skills checked, diagnostics with where they were found) for one PATH argument."""
     if path.is_file():
         if path.name != SKILL_FILE:
@@ -78,24 +92,33 @@ def _validate_one(path: Path, max_bytes: int) -> tuple[int, list[tuple[str, Skil
         return 0, [(str(path), SkillDiagnostic(path.name, "error", "not_found", problem))]
     if (path / SKILL_FILE).is_file():
         folder = path.absolute()
-        _, diagnostics = read_skill(folder, max_bytes=max_bytes, root=folder.parent)
+        _, diagnostics = read_skill(folder, max_bytes=max_bytes, root=folder.parent, lint=True)
         return 1, [(str(path), d) for d in diagnostics]
-    catalog = scan_once(path.absolute(), max_bytes=max_bytes)
+    catalog = scan_once(path.absolute(), max_bytes=max_bytes, depth=depth, lint=True)
     checked = catalog.count + len({d.skill for d in catalog.diagnostics if d.level == "error"})
     if checked == 0:
+        within = "directly under it" if depth == 1 else f"within {depth} levels under it"
         problem = (
-            f"{path} holds no skill: no {SKILL_FILE} in it nor in any folder directly "
-            "under it (hidden folders are skipped)."
+            f"{path} holds no skill: no {SKILL_FILE} in it nor in any folder {within} "
+            "(hidden folders are skipped)."
         )
+        deeper = find_deeper(path, depth)
+        if deeper:
+            needed = max(part.count("/") + 1 for part in deeper)
+            problem += (
+                f" There are {SKILL_FILE} files deeper ({', '.join(deeper[:3])}"
+                f"{', ...' if len(deeper) > 3 else ''}): pass --skills-depth {needed}."
+            )
         return 0, [(str(path), SkillDiagnostic(path.name, "error", "no_skills", problem))]
     return checked, [(str(path / d.skill), d) for d in catalog.diagnostics]
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    max_bytes = get_settings().max_file_size_bytes
+    settings = _settings(None, args.skills_depth)
+    max_bytes = settings.max_file_size_bytes
     checked = errors = warnings = 0
     for raw in args.paths:
-        count, found = _validate_one(Path(raw).expanduser(), max_bytes)
+        count, found = _validate_one(Path(raw).expanduser(), max_bytes, settings.skills_depth)
         checked += count
         for where, diagnostic in found:
             _print_diagnostic(where, diagnostic)
@@ -104,11 +127,17 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             else:
                 warnings += 1
     print(f"Checked {checked} skill(s): {errors} error(s), {warnings} warning(s).")
-    return 1 if errors else 0
+    if errors:
+        return 1
+    if warnings and args.strict:
+        print("Failed: --strict treats warnings as errors.")
+        return 1
+    return 0
 
 
 def _cmd_new(args: argparse.Namespace) -> int:
-    print(actions.create_skill(_settings(args.skills_dir), args.name, args.description))
+    settings = _settings(args.skills_dir)
+    print(actions.create_skill(settings, args.name, args.description, PERSON))
     return 0
 
 
@@ -120,9 +149,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     skills_dir_help = "the skills folder (default: DPTTOOLS_SKILLS_DIR, else ./.agent_skills)"
+    depth_help = (
+        "how many folder levels down skills are searched (default: DPTTOOLS_SKILLS_DEPTH, "
+        "else 1: direct subfolders only)"
+    )
 
     listing = commands.add_parser("list", help="list the skills the server would serve")
-    listing.add_argument("--skills-dir", help=skills_dir_help)
+    listing.add_argument(
+        "--skills-dir",
+        help=f"the skills folders, separated by '{os.pathsep}' (default: DPTTOOLS_SKILLS_DIR, "
+        "else ./.agent_skills)",
+    )
+    listing.add_argument("--skills-depth", metavar="N", help=depth_help)
     listing.add_argument("--json", action="store_true", help="print the list_skills JSON")
     listing.set_defaults(handler=_cmd_list)
 
@@ -131,6 +169,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument(
         "paths", nargs="+", metavar="PATH", help="a skill folder, its SKILL.md, or a skills folder"
+    )
+    validate.add_argument("--skills-depth", metavar="N", help=depth_help)
+    validate.add_argument(
+        "--strict", action="store_true", help="exit with status 1 on warnings too"
     )
     validate.set_defaults(handler=_cmd_validate)
 

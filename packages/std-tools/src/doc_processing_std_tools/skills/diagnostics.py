@@ -61,17 +61,27 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("yaml_recursive_alias", "error", "an alias stands inside the value it names"),
     ("frontmatter_not_mapping", "error", "the frontmatter is not key: value lines"),
     ("unquoted_colon", "warning", "a value holds an unquoted ': ' (quoted for you)"),
+    ("indented_key", "error", "a field is indented under another key, so it is not a field"),
     # The Agent Skills field rules (frontmatter).
     ("missing_description", "error", "description is missing, empty or not text"),
     ("missing_name", "warning", "name is missing"),
     ("name_mismatch", "warning", "name differs from the folder name"),
-    ("invalid_name", "warning", "name or folder name breaks the naming rule"),
+    ("invalid_name", "warning", "name breaks the naming rule"),
+    ("invalid_folder_name", "error", "the folder name breaks the naming rule (left out)"),
     ("name_too_long", "warning", "name is over 64 characters"),
     ("description_too_long", "warning", "description is over 1,024 characters"),
     ("compatibility_too_long", "warning", "compatibility is over 500 characters"),
     ("invalid_metadata", "warning", "metadata is not a mapping"),
     ("invalid_license", "warning", "license is a list or a mapping"),
     ("invalid_compatibility", "warning", "compatibility is a list or a mapping"),
+    # Where skills are found (catalog): several roots, nested collections.
+    ("duplicate_name", "error", "an earlier root or folder already has a skill of that name"),
+    ("skills_deeper", "warning", "no skill at the search depth, but SKILL.md files deeper"),
+    # The specification's rules that the catalog does not need (lint; validate only).
+    ("unknown_field", "warning", "a top-level key the specification does not define"),
+    ("misspelled_field", "warning", "such a key, close to a missing specification field"),
+    ("allowed_tools_not_text", "warning", "allowed-tools is not a space-separated string"),
+    ("template_body", "warning", "the body still holds the template's TODO text"),
     # Paths given to ``dpt-skills validate``.
     ("not_a_skill", "error", "a file that is not a SKILL.md was given"),
     ("not_found", "error", "the path does not exist"),

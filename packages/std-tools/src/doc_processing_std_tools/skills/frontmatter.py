@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .diagnostics import Diagnostic, Level, diagnostic
+from .lint import SPEC_FIELDS, closest_field
 from .safe_yaml import Loaded, Refused, load_yaml
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "is_valid_name",
     "parse_skill_md",
     "read_skill_md_text",
+    "suggest_name",
 ]
 
 MAX_FRONTMATTER_CHARS: Final = 64 * 1024
@@ -65,6 +67,8 @@ class ParsedSkillMd:
     """The Markdown after the frontmatter (the whole text when there is none)."""
     diagnostics: tuple[Diagnostic, ...] = ()
     """Problems found while parsing; at most one of them is an error."""
+    body_line: int = 1
+    """The line of SKILL.md on which `body` starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +118,13 @@ def read_skill_md_text(data: bytes) -> ParsedSkillMd:
     return parse_skill_md(text)
 
 
-def _error(code: str, message: str, body: str) -> ParsedSkillMd:
-    return ParsedSkillMd(None, body, (diagnostic(code, message),))
+def _error(code: str, message: str, body: str, body_line: int = 1) -> ParsedSkillMd:
+    return ParsedSkillMd(None, body, (diagnostic(code, message),), body_line)
 
 
-def _split(text: str) -> tuple[str, str] | ParsedSkillMd:
-    """Return (frontmatter, body), or a `ParsedSkillMd` carrying the error."""
+def _split(text: str) -> tuple[str, int, str, int] | ParsedSkillMd:
+    """Return (frontmatter, its first line, body, its first line) with lines counted in
+    SKILL.md from 1, or a `ParsedSkillMd` carrying the error."""
     text = text.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
     start = len(text) - len(text.lstrip("\n"))
     first_end = text.find("\n", start)
@@ -157,7 +162,9 @@ def _split(text: str) -> tuple[str, str] | ParsedSkillMd:
             f"{MAX_FRONTMATTER_CHARS} allowed; move long text into the Markdown body.",
             "",
         )
-    return frontmatter, text[match.end() :].removeprefix("\n")
+    body = text[match.end() :].removeprefix("\n")
+    starts_on = text.count("\n", 0, first_end) + 2
+    return frontmatter, starts_on, body, text.count("\n", 0, len(text) - len(body)) + 1
 
 
 # No lazy quantifier before a trailing optional run: that backtracks quadratically on a
@@ -198,6 +205,53 @@ def _quote_colon_values(frontmatter: str) -> tuple[str, list[str]]:
     return "\n".join(out), repaired
 
 
+_INDENTED_KEY: Final = re.compile(r"([ \t]+)([A-Za-z0-9_-]+):(?:[ \t]|$)")
+_TOP_LEVEL_KEY: Final = re.compile(r"([A-Za-z0-9_-]+):(?:[ \t]+(\S.*))?[ \t]*")
+
+
+def _indented_key(frontmatter: str, first_line: int) -> Diagnostic | None:
+    """The error for a specification key written indented under another key, if any.
+
+    ``name: x`` followed by ``  description: y`` is not a description at all: YAML reads
+    the indented line as part of the value above it (or as invalid YAML). Only keys of
+    the specification that appear nowhere at column 0 count, and never lines inside
+    ``metadata:`` or inside a ``|`` / ``>`` block, where indented ``key:`` text belongs.
+    """
+    lines = frontmatter.split("\n")
+    top_level: set[str] = set()
+    for line in lines:
+        match = _TOP_LEVEL_KEY.fullmatch(line)
+        if match is not None:
+            top_level.add(match.group(1))
+    parent: str | None = None
+    parent_value = ""
+    parent_line = 0
+    for index, line in enumerate(lines):
+        top = _TOP_LEVEL_KEY.fullmatch(line)
+        if top is not None:
+            parent, parent_value = top.group(1), (top.group(2) or "").strip()
+            parent_line = first_line + index
+            continue
+        indented = _INDENTED_KEY.match(line)
+        if parent is None or parent == "metadata" or indented is None:
+            continue
+        key = indented.group(2)
+        if key not in SPEC_FIELDS or key in top_level or parent_value[:1] in ("|", ">"):
+            continue
+        # Under a key with no value the line may be a nested mapping on purpose; only a
+        # description there is surely misplaced (the skill has none otherwise).
+        if not parent_value and key != "description":
+            continue
+        number = first_line + index
+        return diagnostic(
+            "indented_key",
+            f"Line {number} of SKILL.md is indented, so YAML reads '{key}:' as part of the "
+            f"'{parent}' value on line {parent_line} instead of as a field of its own; "
+            f"top-level keys start at column 0: remove the spaces before '{key}:'.",
+        )
+    return None
+
+
 def _refusal_message(refused: Refused) -> str:
     if refused.code == "invalid_yaml":
         return (
@@ -227,7 +281,10 @@ def parse_skill_md(text: str) -> ParsedSkillMd:
     split = _split(text)
     if isinstance(split, ParsedSkillMd):
         return split
-    frontmatter, body = split
+    frontmatter, first_line, body, body_line = split
+    indented = _indented_key(frontmatter, first_line)
+    if indented is not None:
+        return ParsedSkillMd(None, body, (indented,), body_line)
     diagnostics: list[Diagnostic] = []
     result = load_yaml(frontmatter)
     if isinstance(result, Refused) and result.code == "invalid_yaml":
@@ -247,7 +304,7 @@ def parse_skill_md(text: str) -> ParsedSkillMd:
                 for key in keys
             )
     if isinstance(result, Refused):
-        return _error(result.code, _refusal_message(result), body)
+        return _error(result.code, _refusal_message(result), body, body_line)
     data = result.value
     if data is None:
         data = {}
@@ -257,8 +314,10 @@ def parse_skill_md(text: str) -> ParsedSkillMd:
             f"SKILL.md frontmatter is a YAML {type(data).__name__}, not a mapping; write "
             "it as 'key: value' lines such as 'name:' and 'description:'.",
             body,
+            body_line,
         )
-    return ParsedSkillMd({str(k): v for k, v in data.items()}, body, tuple(diagnostics))
+    fields = {str(k): v for k, v in data.items()}
+    return ParsedSkillMd(fields, body, tuple(diagnostics), body_line)
 
 
 def _as_string(value: Any) -> str:
@@ -311,7 +370,8 @@ def check_fields(
     Returns the catalog fields (None when the skill must be skipped) and the diagnostics.
     The listed name is always `folder_name`, the name that tool calls accept.
 
-    Error (skill skipped): ``missing_description``. Warnings (skill loaded):
+    Errors (skill skipped): ``missing_description``, ``invalid_folder_name``. Warnings
+    (skill loaded):
     ``missing_name``, ``name_mismatch``, ``invalid_name``, ``name_too_long``,
     ``description_too_long``, ``compatibility_too_long``, ``invalid_metadata``,
     ``invalid_license``, ``invalid_compatibility``.
@@ -325,6 +385,15 @@ def check_fields(
     )
     if not description:
         shown = "" if raw_description is None else f" (found {type(raw_description).__name__})"
+        if raw_description is None:
+            shown = next(
+                (
+                    f" ('{key[:100]}' is there: did you mean 'description'?)"
+                    for key in fields
+                    if closest_field(key, fields) == "description"
+                ),
+                "",
+            )
         diagnostics.append(
             diagnostic(
                 "missing_description",
@@ -343,6 +412,10 @@ def check_fields(
                 "so other clients accept it.",
             )
         )
+    if not is_valid_name(folder_name):
+        # The one name tool calls accept cannot reach this folder: list nothing that
+        # would not load.
+        return None, [*diagnostics, _folder_name_diagnostic(folder_name)]
     diagnostics.extend(_name_diagnostics(fields.get("name"), folder_name))
     license_text = _text_field(fields, "license", None, diagnostics)
     compatibility = _text_field(fields, "compatibility", MAX_COMPATIBILITY_LENGTH, diagnostics)
@@ -404,12 +477,20 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
                     "Make the two the same.",
                 )
             )
-    if not is_valid_name(folder_name) and (raw_name is None or folder_name != raw_name):
-        diagnostics.append(
-            diagnostic(
-                "invalid_name",
-                f"The folder name '{folder_name}' breaks the naming rule ({NAME_RULE}), so "
-                "tool calls cannot reach this skill; rename the folder.",
-            )
-        )
     return diagnostics
+
+
+def suggest_name(folder_name: str) -> str:
+    """A name close to `folder_name` that follows the naming rule (for messages)."""
+    words = re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", folder_name).lower())
+    return "-".join(words)[:MAX_NAME_LENGTH].strip("-") or "my-skill"
+
+
+def _folder_name_diagnostic(folder_name: str) -> Diagnostic:
+    return diagnostic(
+        "invalid_folder_name",
+        f"The folder name '{folder_name[:100]}' breaks the naming rule ({NAME_RULE}). Tool "
+        "calls name a skill by its folder, so this skill is left out of the listing until "
+        f"the folder is renamed (for example to '{suggest_name(folder_name)}', with "
+        "'name:' set to match).",
+    )

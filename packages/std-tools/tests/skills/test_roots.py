@@ -1,0 +1,317 @@
+"""Several skills folders, nested collections and folder names tool calls cannot reach.
+
+Every test goes through a real in-memory MCP session and holds the server to one promise:
+whatever list_skills lists, load_skill (and the resource and script tools) reach, and they
+reach the same folder that list_skills named.
+
+The real-collection tests use the public collections kept next to the repository (absent
+from a fresh clone, so they skip then). Attribution, as their README asks:
+anthropics-skills (github.com/anthropics/skills, Apache-2.0 per skill), openai-skills
+(github.com/openai/skills, Apache-2.0; notion-* MIT, Notion Labs), obra-superpowers
+(github.com/obra/superpowers, MIT, (c) 2025 Jesse Vincent), k-dense-scientific-skills
+(github.com/K-Dense-AI/claude-scientific-skills, MIT, (c) 2025 K-Dense Inc.).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import TextContent
+
+from doc_processing_std_tools.config import ConfigError, load_settings, reset_settings
+from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.skills.server import skills_server
+
+pytestmark = pytest.mark.anyio
+
+CORPORA = Path(__file__).resolve().parents[4].parent / "shared" / "corpora"
+HOW_TO_GET = (
+    "the public skill collections are not next to this checkout (expected in "
+    "../shared/corpora: clones of github.com/anthropics/skills, github.com/openai/skills, "
+    "github.com/obra/superpowers and github.com/K-Dense-AI/claude-scientific-skills, in "
+    "folders anthropics-skills, openai-skills, obra-superpowers and "
+    "k-dense-scientific-skills); add them there to run this test"
+)
+
+
+def corpora() -> Path:
+    if not CORPORA.is_dir():
+        pytest.skip(HOW_TO_GET)
+    return CORPORA
+
+
+def write_skill(folder: Path, name: str | None = None, body: str = "Do it.\n") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    name = folder.name if name is None else name
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: Does {folder.as_posix()} things.\n---\n\n{body}",
+        encoding="utf-8",
+    )
+    return folder
+
+
+@pytest.fixture
+def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """Settings read again from the environment the test sets, and reset afterwards."""
+    monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "200000")
+    reset_settings()
+    yield monkeypatch
+    reset_settings()
+
+
+def use(monkeypatch: pytest.MonkeyPatch, *roots: Path, depth: int | None = None) -> None:
+    monkeypatch.setenv("DPTTOOLS_SKILLS_DIR", os.pathsep.join(str(r) for r in roots))
+    if depth is None:
+        monkeypatch.delenv("DPTTOOLS_SKILLS_DEPTH", raising=False)
+    else:
+        monkeypatch.setenv("DPTTOOLS_SKILLS_DEPTH", str(depth))
+    reset_settings()
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> tuple[str, bool]:
+    result = await client.call_tool(tool, arguments)
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text, result.is_error
+
+
+async def list_then_load_everything(client: Client) -> dict[str, Any]:
+    """list_skills, then load_skill on every listed name: each loads from the directory
+    list_skills gave for it."""
+    text, is_error = await call(client, "list_skills")
+    assert not is_error, text
+    listing: dict[str, Any] = json.loads(text)
+    for skill in listing["skills"]:
+        loaded, failed = await call(client, "load_skill", skill_name=skill["name"])
+        assert not failed, loaded
+        assert loaded.startswith(f'<skill_content name="{skill["name"]}"')
+        assert f'directory="{skill["directory"]}"' in loaded.split("\n", 1)[0]
+    return listing
+
+
+def codes(listing: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(d["skill"], d["code"]) for d in listing.get("diagnostics", [])]
+
+
+async def test_several_roots_list_as_one_and_the_first_root_keeps_a_name(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "team", tmp_path / "shared"
+    write_skill(first / "report", body="the team's report\n")
+    write_skill(second / "report", body="the shared report\n")
+    write_skill(second / "summary")
+    use(environment, first, second)
+    async with Client(skills_server) as client:
+        listing = await list_then_load_everything(client)
+        loaded, _ = await call(client, "load_skill", skill_name="report")
+        resource, _ = await call(
+            client, "load_skill_resource", skill_name="report", resource_path="SKILL.md"
+        )
+    assert [s["name"] for s in listing["skills"]] == ["report", "summary"]
+    assert listing["skills_dir"] == str(first.resolve())
+    assert listing["skills_dirs"] == [str(first.resolve()), str(second.resolve())]
+    assert listing["skills"][0]["directory"] == str((first / "report").resolve())
+    assert codes(listing) == [("report", "duplicate_name")]
+    message = listing["diagnostics"][0]["message"]
+    assert (
+        str(second.resolve() / "report") in message and str(first.resolve() / "report") in message
+    )
+    assert "the team's report" in loaded and "the team's report" in resource
+
+
+async def test_one_root_keeps_the_seed_payload_without_skills_dirs(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    write_skill(tmp_path / "only" / "alpha")
+    use(environment, tmp_path / "only")
+    async with Client(skills_server) as client:
+        listing = await list_then_load_everything(client)
+    assert set(listing) == {"skills", "skills_dir", "count"}
+
+
+async def test_a_nested_collection_is_found_at_its_depth_and_tools_reach_inside_it(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "collection"
+    for plugin, skill in [("pdf", "pdf-tools"), ("sheets", "xlsx-tools"), ("sheets", "csv")]:
+        folder = write_skill(root / "plugins" / plugin / "skills" / skill)
+        (folder / "references").mkdir()
+        (folder / "references" / "notes.md").write_text(f"notes of {skill}\n", encoding="utf-8")
+        (folder / "run.py").write_text(f"print('ran {skill}')\n", encoding="utf-8")
+    use(environment, root)
+    async with Client(skills_server) as client:
+        shallow = await list_then_load_everything(client)
+    assert shallow["skills"] == []
+    assert [(d["code"], d["level"]) for d in shallow["diagnostics"]] == [
+        ("skills_deeper", "warning")
+    ]
+    message = shallow["diagnostics"][0]["message"]
+    assert "plugins/pdf/skills/pdf-tools" in message and "DPTTOOLS_SKILLS_DEPTH=4" in message
+
+    use(environment, root, depth=4)
+    async with Client(skills_server) as client:
+        deep = await list_then_load_everything(client)
+        notes, notes_failed = await call(
+            client, "load_skill_resource", skill_name="csv", resource_path="references/notes.md"
+        )
+        ran, ran_failed = await call(
+            client, "execute_skill_script", skill_name="xlsx-tools", script_path="run.py"
+        )
+        escape, escaped = await call(
+            client, "load_skill_resource", skill_name="csv", resource_path="../xlsx-tools/run.py"
+        )
+    assert [s["name"] for s in deep["skills"]] == ["csv", "pdf-tools", "xlsx-tools"]
+    assert "diagnostics" not in deep
+    assert not notes_failed and notes == "notes of csv\n"
+    assert not ran_failed and json.loads(ran)["stdout"] == "ran xlsx-tools\n"
+    assert escaped and "csv" in escape
+
+
+async def test_a_name_found_twice_in_one_nested_root_goes_to_the_shallowest(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "collection"
+    write_skill(root / "b" / "skills" / "lint", body="deep b\n")
+    write_skill(root / "a" / "skills" / "lint", body="deep a\n")
+    write_skill(root / "lint", body="shallow\n")
+    use(environment, root, depth=3)
+    async with Client(skills_server) as client:
+        listing = await list_then_load_everything(client)
+        loaded, _ = await call(client, "load_skill", skill_name="lint")
+    assert [s["name"] for s in listing["skills"]] == ["lint"]
+    assert "shallow" in loaded
+    assert codes(listing) == [
+        ("a/skills/lint", "duplicate_name"),
+        ("b/skills/lint", "duplicate_name"),
+    ]
+
+
+async def test_a_skill_added_deep_inside_a_known_collection_is_listed_at_once(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "collection"
+    write_skill(root / "plugins" / "one" / "skills" / "first")
+    use(environment, root, depth=4)
+    async with Client(skills_server) as client:
+        before = await list_then_load_everything(client)
+        write_skill(root / "plugins" / "one" / "skills" / "second")
+        after = await list_then_load_everything(client)
+    assert [s["name"] for s in before["skills"]] == ["first"]
+    assert [s["name"] for s in after["skills"]] == ["first", "second"]
+
+
+async def test_a_folder_name_that_breaks_the_rule_is_left_out_and_every_listed_skill_loads(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "skills"
+    write_skill(root / "good-skill")
+    write_skill(root / "Bad_Folder", name="bad-folder")
+    write_skill(root / "PDF Tools", name="pdf-tools")
+    use(environment, root)
+    async with Client(skills_server) as client:
+        listing = await list_then_load_everything(client)
+        refused, failed = await call(client, "load_skill", skill_name="Bad_Folder")
+        missing, absent = await call(client, "load_skill", skill_name="bad-folder")
+    assert [s["name"] for s in listing["skills"]] == ["good-skill"]
+    assert codes(listing) == [
+        ("Bad_Folder", "invalid_folder_name"),
+        ("PDF Tools", "invalid_folder_name"),
+    ]
+    for diagnostic in listing["diagnostics"]:
+        assert diagnostic["level"] == "error"
+        assert "left out of the listing until the folder is renamed" in diagnostic["message"]
+    assert "renamed (for example to 'bad-folder'" in listing["diagnostics"][0]["message"]
+    assert failed and "not a valid skill name" in refused
+    assert absent and "no skill named 'bad-folder'" in missing
+
+
+async def test_an_unlisted_skill_is_refused_with_the_reason_it_was_left_out(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "skills"
+    (root / "draft").mkdir(parents=True)
+    (root / "draft" / "SKILL.md").write_text("---\nname: draft\n---\nbody\n", encoding="utf-8")
+    use(environment, root)
+    async with Client(skills_server) as client:
+        text, failed = await call(client, "load_skill", skill_name="draft")
+    assert failed
+    assert "is not listed, so it cannot be loaded" in text and "description" in text
+
+
+def test_the_skills_setting_is_a_path_list_and_the_depth_a_positive_integer(
+    tmp_path: Path,
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    settings = load_settings(
+        {"DPTTOOLS_SKILLS_DIR": f"{a}{os.pathsep}{os.pathsep}{b}{os.pathsep}{a}"}
+    )
+    assert settings.skill_roots == (a.resolve(), b.resolve())
+    assert settings.skills_dir == a.resolve() and settings.skills_depth == 1
+    assert load_settings({"DPTTOOLS_SKILLS_DIR": str(a)}).skill_roots == (a.resolve(),)
+    for bad in ("0", "deep", "-2"):
+        with pytest.raises(ConfigError, match="DPTTOOLS_SKILLS_DEPTH"):
+            load_settings({"DPTTOOLS_SKILLS_DEPTH": bad})
+
+
+def test_an_unchanged_set_of_roots_gives_the_same_catalog_object(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    write_skill(tmp_path / "a" / "one")
+    write_skill(tmp_path / "b" / "two")
+    use(environment, tmp_path / "a", tmp_path / "b")
+    from doc_processing_std_tools.config import get_settings
+
+    settings = get_settings()
+    old = time.time() - 60  # written long ago: no stamp is too recent to trust
+    for path in tmp_path.rglob("*"):
+        os.utime(path, (old, old))
+    first = actions.scan(settings)
+    assert actions.scan(settings) is first
+    assert actions.cached(settings) in (first, None)
+    write_skill(tmp_path / "b" / "three")
+    assert [s.name for s in actions.scan(settings).skills] == ["one", "three", "two"]
+
+
+async def test_collections_pointed_at_whole_list_then_load_every_skill(
+    environment: pytest.MonkeyPatch,
+) -> None:
+    root = corpora()
+    on_disk = {
+        p.parent.name
+        for p in root.rglob("SKILL.md")
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
+    use(environment, root)
+    async with Client(skills_server) as client:
+        shallow = await list_then_load_everything(client)
+    assert shallow["skills"] == []
+    use(environment, root, depth=3)
+    async with Client(skills_server) as client:
+        deep = await list_then_load_everything(client)
+    listed = {s["name"] for s in deep["skills"]}
+    left_out = {
+        d["skill"].rpartition("/")[2] for d in deep.get("diagnostics", []) if d["level"] == "error"
+    }
+    assert listed | left_out == on_disk
+    assert len(listed) > 100
+
+
+async def test_hidden_collection_folders_can_be_listed_as_roots(
+    environment: pytest.MonkeyPatch,
+) -> None:
+    base = corpora() / "openai-skills" / "skills"
+    roots = sorted(p for p in base.iterdir() if p.is_dir() and p.name.startswith("."))
+    if not roots:
+        pytest.skip(HOW_TO_GET)
+    use(environment, *roots)
+    async with Client(skills_server) as client:
+        listing = await list_then_load_everything(client)
+    assert listing["count"] == len(list(base.rglob("SKILL.md")))
+    assert listing["skills_dirs"] == [str(r) for r in roots]
