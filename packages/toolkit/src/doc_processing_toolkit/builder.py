@@ -10,16 +10,21 @@ agent = (
     .build()
 )
 ```
+
+There is one method per field of `AgentConfig` (the one declaration of the settings), plus
+`add_tool`; a value is checked when `build` makes the agent, as the constructor checks it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .agent import Agent
 from .approval import ApprovalSetting
 from .models import Model
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 __all__ = ["AgentBuilder"]
 
@@ -33,15 +38,17 @@ class AgentBuilder:
         self._kwargs: dict[str, Any] = {}
         self._tools: list[Any] = []
 
+    def _set(self, name: str, value: Any) -> AgentBuilder:
+        self._kwargs[name] = value
+        return self
+
     def model(self, model: str | Model) -> AgentBuilder:
         """Set `Agent(model=...)`."""
-        self._kwargs["model"] = model
-        return self
+        return self._set("model", model)
 
     def instructions(self, instructions: str | None) -> AgentBuilder:
         """Set `Agent(instructions=...)`."""
-        self._kwargs["instructions"] = instructions
-        return self
+        return self._set("instructions", instructions)
 
     def tools(self, tools: Iterable[Any]) -> AgentBuilder:
         """Set `Agent(tools=...)`, replacing tools given before."""
@@ -55,49 +62,44 @@ class AgentBuilder:
 
     def auto_inject_skills(self, enabled: bool = True) -> AgentBuilder:
         """Set `Agent(auto_inject_skills=...)`."""
-        self._kwargs["auto_inject_skills"] = enabled
-        return self
+        return self._set("auto_inject_skills", enabled)
 
     def provider_kwargs(self, provider_kwargs: Mapping[str, Any] | None) -> AgentBuilder:
         """Set `Agent(provider_kwargs=...)`."""
-        self._kwargs["provider_kwargs"] = provider_kwargs
-        return self
+        return self._set("provider_kwargs", provider_kwargs)
 
     def max_turns(self, max_turns: int) -> AgentBuilder:
         """Set `Agent(max_turns=...)`."""
-        self._kwargs["max_turns"] = max_turns
-        return self
+        return self._set("max_turns", max_turns)
 
     def model_options(self, model_options: Mapping[str, Any] | None) -> AgentBuilder:
         """Set `Agent(model_options=...)`."""
-        self._kwargs["model_options"] = model_options
-        return self
+        return self._set("model_options", model_options)
 
     def tool_timeout(self, seconds: float | None) -> AgentBuilder:
         """Set `Agent(tool_timeout=...)`."""
-        self._kwargs["tool_timeout"] = seconds
-        return self
+        return self._set("tool_timeout", seconds)
 
     def skills_timeout(self, seconds: float) -> AgentBuilder:
         """Set `Agent(skills_timeout=...)`."""
-        self._kwargs["skills_timeout"] = seconds
-        return self
+        return self._set("skills_timeout", seconds)
 
     def connect_timeout(self, seconds: float) -> AgentBuilder:
         """Set `Agent(connect_timeout=...)`."""
-        self._kwargs["connect_timeout"] = seconds
-        return self
+        return self._set("connect_timeout", seconds)
+
+    def notify_unavailable_servers(self, enabled: bool = True) -> AgentBuilder:
+        """Set `Agent(notify_unavailable_servers=...)`."""
+        return self._set("notify_unavailable_servers", enabled)
 
     def approval(self, approval: ApprovalSetting | None) -> AgentBuilder:
         """Set `Agent(approval=...)`: an `ApprovalGate`, or ``{"tools": [...],
         "policy": ...}``."""
-        self._kwargs["approval"] = approval
-        return self
+        return self._set("approval", approval)
 
     def name(self, name: str | None) -> AgentBuilder:
         """Set `Agent(name=...)`."""
-        self._kwargs["name"] = name
-        return self
+        return self._set("name", name)
 
     def build(self) -> Agent:
         """A new `Agent` with the collected arguments.
@@ -105,4 +107,6 @@ class AgentBuilder:
         Raises:
             ConfigError: an argument is invalid.
         """
+        from .agent import Agent
+
         return Agent(tools=list(self._tools), **self._kwargs)

@@ -1,6 +1,7 @@
 """Agent configuration from YAML or a dict, validated strictly.
 
-Every key of `AgentConfig` is a keyword of `Agent(...)`. Unknown keys, wrong types and
+`AgentConfig` is the one declaration of the agent's settings. Every key of `AgentConfig` is
+a keyword of `Agent(...)` and a method of `AgentBuilder`. Unknown keys, wrong types and
 missing environment variables are `ConfigError`s that name the key and the file.
 
 ``${VAR}`` anywhere in a string value is replaced by the environment variable ``VAR``;
@@ -39,6 +40,7 @@ __all__ = [
     "load_config_dict",
     "load_yaml",
     "parse_tool_entry",
+    "validate_settings",
 ]
 
 _PREFIX_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,30}$"
@@ -175,20 +177,67 @@ class ApprovalConfig(_Strict):
 
 
 class AgentConfig(_Strict):
-    """The keys of an agent configuration; each is the `Agent` keyword of the same name."""
+    """Every setting of an agent, declared once.
 
-    model: str | None = None
-    model_options: dict[str, Any] = {}
-    instructions: str | None = None
-    tools: list[ToolEntryConfig] = []
-    auto_inject_skills: bool = True
-    provider_kwargs: dict[str, Any] = {}
-    max_turns: Annotated[int, Field(ge=1)] = DEFAULT_MAX_TURNS
-    tool_timeout: Annotated[float, Field(gt=0)] | None = DEFAULT_TOOL_TIMEOUT
-    skills_timeout: Annotated[float, Field(gt=0)] = DEFAULT_SKILLS_TIMEOUT
-    connect_timeout: Annotated[float, Field(gt=0)] = DEFAULT_CONNECT_TIMEOUT
-    approval: ApprovalConfig | None = None
-    name: str | None = None
+    Each field is a keyword of `Agent(...)`, a method of `AgentBuilder` and a key of the
+    YAML configuration, with the same name, default and checks; the settings tables of
+    the documentation list the same fields in the same order. Validation happens here
+    only: the constructor validates its arguments with `validate_settings`.
+    """
+
+    model: str | None = Field(default=None, description="the model name")
+    instructions: str | None = Field(default=None, description="the system prompt")
+    tools: list[ToolEntryConfig] = Field(default=[], description="tool servers")
+    auto_inject_skills: bool = Field(
+        default=True, description="add the skill catalog to the system prompt on every run"
+    )
+    provider_kwargs: dict[str, Any] = Field(
+        default={}, description="merged unchanged into every provider request"
+    )
+    max_turns: Annotated[int, Field(ge=1)] = Field(
+        default=DEFAULT_MAX_TURNS, description="the most model requests of one run"
+    )
+    model_options: dict[str, Any] = Field(
+        default={}, description="options of the provider when model is a name"
+    )
+    tool_timeout: Annotated[float, Field(gt=0)] | None = Field(
+        default=DEFAULT_TOOL_TIMEOUT, description="seconds one tool call may take"
+    )
+    skills_timeout: Annotated[float, Field(gt=0)] = Field(
+        default=DEFAULT_SKILLS_TIMEOUT, description="seconds the catalog call may take"
+    )
+    connect_timeout: Annotated[float, Field(gt=0)] = Field(
+        default=DEFAULT_CONNECT_TIMEOUT, description="seconds a server may take to connect"
+    )
+    notify_unavailable_servers: bool = Field(
+        default=True,
+        description="tell the model in one line which optional servers are unavailable",
+    )
+    approval: ApprovalConfig | None = Field(
+        default=None, description="tool calls that need approval"
+    )
+    name: str | None = Field(default=None, description="the agent's name, for logs")
+
+
+#: The settings that `Agent(...)` takes as plain values (the others, model, tools and
+#: approval, also accept objects and are checked where they are resolved).
+_VALUE_SETTINGS = tuple(
+    name for name in AgentConfig.model_fields if name not in ("model", "tools", "approval")
+)
+
+
+def validate_settings(values: Mapping[str, Any], *, source: str = "Agent(...)") -> AgentConfig:
+    """Check the value settings among `values` (keys of `AgentConfig`) as YAML would.
+
+    Raises:
+        ConfigError: a value is of the wrong type or out of range; the message names the
+            setting.
+    """
+    plain = {k: v for k, v in values.items() if k in _VALUE_SETTINGS}
+    try:
+        return AgentConfig.model_validate(plain)
+    except pydantic.ValidationError as exc:
+        raise _format_errors(exc, source) from None
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
@@ -226,6 +275,27 @@ def _format_errors(
 
 
 def _substitute(value: Any, where: str, key: str) -> Any:
+    """`value` with every ``${VAR}`` replaced (see the module docstring).
+
+    Raises:
+        ConfigError: variables are not set; one error names every one of them, with the
+            keys that use it.
+    """
+    missing: dict[str, list[str]] = {}
+    expanded = _expand(value, key, missing)
+    if missing:
+        lines = [f"  {name} (used by {', '.join(keys)})" for name, keys in missing.items()]
+        count = "an environment variable" if len(missing) == 1 else "environment variables"
+        raise ConfigError(
+            f"{where}: the configuration uses {count} that {'is' if len(missing) == 1 else 'are'}"
+            " not set:\n" + "\n".join(lines) + "\nset "
+            f"{'it' if len(missing) == 1 else 'them'}, or give a fallback as ${{VAR:-default}}."
+        )
+    return expanded
+
+
+def _expand(value: Any, key: str, missing: dict[str, list[str]]) -> Any:
+    """`value` with each set ``${VAR}`` replaced; unset ones are added to `missing`."""
     if isinstance(value, str):
 
         def replace(match: re.Match[str]) -> str:
@@ -237,16 +307,16 @@ def _substitute(value: Any, where: str, key: str) -> Any:
                 return found
             if fallback is not None:
                 return fallback
-            raise ConfigError(
-                f"{where}: {key or '(top level)'} uses ${{{variable}}} but the environment "
-                f"variable {variable} is not set; set it or write ${{{variable}:-default}}."
-            )
+            users = missing.setdefault(variable, [])
+            if (key or "(top level)") not in users:
+                users.append(key or "(top level)")
+            return ""
 
         return _VARIABLE.sub(replace, value)
     if isinstance(value, Mapping):
-        return {k: _substitute(v, where, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+        return {k: _expand(v, f"{key}.{k}" if key else str(k), missing) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(v, where, f"{key}[{i}]") for i, v in enumerate(value)]
+        return [_expand(v, f"{key}[{i}]", missing) for i, v in enumerate(value)]
     return value
 
 
@@ -288,10 +358,14 @@ def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
         raise ConfigError(f"agent configuration file {str(file)!r} does not exist.") from None
     except OSError as exc:
         raise ConfigError(f"cannot read agent configuration file {str(file)!r}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"agent configuration file {str(file)!r} is not UTF-8 text (byte {exc.start})."
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{file} is not valid YAML: {exc}") from None
+        raise _yaml_error(file, exc) from None
     config = load_config_dict({} if data is None else data, source=str(file))
     base = file.resolve().parent
     tools = [_resolve_paths(entry, base) for entry in config.tools]
@@ -299,6 +373,21 @@ def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
     if missing:
         raise ConfigError(f"invalid agent configuration in {file}:\n" + "\n".join(missing))
     return config.model_copy(update={"tools": tools})
+
+
+def _yaml_error(file: Path, error: yaml.YAMLError) -> ConfigError:
+    """A `ConfigError` for YAML that does not parse, naming the file, the line and the
+    column (1-based) and showing the line."""
+    if not isinstance(error, yaml.MarkedYAMLError) or error.problem_mark is None:
+        return ConfigError(f"{file} is not valid YAML: {error}")
+    mark = error.problem_mark
+    text = f"{file}, line {mark.line + 1}, column {mark.column + 1}: not valid YAML: "
+    text += error.problem or "syntax error"
+    if error.context and error.context_mark is not None:
+        context = error.context_mark
+        text += f" ({error.context} at line {context.line + 1}, column {context.column + 1})"
+    snippet = mark.get_snippet()
+    return ConfigError(text + (f"\n{snippet}" if snippet else ""))
 
 
 def _missing_paths(entry: McpCommandEntry | McpScriptEntry | McpHttpEntry, index: int) -> list[str]:

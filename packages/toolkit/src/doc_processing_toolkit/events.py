@@ -1,16 +1,13 @@
-"""What a run reports: tool call records and the events of `Agent.run_stream`."""
+"""The events of `Agent.run_stream` (`ToolCallRecord` is re-exported from `result`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalRecord
 from .messages import ToolCallPart
-
-if TYPE_CHECKING:
-    from .agent import RunResult
-    from .skills import SkillsOutcome
+from .result import RunResult, ToolCallRecord
+from .skills.catalog import SkillsOutcome
 
 __all__ = [
     "AgentEvent",
@@ -23,36 +20,6 @@ __all__ = [
     "ToolCallRecord",
     "ToolResultEvent",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRecord:
-    """One tool call of a run and what came of it.
-
-    Attributes:
-        call_id: pairs the call with its result in the message history.
-        name: the tool name the model used (prefixed when the server has a tool_prefix).
-        arguments: the arguments the model gave.
-        server: the name of the server that ran the call, or None for an unknown tool.
-        content: the text sent back to the model.
-        is_error: whether the call failed (an error result, an exception, a timeout, an
-            unknown tool, or a denial by the approval gate, in which case the tool was
-            not called); `content` then says why.
-        duration: seconds the call took.
-    """
-
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    server: str | None
-    content: str
-    is_error: bool
-    duration: float
-
-    @property
-    def error(self) -> str | None:
-        """The error text, or None when the call succeeded."""
-        return self.content if self.is_error else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,9 +159,10 @@ async def test_an_error_result_goes_back_to_the_model(
     )
     result = await agent.run("try")
     await agent.aclose()
-    assert result.output == "True:Error executing tool fail: failed on purpose: bad input"
+    # The SDK's "Error executing tool fail:" lead-in is dropped: the error flag says it.
+    assert result.output == "True:failed on purpose: bad input"
     assert result.tool_calls[0].is_error
-    assert result.tool_calls[0].error == "Error executing tool fail: failed on purpose: bad input"
+    assert result.tool_calls[0].error == "failed on purpose: bad input"
 
 
 async def test_an_exception_in_a_function_goes_back_as_an_error() -> None:

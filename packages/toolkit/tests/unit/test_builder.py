@@ -10,6 +10,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from doc_processing_toolkit import Agent, AgentBuilder, ConfigError, TestModel
+from doc_processing_toolkit.config import AgentConfig
 
 
 def test_every_agent_argument_has_a_builder_method() -> None:
@@ -45,26 +46,20 @@ def test_building_gives_the_same_agent_as_the_constructor(
         "tool_timeout": 3.0,
         "skills_timeout": 1.5,
         "connect_timeout": 8.0,
+        "notify_unavailable_servers": False,
         "approval": {"tools": ["add"], "policy": "deny"},
         "name": "built",
     }
-    assert set(values) == {p for p in inspect.signature(Agent.__init__).parameters} - {"self"}
+    # One declaration: the constructor's keywords and the builder's methods are the
+    # fields of AgentConfig, in its order.
+    parameters = [p for p in inspect.signature(Agent.__init__).parameters if p != "self"]
+    assert parameters == list(AgentConfig.model_fields) == list(values)
+    assert all(callable(getattr(AgentBuilder, key, None)) for key in AgentConfig.model_fields)
     builder = Agent.builder()
     for key, value in values.items():
         builder = getattr(builder, key)(value)
     built, constructed = builder.build(), Agent(**values)
-    for attribute in (
-        "instructions",
-        "auto_inject_skills",
-        "provider_kwargs",
-        "max_turns",
-        "model_options",
-        "tool_timeout",
-        "skills_timeout",
-        "connect_timeout",
-        "approval",
-        "name",
-    ):
+    for attribute in AgentConfig.model_fields.keys() - {"model", "tools"}:
         assert getattr(built, attribute) == getattr(constructed, attribute), attribute
     assert built.model is constructed.model is model
     assert [(s.name, s.route) for s in built.servers] == [

@@ -1,30 +1,21 @@
-"""The pure pieces of skills auto-injection: parsing, rendering, detection, the step."""
+"""The pure pieces of skills auto-injection: parsing and rendering (the wrapper itself is
+driven through real sessions in test_skills_auto_injection_routes.py)."""
 
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
-import anyio
 import pytest
 from mcp.types import CallToolResult, TextContent
 
 from doc_processing_toolkit.skills import (
-    ACTIVATION_TOOLS,
     CatalogReplyError,
     SkillEntry,
-    find_skills_server,
     has_own_catalog,
     parse_catalog,
-    prepare_skills,
     render_catalog,
 )
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def text_result(text: str, *, is_error: bool = False) -> CallToolResult:
@@ -120,125 +111,7 @@ def test_parse_rejects_what_is_not_the_catalog(result: CallToolResult, reason: s
         parse_catalog(result)
 
 
-def test_detection_needs_both_tools_on_one_server_and_takes_the_first() -> None:
-    servers = {
-        "only-list": {"list_skills"},
-        "only-load": {"load_skill"},
-        "first": {"list_skills", "load_skill", "x"},
-        "second": {"list_skills", "load_skill"},
-    }
-    order = list(servers)
-    assert find_skills_server(order, lambda s: servers[s]) == "first"
-    assert find_skills_server(order[:2], lambda s: servers[s]) is None
-
-
 def test_own_catalog_is_recognised() -> None:
     assert has_own_catalog("x <available_skills> y")
     assert not has_own_catalog(None)
     assert not has_own_catalog("nothing")
-
-
-@pytest.mark.anyio
-async def test_step_logs_each_diagnostic_and_injects(caplog: pytest.LogCaptureFixture) -> None:
-    async def call(name: str, args: dict[str, Any]) -> CallToolResult:
-        assert (name, args) == ("list_skills", {})
-        return catalog_result(
-            {
-                "skills": [{"name": "a", "description": "A.", "path": "/a/SKILL.md"}],
-                "diagnostics": [
-                    {"skill": "b", "level": "error", "code": "missing_description", "message": "m"},
-                    {"skill": "c", "level": "warning", "code": "name_mismatch", "message": "n"},
-                ],
-            }
-        )
-
-    with caplog.at_level(logging.INFO, logger="doc_processing_toolkit.skills"):
-        outcome = await prepare_skills(
-            enabled=True, instructions=None, server_name="s", call_tool=call, timeout_s=5
-        )
-    assert outcome.status == "injected"
-    assert outcome.prompt_block == render_catalog([SkillEntry("a", "A.", "/a/SKILL.md")])
-    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
-        ("WARNING", "skills: b: error [missing_description]: m"),
-        ("WARNING", "skills: c: warning [name_mismatch]: n"),
-    ]
-
-
-@pytest.mark.anyio
-async def test_step_hides_activation_tools_on_an_empty_catalog() -> None:
-    async def call(name: str, args: dict[str, Any]) -> CallToolResult:
-        return catalog_result({"skills": [], "count": 0})
-
-    outcome = await prepare_skills(
-        enabled=True, instructions=None, server_name="s", call_tool=call, timeout_s=5
-    )
-    assert outcome.status == "empty"
-    assert outcome.prompt_block is None
-    assert (
-        outcome.hidden_tools
-        == ACTIVATION_TOOLS
-        == {
-            "load_skill",
-            "load_skill_resource",
-            "execute_skill_script",
-        }
-    )
-
-
-@pytest.mark.anyio
-async def test_step_times_out_as_a_failure_not_an_empty_catalog(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def call(name: str, args: dict[str, Any]) -> CallToolResult:
-        await anyio.sleep(10)
-        raise AssertionError("unreachable")
-
-    with caplog.at_level(logging.INFO, logger="doc_processing_toolkit.skills"):
-        outcome = await prepare_skills(
-            enabled=True, instructions=None, server_name="slow", call_tool=call, timeout_s=0.05
-        )
-    assert outcome.status == "failed"
-    assert outcome.hidden_tools == frozenset()
-    assert outcome.prompt_block is None
-    assert len(caplog.records) == 1
-    assert caplog.records[0].levelname == "WARNING"
-    assert "'slow'" in caplog.records[0].getMessage()
-    assert "within 0.05 s" in caplog.records[0].getMessage()
-
-
-@pytest.mark.anyio
-async def test_step_survives_an_exception() -> None:
-    async def call(name: str, args: dict[str, Any]) -> CallToolResult:
-        raise ConnectionError("pipe closed")
-
-    outcome = await prepare_skills(
-        enabled=True, instructions=None, server_name="s", call_tool=call, timeout_s=1
-    )
-    assert outcome.status == "failed"
-    assert outcome.warning is not None and "ConnectionError: pipe closed" in outcome.warning
-
-
-@pytest.mark.anyio
-async def test_step_does_nothing_when_disabled_or_own_catalog(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    calls: list[str] = []
-
-    async def call(name: str, args: dict[str, Any]) -> CallToolResult:
-        calls.append(name)
-        return catalog_result({"skills": []})
-
-    off = await prepare_skills(
-        enabled=False, instructions=None, server_name="s", call_tool=call, timeout_s=1
-    )
-    with caplog.at_level(logging.INFO, logger="doc_processing_toolkit.skills"):
-        own = await prepare_skills(
-            enabled=True,
-            instructions="<available_skills></available_skills>",
-            server_name="s",
-            call_tool=call,
-            timeout_s=1,
-        )
-    assert (off.status, own.status) == ("disabled", "own_catalog")
-    assert calls == []
-    assert [r.levelname for r in caplog.records] == ["INFO"]

@@ -1,7 +1,11 @@
-"""The one interface every tool server is reached through, and the descriptor of a server.
+"""The one interface every tool server is reached through, the descriptor of a server,
+and what a server offers for one run.
 
-An MCP `ClientSession` satisfies `ToolSession` as it is; `LocalFunctionSession` and
-`PrefixedSession` implement it. Nothing past the loader asks which route a server came by.
+An MCP `ClientSession` satisfies `ToolSession` as it is; `LocalFunctionSession` implements
+it. Each run, every server offers a `ServerTools` (its tools under their own names and,
+optionally, instructions for the model); the offers of all servers, with warnings and
+notices, make a `RunTools`. Nothing past the loader asks which route a server came by: what
+later steps need to know about a server (`ToolServer.in_process`) is decided there.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, T
 __all__ = [
     "TOOL_NAME_PATTERN",
     "Route",
+    "RunTools",
+    "ServerTools",
     "ToolServer",
     "ToolSession",
     "list_all_tools",
@@ -74,6 +80,8 @@ class ToolServer:
         target: what the server was built from (the server object, the session, the
             validated config entry or the `LocalFunctionSession`).
         index: the entry's position in ``tools=[...]``.
+        in_process: whether the server runs in this process (decided by the loader from
+            the route: a call costs no round trip, so nothing is worth starting early).
     """
 
     name: str
@@ -82,6 +90,7 @@ class ToolServer:
     required: bool = True
     tool_prefix: str | None = None
     index: int = 0
+    in_process: bool = False
 
     @property
     def known_at_construction(self) -> bool:
@@ -102,3 +111,43 @@ def _detail(server: ToolServer) -> str:
     if server.route == "mcp_http":
         return f": {target.url}"
     return ""
+
+
+@dataclass(frozen=True, eq=False)
+class ServerTools:
+    """What one server offers the model for one run.
+
+    Attributes:
+        server: the descriptor (name, route, required, tool_prefix).
+        session: the session the tools are called through, by their own names.
+        tools: the tools as listed now, under the server's own names (the tool prefix is
+            added where model-visible names are made, in `tools.routing`).
+        instructions: text for the system prompt of this run, or None.
+    """
+
+    server: ToolServer
+    session: ToolSession
+    tools: tuple[Tool, ...]
+    instructions: str | None = None
+
+
+@dataclass(frozen=True)
+class RunTools:
+    """The offers of every reachable server for one run, in loaded order.
+
+    Attributes:
+        servers: one `ServerTools` per reachable server.
+        warnings: what went wrong without failing the run (for `RunResult.warnings`).
+        notices: lines for the model's system prompt about this run's tools (for
+            example, which optional servers are unavailable), after every server's own
+            instructions.
+    """
+
+    servers: tuple[ServerTools, ...]
+    warnings: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+
+    def instructions(self) -> list[str]:
+        """Every server's instructions in loaded order, then the notices."""
+        blocks = [s.instructions for s in self.servers if s.instructions]
+        return [*blocks, *self.notices]

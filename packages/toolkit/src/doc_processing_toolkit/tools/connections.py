@@ -8,6 +8,12 @@ they never open or close it. A session found dead is reopened by a new owner.
 Inside ``async with agent:`` owner tasks live in the agent's task group; otherwise (a
 lazy connect at the first run) they are plain asyncio tasks that live until
 `ConnectionPool.aclose`.
+
+Each run the pool offers what it reached (`ConnectionPool.run_tools`): every reachable
+server's tools under their own names, a warning per optional server that could not be
+reached and, unless turned off, one notice line for the model naming what is missing. A
+server is tried at most once per run: an optional server that failed while
+``async with agent:`` opened the sessions is not tried again by the run that follows.
 """
 
 from __future__ import annotations
@@ -26,13 +32,14 @@ from typing import Any, TextIO
 import anyio
 import anyio.abc
 import anyio.to_thread
-from mcp.types import Tool
+from mcp import MCPError
+from mcp.types import CONNECTION_CLOSED, Tool
 
 from ..errors import ToolServerError
-from .base import ToolServer, ToolSession, list_all_tools
-from .prefixed import PrefixedSession
+from .base import RunTools, ServerTools, ToolServer, ToolSession, list_all_tools
+from .routing import describe_error, root_cause, visible_name
 
-__all__ = ["Connection", "ConnectionPool", "ListedServer", "Listing"]
+__all__ = ["Connection", "ConnectionPool", "Listing"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,48 +56,18 @@ Spawner = Callable[[Callable[[], Coroutine[Any, Any, None]]], None]
 
 
 @dataclass(frozen=True, eq=False)
-class ListedServer:
-    """A connected server with the tools it lists for this run.
-
-    Attributes:
-        server: the descriptor (name, route, required, tool_prefix).
-        session: the session the tools are called through (prefixed when the server has
-            a tool_prefix).
-        tools: the tools as listed now, names as the model sees them.
-    """
-
-    server: ToolServer
-    session: ToolSession
-    tools: tuple[Tool, ...]
-
-
-@dataclass(frozen=True, eq=False)
 class Listing:
     """The outcome of listing every server for one run.
 
     Attributes:
-        listed: the reachable servers, in loaded order.
+        listed: the reachable servers with their tools, in loaded order.
         failed: each unreachable server with a message naming it and the cause.
         reconnected: servers whose dead session was reopened.
     """
 
-    listed: list[ListedServer]
+    listed: list[ServerTools]
     failed: list[tuple[ToolServer, str]]
     reconnected: list[ToolServer]
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The first leaf exception of nested exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def describe_error(exc: BaseException) -> str:
-    """``Type: message`` of the root cause."""
-    cause = root_cause(exc)
-    text = str(cause)
-    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 
 
 class _StderrPipe:
@@ -154,22 +131,19 @@ class Connection:
     def __init__(self, server: ToolServer, *, connect_timeout: float) -> None:
         self.server = server
         self._timeout = connect_timeout
-        fixed = _fixed_session(server)
-        self._fixed = None if fixed is None else self._wrap(fixed)
+        self._fixed = _fixed_session(server)
         self._owner: _Owner | None = None
         self._starting: _Owner | None = None
         self._session: ToolSession | None = None
         self._lock: anyio.Lock | None = None
         self.generation = 0
+        self.last_tools: tuple[str, ...] | None = None
+        """The tool names the server listed last (None: it never listed)."""
 
     @property
     def owned(self) -> bool:
         """Whether the agent opened this session (and so can reopen it)."""
         return self._fixed is None
-
-    def _wrap(self, session: ToolSession) -> ToolSession:
-        prefix = self.server.tool_prefix
-        return PrefixedSession(session, prefix) if prefix else session
 
     def live_session(self) -> ToolSession | None:
         """The open session, or None when it is not open (or has died)."""
@@ -199,7 +173,7 @@ class Connection:
                 await self._stop(self._owner)
             owner = await self._open(spawn)
             assert owner.session is not None
-            self._owner, self._session = owner, self._wrap(owner.session)
+            self._owner, self._session = owner, owner.session
             self.generation += 1
             return self._session
 
@@ -263,11 +237,9 @@ class Connection:
             if isinstance(owner.error, ToolServerError):
                 # Already worded for this server (a refused token, a missing variable).
                 raise owner.error
-            cause = describe_error(owner.error) if owner.error else "the connection closed"
-            raise ToolServerError(
-                f"server {self.server.describe()} failed to connect: {cause}"
-                f"{_format_tail(owner.stderr)}"
-            ) from (root_cause(owner.error) if owner.error else None)
+            raise ToolServerError(_connect_failure(self.server, owner.error, owner.stderr)) from (
+                root_cause(owner.error) if owner.error else None
+            )
         logger.debug("connected to server %s", self.server.describe())
         return owner
 
@@ -318,6 +290,24 @@ class Connection:
             if stopping is not None:
                 await self._stop(stopping)
         self._lock = None
+
+
+def _connect_failure(server: ToolServer, error: BaseException | None, stderr: list[str]) -> str:
+    """Why `server` did not connect. A stdio server whose connection closed before the
+    handshake ended has exited (or shut its standard output): that is said in words,
+    with the end of its stderr, or the fact that it wrote none."""
+    cause = root_cause(error) if error is not None else None
+    closed = cause is None or (
+        isinstance(cause, MCPError) and cause.error.code == CONNECTION_CLOSED
+    )
+    if server.route in _STDIO_ROUTES and closed:
+        tail = _format_tail(stderr) or "; it wrote nothing to stderr"
+        return (
+            f"server {server.describe()} exited before it answered (its process ended or "
+            f"closed its standard output during the MCP handshake){tail}"
+        )
+    reason = describe_error(error) if error is not None else "the connection closed"
+    return f"server {server.describe()} failed to connect: {reason}{_format_tail(stderr)}"
 
 
 def _format_tail(lines: Sequence[str]) -> str:
@@ -444,6 +434,7 @@ class ConnectionPool:
         self._timeout = connect_timeout
         self._task_group: anyio.abc.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._failed_before_run: dict[ToolServer, str] = {}
 
     def _spawn(self, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
         if self._task_group is not None:
@@ -468,15 +459,65 @@ class ConnectionPool:
         """Start future owner tasks in `task_group` (None: as background asyncio tasks)."""
         self._task_group = task_group
 
-    async def list_servers(self) -> Listing:
+    async def run_tools(self, *, notify_unavailable: bool, before_run: bool = False) -> RunTools:
+        """Connect, list every server and offer what was reached for one run.
+
+        Args:
+            notify_unavailable: add one notice line for the model naming the optional
+                servers that could not be reached (and their tools, when known).
+            before_run: this is ``async with agent:`` opening the sessions, not a run: the
+                optional servers that fail now are not tried again by the next run.
+
+        Raises:
+            ToolServerError: a required server could not be reached.
+        """
+        known, self._failed_before_run = self._failed_before_run, {}
+        listing = await self.list_servers(known)
+        warnings: list[str] = []
+        missing: list[str] = []
+        for server, message in listing.failed:
+            if server.required:
+                raise ToolServerError(message)
+            warnings.append(f"{message} (required: false, so the run goes on without it)")
+            if server not in known:
+                logger.warning("%s; continuing without it", message)
+            missing.append(self._describe_missing(server))
+        if before_run:
+            self._failed_before_run = {s: m for s, m in listing.failed}
+        warnings.extend(
+            f"server {s.describe()} had lost its connection and was reconnected"
+            for s in listing.reconnected
+        )
+        notices: tuple[str, ...] = ()
+        if missing and notify_unavailable:
+            notices = (
+                "Unavailable in this run (the server could not be reached, so its tools are "
+                f"missing): {'; '.join(missing)}.",
+            )
+        return RunTools(servers=tuple(listing.listed), warnings=tuple(warnings), notices=notices)
+
+    def _describe_missing(self, server: ToolServer) -> str:
+        connection = next(c for c in self.connections if c.server is server)
+        names = connection.last_tools
+        if names is None:
+            return f"server {server.name!r} (its tools are not known yet)"
+        visible = ", ".join(visible_name(server, name) for name in names) or "no tools"
+        return f"server {server.name!r} ({visible})"
+
+    async def list_servers(self, known_failures: dict[ToolServer, str] | None = None) -> Listing:
         """Connect what is not connected, then list every server's tools concurrently.
 
-        A dead session is reopened once.
+        A dead session is reopened once. A server in `known_failures` is not tried: it
+        is reported failed with that message.
         """
-        results: list[ListedServer | BaseException | None] = [None] * len(self.connections)
+        results: list[ServerTools | BaseException | str | None] = [None] * len(self.connections)
         reconnected: list[ToolServer] = []
+        known = known_failures or {}
 
         async def list_one(index: int, connection: Connection) -> None:
+            if connection.server in known:
+                results[index] = known[connection.server]
+                return
             try:
                 results[index] = await self._list(connection, reconnected)
             except Exception as exc:
@@ -488,11 +529,13 @@ class ConnectionPool:
             async with anyio.create_task_group() as tg:
                 for index, connection in enumerate(self.connections):
                     tg.start_soon(list_one, index, connection)
-        listed: list[ListedServer] = []
+        listed: list[ServerTools] = []
         failed: list[tuple[ToolServer, str]] = []
         for connection, result in zip(self.connections, results, strict=True):
-            if isinstance(result, ListedServer):
+            if isinstance(result, ServerTools):
                 listed.append(result)
+            elif isinstance(result, str):
+                failed.append((connection.server, result))
             else:
                 assert result is not None
                 message = (
@@ -506,7 +549,7 @@ class ConnectionPool:
                 failed.append((connection.server, message))
         return Listing(listed=listed, failed=failed, reconnected=reconnected)
 
-    async def _list(self, connection: Connection, reconnected: list[ToolServer]) -> ListedServer:
+    async def _list(self, connection: Connection, reconnected: list[ToolServer]) -> ServerTools:
         session = await connection.session(self._spawn)
         generation = connection.generation
         try:
@@ -522,7 +565,8 @@ class ConnectionPool:
             session = await connection.reconnect(self._spawn, generation)
             reconnected.append(connection.server)
             tools = await self._list_tools(session)
-        return ListedServer(server=connection.server, session=session, tools=tuple(tools))
+        connection.last_tools = tuple(t.name for t in tools)
+        return ServerTools(server=connection.server, session=session, tools=tuple(tools))
 
     async def _list_tools(self, session: ToolSession) -> list[Tool]:
         try:

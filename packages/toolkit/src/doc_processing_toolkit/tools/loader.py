@@ -12,6 +12,10 @@ Accepted entries:
 - ``mcp_command``, ``mcp_script`` and ``mcp_http`` dicts (or their validated entries);
 - ``{"session": client_session, "name": ...}``: a session the caller opened.
 
+In-process servers and the local functions are marked `ToolServer.in_process`; commands,
+scripts, HTTP servers and pre-built sessions (which most often reach a server elsewhere)
+are not.
+
 Loaded order: servers whose tools are known at construction (in-process MCP SDK servers
 and the local functions) first, then those that publish their tools at connect time
 (commands, scripts, HTTP, pre-built sessions, fastmcp objects); each group in tools order.
@@ -104,7 +108,11 @@ class ToolLoader:
         if functions:
             assert local_index is not None
             local = ToolServer(
-                LOCAL_SERVER_NAME, "local", LocalFunctionSession(functions), index=local_index
+                LOCAL_SERVER_NAME,
+                "local",
+                LocalFunctionSession(functions),
+                index=local_index,
+                in_process=True,
             )
             construction.append(local)
         construction.sort(key=lambda s: s.index)
@@ -129,6 +137,7 @@ class ToolLoader:
             required=entry.required,
             tool_prefix=entry.tool_prefix,
             index=index,
+            in_process=True,
         )
 
     @staticmethod

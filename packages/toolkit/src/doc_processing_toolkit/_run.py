@@ -1,0 +1,332 @@
+"""One run, from the servers' offers to the final answer.
+
+1. setup (`prepare`): the skills wrapper asks every server once for its tools and
+   instructions (`SkillsToolset.run_tools`); the instructions are appended to the
+   agent's, and every tool gets its model-visible name (`tools.routing`).
+2. request: the model is asked (streamed or not).
+3. call tools: the approval gate decides on each call in order, then the approved calls
+   run together; their results go back to the model and the loop returns to 2.
+
+Each step only moves forward; the run ends with a `FinalResultEvent` holding the
+`RunResult`, or raises `MaxTurnsExceededError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from .approval import ApprovalGate, ApprovalRecord, ApprovalRequest
+from .errors import MaxTurnsExceededError, ToolkitError
+from .events import (
+    AgentEvent,
+    ApprovalEvent,
+    FinalResultEvent,
+    RunStartEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
+from .models import Model, ModelRequest, TextDelta, ThinkingDelta
+from .result import RunResult, ToolCallRecord
+from .skills import SkillsOptions, SkillsOutcome, SkillsToolset, append_catalog
+from .tools.routing import ToolRoute, build_routes, call_route
+
+__all__ = ["RunPlan", "RunSetup", "iterate", "prepare"]
+
+logger = logging.getLogger("doc_processing_toolkit.agent")
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """The agent's settings as one run sees them (taken once, at the start of the run).
+
+    Attributes:
+        name: the agent's name, for logs.
+        model: the resolved model.
+        instructions: the agent's instructions.
+        provider_kwargs: merged into every provider request.
+        max_turns: the most model requests of the run.
+        tool_timeout: seconds one tool call may take (None: no limit).
+        gate: the approval gate, or None.
+        skills: the skills settings.
+        notify_unavailable: tell the model which optional servers are unavailable.
+        unmatched_logged: approval patterns already reported as matching no tool (shared
+            across the agent's runs, so each is reported once).
+    """
+
+    name: str
+    model: Model
+    instructions: str | None
+    provider_kwargs: Mapping[str, Any]
+    max_turns: int
+    tool_timeout: float | None
+    gate: ApprovalGate | None
+    skills: SkillsOptions
+    notify_unavailable: bool
+    unmatched_logged: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetup:
+    """What the model is given for the whole run.
+
+    Attributes:
+        system_prompt: the system prompt of every model request of the run.
+        tools: the tools the model may call, by model-visible name.
+        warnings: what went wrong without failing the run.
+        skills: what the skills step decided.
+    """
+
+    system_prompt: str | None
+    tools: dict[str, ToolRoute]
+    warnings: list[str]
+    skills: SkillsOutcome
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The visible tools, as the model receives them."""
+        return [route.spec() for route in self.tools.values()]
+
+
+async def prepare(toolset: SkillsToolset, plan: RunPlan) -> RunSetup:
+    """Ask every server (through the skills wrapper) for its tools and instructions once.
+
+    Raises:
+        ToolServerError: a required server could not be reached.
+        ToolNameConflictError: two servers expose the same tool name.
+    """
+    tools, outcome = await toolset.run_tools(
+        plan.skills, plan.instructions, notify_unavailable=plan.notify_unavailable
+    )
+    routes = build_routes(tools.servers)
+    if plan.gate is not None:
+        _log_unmatched_patterns(plan, routes)
+    return RunSetup(
+        system_prompt=append_catalog(plan.instructions, tools.instructions()),
+        tools=routes,
+        warnings=list(tools.warnings),
+        skills=outcome,
+    )
+
+
+def _log_unmatched_patterns(plan: RunPlan, routes: Mapping[str, ToolRoute]) -> None:
+    """One WARNING per approval pattern that matches no tool of any server: a typo there
+    would leave the tool it meant ungated."""
+    assert plan.gate is not None
+    names = [(route.name, route.server_tool) for route in routes.values()]
+    for pattern in plan.gate.unmatched(names):
+        if pattern not in plan.unmatched_logged:
+            plan.unmatched_logged.add(pattern)
+            logger.warning(
+                "agent %r: approval pattern %r matches no tool of its servers (tools: %s)",
+                plan.name,
+                pattern,
+                ", ".join(sorted(routes)) or "none",
+            )
+
+
+async def iterate(
+    plan: RunPlan,
+    setup: RunSetup,
+    prompt: str,
+    history: Sequence[Message] | None,
+    *,
+    stream: bool,
+) -> AsyncGenerator[AgentEvent, None]:
+    """The model / tool loop of one run, as events (see `Agent.run_stream`)."""
+    model = plan.model
+    messages: list[Message] = list(history or ())
+    start = len(messages)
+    messages.append(Message.user(prompt))
+    records: list[ToolCallRecord] = []
+    approvals: list[ApprovalRecord] = []
+    usage = Usage()
+    specs = setup.tool_specs()
+    yield RunStartEvent(
+        system_prompt=setup.system_prompt,
+        tools=tuple(spec.name for spec in specs),
+        skills=setup.skills,
+        warnings=tuple(setup.warnings),
+    )
+    for turn in range(1, plan.max_turns + 1):
+        request = ModelRequest(
+            system=setup.system_prompt,
+            messages=tuple(messages),
+            tools=specs,
+            provider_kwargs=plan.provider_kwargs,
+        )
+        if stream:
+            response: ModelResponse | None = None
+            replies = model.stream(request)
+            try:
+                async for item in replies:
+                    if isinstance(item, TextDelta):
+                        yield TextDeltaEvent(item.text)
+                    elif isinstance(item, ThinkingDelta):
+                        yield ThinkingDeltaEvent(item.text)
+                    else:
+                        response = item
+            finally:
+                # A consumer that stops early closes the model's stream (and its HTTP
+                # response) now, not whenever the garbage collector gets to it.
+                close = getattr(replies, "aclose", None)
+                if close is not None:
+                    await close()
+            if response is None:
+                raise ToolkitError(f"model {model.name} ended its stream without a reply.")
+        else:
+            response = await model.request(request)
+        usage = usage + response.usage
+        logger.debug(
+            "agent %r turn %d: %s answered with %d tool calls",
+            plan.name,
+            turn,
+            model.name,
+            len(response.tool_calls),
+        )
+        messages.append(response.to_message())
+        calls = response.tool_calls
+        if not calls:
+            yield FinalResultEvent(
+                RunResult(
+                    output=response.text,
+                    messages=messages,
+                    tool_calls=records,
+                    approvals=approvals,
+                    usage=usage,
+                    warnings=setup.warnings,
+                    skills=setup.skills,
+                    system_prompt=setup.system_prompt,
+                    model_name=response.model_name or model.name,
+                    new_message_index=start,
+                )
+            )
+            return
+        if turn == plan.max_turns:
+            names = ", ".join(call.name for call in calls)
+            raise MaxTurnsExceededError(
+                f"agent {plan.name!r} reached max_turns={plan.max_turns}: after "
+                f"{plan.max_turns} model requests the model still asked for tools ({names}) "
+                "instead of answering; raise max_turns or make the task smaller."
+            )
+        for call in calls:
+            route = setup.tools.get(call.name)
+            yield ToolCallEvent(call, route.server.name if route else None)
+        # The gate decides on each call in order before any of them runs; only the
+        # approved ones are then called (together, as without a gate).
+        denials: dict[int, str] = {}
+        if plan.gate is not None:
+            for index, call in enumerate(calls):
+                decision = await _decide(plan.gate, call, setup)
+                if decision is None:
+                    continue
+                approvals.append(decision)
+                yield ApprovalEvent(decision)
+                if not decision.approved:
+                    denials[index] = (
+                        f"The call to {call.name} was denied and did not run: "
+                        f"{decision.reason or 'no reason given'}"
+                    )
+        done = await _call_tools(calls, setup, denials, plan.tool_timeout)
+        records.extend(done)
+        for record in done:
+            yield ToolResultEvent(record)
+        messages.append(
+            Message(
+                role="user",
+                parts=tuple(
+                    ToolResultPart(
+                        call_id=r.call_id, name=r.name, content=r.content, is_error=r.is_error
+                    )
+                    for r in done
+                ),
+            )
+        )
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+async def _call_tools(
+    calls: Sequence[ToolCallPart],
+    setup: RunSetup,
+    denials: Mapping[int, str],
+    time_limit: float | None,
+) -> list[ToolCallRecord]:
+    if len(calls) == 1:
+        return [await _call_tool(calls[0], setup, denials.get(0), time_limit)]
+    records: list[ToolCallRecord | None] = [None] * len(calls)
+
+    async def run_one(index: int, call: ToolCallPart) -> None:
+        records[index] = await _call_tool(call, setup, denials.get(index), time_limit)
+
+    async with anyio.create_task_group() as group:
+        for index, call in enumerate(calls):
+            group.start_soon(run_one, index, call)
+    return [r for r in records if r is not None]
+
+
+async def _call_tool(
+    call: ToolCallPart, setup: RunSetup, denial: str | None, time_limit: float | None
+) -> ToolCallRecord:
+    """Run one call; `denial` (the approval gate's refusal) answers it without calling
+    the tool."""
+    started = time.perf_counter()
+    route = setup.tools.get(call.name)
+
+    def record(content: str, is_error: bool) -> ToolCallRecord:
+        return ToolCallRecord(
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            server=route.server.name if route else None,
+            content=content,
+            is_error=is_error,
+            duration=time.perf_counter() - started,
+        )
+
+    if route is None:
+        available = ", ".join(sorted(setup.tools)) or "none"
+        return record(f"Unknown tool {call.name!r}. Available tools: {available}.", True)
+    if call.arguments_error is not None:
+        return record(
+            f"The arguments for {call.name!r} are not a JSON object ({call.arguments_error}); "
+            "call the tool again with valid JSON arguments.",
+            True,
+        )
+    if denial is not None:
+        return record(denial, True)
+    outcome = await call_route(route, call.arguments, time_limit)
+    done = record(outcome.content, outcome.is_error)
+    logger.debug(
+        "tool %r on server %r: %s in %.3f s",
+        call.name,
+        route.server.name,
+        "error" if done.is_error else "ok",
+        done.duration,
+    )
+    return done
+
+
+async def _decide(gate: ApprovalGate, call: ToolCallPart, setup: RunSetup) -> ApprovalRecord | None:
+    """The gate's decision on `call`, or None when the call needs none (the tool is not
+    gated, or the call fails before reaching a tool: unknown name, invalid arguments)."""
+    route = setup.tools.get(call.name)
+    if route is None or call.arguments_error is not None:
+        return None
+    if not gate.matches(route.name, route.server_tool):
+        return None
+    request = ApprovalRequest(
+        tool=route.name,
+        server=route.server.name,
+        server_tool=route.server_tool,
+        arguments=copy.deepcopy(call.arguments),
+        call_id=call.id,
+    )
+    return await gate.decide(request)
