@@ -5,7 +5,10 @@ Generates both files in a temporary folder, then times, in the same run:
 - get_file_overview (bounded: first pages, recorded sheet sizes);
 - read_document as the tool answers by default (it stops at the output limit);
 - read_document of the whole document (output limit lifted), the like-for-like case;
-- markitdown's conversion of the same file to Markdown.
+- markitdown's conversion of the same file to Markdown;
+- the same calls as plain function calls, through the document worker process alone
+  (`worker.run_tool`), and as MCP tool calls (in-memory client): what the worker and the
+  server add around the readers (with --tools-only, only this part).
 
 Run by hand after `make bench`: .venv/bin/python benchmarks/bench_documents.py
 """
@@ -13,19 +16,24 @@ Run by hand after `make bench`: .venv/bin/python benchmarks/bench_documents.py
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
+import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import openpyxl
 from fpdf import FPDF
-from markitdown import MarkItDown
+from mcp import Client
 
 from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.docs.server import docs_server
+from doc_processing_std_tools.docs.worker import run_tool
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 
@@ -95,6 +103,8 @@ def use_settings(folder: Path, limit: int) -> Workspace:
 
 
 def bench_file(folder: Path, name: str, runs: int, peer_runs: int) -> list[str]:
+    from markitdown import MarkItDown  # only here: --tools-only runs without it
+
     converter = MarkItDown()
     # Warm both sides up (imports) on a small file of the same format, outside the timings.
     small = f"warm-up{Path(name).suffix}"
@@ -122,12 +132,129 @@ def bench_file(folder: Path, name: str, runs: int, peer_runs: int) -> list[str]:
     return rows
 
 
+def _tree_cpu_seconds() -> float:
+    """User and system CPU seconds of this process and every process below it (the
+    document workers), read from /proc."""
+    root = os.getpid()
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        spent[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree = {root}
+    while below := {pid for pid, parent in parents.items() if parent in tree} - tree:
+        tree |= below
+    return sum(spent.get(pid, 0.0) for pid in tree)
+
+
+async def _three_ways(
+    calls: list[tuple[str, dict[str, Any], Callable[[Workspace], object]]],
+    ws: Workspace,
+    runs: int,
+) -> list[list[tuple[float, float]]]:
+    """For each call: (median wall seconds, CPU seconds per call of the whole process
+    tree) as a function call, through `run_tool`, and as an MCP tool call.
+
+    The three ways take turns within each run, so a change in the machine's load while
+    the benchmark runs falls on all three alike. One untimed round first starts the
+    worker and warms every path.
+    """
+    results: list[list[tuple[float, float]]] = []
+    async with Client(docs_server) as client:
+        for name, arguments, function in calls:
+            ways: list[Callable[[], Awaitable[object]]] = [
+                lambda function=function: _sync(function, ws),
+                lambda name=name, arguments=arguments: run_tool(name, arguments),
+                lambda name=name, arguments=arguments: client.call_tool(name, arguments),
+            ]
+            for way in ways:
+                await way()
+            walls: list[list[float]] = [[], [], []]
+            cpus = [0.0, 0.0, 0.0]
+            for run in range(runs):
+                for offset in range(3):
+                    index = (run + offset) % 3
+                    cpu = _tree_cpu_seconds()
+                    start = time.perf_counter()
+                    await ways[index]()
+                    walls[index].append(time.perf_counter() - start)
+                    cpus[index] += _tree_cpu_seconds() - cpu
+            results.append([(statistics.median(walls[i]), cpus[i] / runs) for i in range(3)])
+    return results
+
+
+async def _sync(function: Callable[[Workspace], object], ws: Workspace) -> object:
+    return function(ws)
+
+
+def bench_tool_calls(folder: Path, runs: int) -> list[str]:
+    """Each call as a plain function call, through the worker, and as an MCP tool call."""
+    calls: list[tuple[str, dict[str, Any], Callable[[Workspace], object]]] = [
+        (
+            "get_file_overview",
+            {"path": "warm-up.pdf"},
+            lambda ws: api.get_file_overview(ws, "warm-up.pdf"),
+        ),
+        ("read_document", {"path": "warm-up.pdf"}, lambda ws: api.read_document(ws, "warm-up.pdf")),
+        (
+            "get_file_overview",
+            {"path": "long.pdf"},
+            lambda ws: api.get_file_overview(ws, "long.pdf"),
+        ),
+        ("read_document", {"path": "long.pdf"}, lambda ws: api.read_document(ws, "long.pdf")),
+        (
+            "search_document",
+            {"path": "long.pdf", "query": "line 40", "max_results": 500},
+            lambda ws: api.search_document(ws, "long.pdf", "line 40", max_results=500),
+        ),
+        (
+            "extract_tables",
+            {"path": "long.pdf", "pages": "1-10"},
+            lambda ws: api.extract_tables(ws, "long.pdf", "1-10"),
+        ),
+        (
+            "read_document",
+            {"path": "ledger.xlsx"},
+            lambda ws: api.read_document(ws, "ledger.xlsx"),
+        ),
+        (
+            "extract_tables",
+            {"path": "warm-up.xlsx"},
+            lambda ws: api.extract_tables(ws, "warm-up.xlsx"),
+        ),
+    ]
+    ws = use_settings(folder, 50_000)
+    measured = asyncio.run(_three_ways(calls, ws, runs))
+    reset_settings()
+    rows = []
+    for (name, arguments, _), ((plain, plain_cpu), (worker, worker_cpu), (tool, tool_cpu)) in zip(
+        calls, measured, strict=True
+    ):
+        rows.append(
+            f"| {name} {arguments['path']} | {plain * 1000:.1f} ms | "
+            f"{worker * 1000:.1f} ms ({(worker - plain) * 1000:+.1f}) | "
+            f"{tool * 1000:.1f} ms ({(tool - plain) * 1000:+.1f}) | "
+            f"{plain_cpu * 1000:.0f} / {worker_cpu * 1000:.0f} / {tool_cpu * 1000:.0f} ms |"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=500)
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=5, help="runs of the fast calls")
     parser.add_argument("--peer-runs", type=int, default=1, help="runs of the whole-file calls")
+    parser.add_argument(
+        "--tools-only", action="store_true", help="only function calls against tool calls"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
         folder = Path(temp).resolve()
@@ -141,11 +268,20 @@ def main() -> None:
             f" and a {args.rows:,}-row XLSX ({(folder / 'ledger.xlsx').stat().st_size:,} bytes)"
             f" in {time.perf_counter() - start:.1f} s\n"
         )
-        print("| File | Operation | Median time | Output characters | vs markitdown |")
+        if not args.tools_only:
+            print("| File | Operation | Median time | Output characters | vs markitdown |")
+            print("|---|---|---|---|---|")
+            for name in ("long.pdf", "ledger.xlsx"):
+                for row in bench_file(folder, name, args.runs, args.peer_runs):
+                    print(row)
+            print()
+        print(
+            "| Call | Function call | Worker (added) | MCP tool call (added) "
+            "| CPU per call: function / worker / tool |"
+        )
         print("|---|---|---|---|---|")
-        for name in ("long.pdf", "ledger.xlsx"):
-            for row in bench_file(folder, name, args.runs, args.peer_runs):
-                print(row)
+        for row in bench_tool_calls(folder, args.runs):
+            print(row)
 
 
 if __name__ == "__main__":
