@@ -57,7 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--path", default="/mcp", help="HTTP path of the MCP endpoint (default /mcp)"
     )
     parser.add_argument(
-        "--skills-dir", help="skills folder; overrides DPTTOOLS_SKILLS_DIR for this process"
+        "--skills-dir",
+        help=f"skills folders, separated by '{os.pathsep}'; overrides DPTTOOLS_SKILLS_DIR for "
+        "this process",
+    )
+    parser.add_argument(
+        "--skills-depth",
+        metavar="N",
+        help="folder levels searched for skills (1: direct subfolders); overrides "
+        "DPTTOOLS_SKILLS_DEPTH for this process",
     )
     parser.add_argument(
         "--workspace",
@@ -138,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # see the same folders as the server itself.
     if args.skills_dir is not None:
         os.environ["DPTTOOLS_SKILLS_DIR"] = args.skills_dir
+    if args.skills_depth is not None:
+        os.environ["DPTTOOLS_SKILLS_DEPTH"] = args.skills_depth
     if args.workspace is not None:
         os.environ["DPTTOOLS_WORKSPACE_DIR"] = args.workspace
     reset_settings()

@@ -315,3 +315,58 @@ async def test_hidden_collection_folders_can_be_listed_as_roots(
         listing = await list_then_load_everything(client)
     assert listing["count"] == len(list(base.rglob("SKILL.md")))
     assert listing["skills_dirs"] == [str(r) for r in roots]
+
+
+async def test_the_skills_extension_lists_the_same_skills_from_the_same_folders(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    from doc_processing_std_tools.skills.server import new_skills_server
+
+    from ..skills_extension.support import list_all, raw
+
+    first, second = tmp_path / "team", tmp_path / "collection"
+    write_skill(first / "report", body="the team's report\n")
+    write_skill(first / "Bad_Folder", name="bad-folder")
+    write_skill(second / "plugins" / "p" / "skills" / "report", body="a nested report\n")
+    nested = write_skill(second / "plugins" / "p" / "skills" / "pdf-tools")
+    (nested / "notes.md").write_text("nested notes\n", encoding="utf-8")
+    use(environment, first, second, depth=4)
+    async with Client(new_skills_server()) as client:
+        listing = await list_then_load_everything(client)
+        entries, _ = await list_all(client)
+        by_name = {entry["frontmatter"]["name"]: entry for entry in entries}
+        notes = await raw(client, "resources/read", {"uri": "skill://pdf-tools/notes.md"})
+        report = await raw(client, "resources/read", {"uri": "skill://report/SKILL.md"})
+    assert sorted(by_name) == [s["name"] for s in listing["skills"]] == ["pdf-tools", "report"]
+    assert notes["contents"][0]["text"] == "nested notes\n"
+    assert "the team's report" in report["contents"][0]["text"]
+
+
+async def test_the_composed_server_over_stdio_takes_a_folder_list_and_a_depth(
+    tmp_path: Path,
+) -> None:
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    first, collection = tmp_path / "team", tmp_path / "collection"
+    write_skill(first / "report")
+    write_skill(collection / "plugins" / "p" / "skills" / "pdf-tools")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "doc_processing_std_tools",
+            "--skills-dir",
+            f"{first}{os.pathsep}{collection}",
+            "--skills-depth",
+            "4",
+            "--workspace",
+            str(tmp_path),
+        ],
+        env={"DPTTOOLS_SKILLS_DEPTH": "1"},
+    )
+    async with Client(params) as client:
+        listing = await list_then_load_everything(client)
+    assert [s["name"] for s in listing["skills"]] == ["pdf-tools", "report"]
+    assert listing["skills_dirs"] == [str(first), str(collection)]
