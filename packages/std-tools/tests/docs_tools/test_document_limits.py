@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,6 +98,30 @@ def write_heavy_xlsx(path: Path, strings_mib: int) -> None:
             for _ in range(strings_mib * _MIB // len(block) + 1):
                 member.write(block)
             member.write(b"</sst>")
+
+
+def write_inflating_pdf(path: Path, content_mib: int) -> None:
+    """A one-page PDF whose content stream inflates to `content_mib` MiB of line drawing
+    commands (about 200 times its size: a PDF reader holds the whole stream at once)."""
+    packer = zlib.compressobj(1)
+    drawing = b"0 0 m 1 1 l S\n" * (_MIB // 14)
+    data = b"".join(packer.compress(drawing) for _ in range(content_mib)) + packer.flush()
+    objects = [
+        b"<</Type/Catalog/Pages 2 0 R>>",
+        b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R>>",
+        b"<</Length %d/Filter/FlateDecode>>stream\n%b\nendstream" % (len(data), data),
+    ]
+    pdf = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(pdf))
+        pdf += b"%d 0 obj%bendobj\n" % (number, body)
+    xref = len(pdf)
+    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    pdf += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    pdf += b"trailer<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(pdf))
 
 
 def unpacked_size(path: Path) -> int:
@@ -204,6 +229,27 @@ async def test_a_document_that_needs_more_memory_than_allowed_gets_a_clear_error
         overview = after.content[0]
         assert isinstance(overview, TextContent)
         assert json.loads(overview.text)["page_count"] == 3
+
+
+@pytest.mark.anyio
+async def test_a_pdf_page_that_inflates_past_the_memory_limit_costs_one_call(
+    folder: Path,
+) -> None:
+    # PDFium aborts its process when an allocation fails: in the server's process that
+    # would end the server.
+    write_inflating_pdf(folder / "inflating.pdf", 400)
+    write_report_pdf(folder / "report.pdf")
+    assert (folder / "inflating.pdf").stat().st_size < 4 * _MIB
+    use(folder, doc_memory_mb="300")
+    async with Client(docs_server) as client:
+        result = await client.call_tool("read_document", {"path": "inflating.pdf"})
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        assert result.is_error, block.text[:200]
+        assert "'inflating.pdf' stopped: the process that parses documents ended" in block.text
+        assert "most likely out of memory (DPTTOOLS_DOC_MEMORY_MB=300)" in block.text
+        after = await client.call_tool("read_document", {"path": "report.pdf", "pages": "3"})
+    assert not after.is_error
 
 
 def _tree_cpu_seconds(root: int) -> float:

@@ -89,6 +89,11 @@ def _receive(stream: IO[bytes]) -> bytes | None:
 class _WorkerGone(Exception):
     """The worker ended (killed, crashed) before it answered."""
 
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
+        """How it ended, in words: "killed by SIGABRT", "exit status 1"."""
+
 
 @dataclass
 class _Worker:
@@ -125,9 +130,20 @@ class _Worker:
         except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
             data = None
         if data is None:
-            raise _WorkerGone
+            raise _WorkerGone(self._ending())
         answer: dict[str, Any] = json.loads(data)
         return answer
+
+    def _ending(self) -> str:
+        """How the worker ended, once it has (waiting a moment for it)."""
+        try:
+            code = self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "its answer pipe closed"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"killed by {signal.Signals(-code).name}"
+        return f"exit status {code}"
 
     def alive(self) -> bool:
         """True while the process runs."""
@@ -245,12 +261,14 @@ async def run_tool(name: str, arguments: dict[str, Any]) -> str:
                 f"{STOP_GRACE_SECONDS:g} s for work that cannot be interrupted) and was "
                 "stopped; pass a smaller pages range."
             ) from None
-        except _WorkerGone:
+        except _WorkerGone as gone:
             if new:
                 raise errors.DocumentError(
                     f"Reading {path!r} stopped: the process that parses documents ended "
-                    "before it answered (killed, or out of memory: DPTTOOLS_DOC_MEMORY_MB="
-                    f"{settings.doc_memory_mb}). The next call starts a new one."
+                    f"({gone.how}) before it answered, most likely out of memory "
+                    f"(DPTTOOLS_DOC_MEMORY_MB={settings.doc_memory_mb}); raise "
+                    "DPTTOOLS_DOC_MEMORY_MB to read it. The server goes on, and the next call "
+                    "starts a new process."
                 ) from None
             # A worker that had waited for this call died in the meantime: the tools
             # only read, so the call is run once more, in a new worker.
