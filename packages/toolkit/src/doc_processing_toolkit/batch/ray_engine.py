@@ -109,14 +109,13 @@ class BatchWorker:
                 self._agent = agent
             return self._agent
 
-    async def start(self) -> int:
-        """Build the agent and connect its servers; returns this worker's process id.
+    async def start(self) -> None:
+        """Build the agent and connect its servers.
 
         Raises:
             ToolkitError: the agent could not be built or a required server not reached.
         """
         await self._ready()
-        return os.getpid()
 
     async def run(self, job: Job) -> dict[str, Any]:
         """Run one job; its result as `ItemResult.to_json` gives it."""
