@@ -56,7 +56,7 @@ def test_errors_exit_with_1_and_a_message(
     assert main(["run", "-c", str(tmp_path / "missing.yaml"), "hi"]) == 1
     assert "dpt-agent: error: agent configuration file" in capsys.readouterr().err
     assert main(["run", "hi"]) == 1
-    assert "this agent has no model" in capsys.readouterr().err
+    assert "no model: give one with --model" in capsys.readouterr().err
 
 
 def test_usage_errors_exit_with_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -203,7 +203,7 @@ def test_a_missing_script_or_cwd_names_the_key_and_the_file(tmp_path: Path) -> N
 def test_a_file_that_is_not_yaml_or_not_a_mapping_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("model: [unclosed\n")
-    with pytest.raises(ConfigError, match=r"broken\.yaml is not valid YAML"):
+    with pytest.raises(ConfigError, match=r"broken\.yaml, line 2, column 1: not valid YAML"):
         Agent.from_yaml(broken)
     listed = tmp_path / "list.yaml"
     listed.write_text("- a\n- b\n")
@@ -224,8 +224,7 @@ def test_a_missing_variable_names_it_the_key_and_the_file(
         Agent.from_yaml(path)
     message = str(raised.value)
     assert str(path) in message
-    assert "tools[0].headers.Authorization" in message
-    assert "DPT_TEST_UNSET is not set" in message
+    assert "DPT_TEST_UNSET (used by tools[0].headers.Authorization)" in message
 
 
 def test_an_empty_file_is_an_agent_with_defaults(tmp_path: Path) -> None:

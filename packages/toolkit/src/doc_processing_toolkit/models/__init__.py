@@ -9,6 +9,7 @@ used, so a missing SDK costs nothing until that provider is asked for; that hold
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
@@ -80,20 +81,47 @@ def resolve_model(model: str | Model, **options: Any) -> Model:
             name = ""
     provider = provider.strip().lower()
     if provider == "test":
+        _check_options(TestModel, provider, options, ("name",))
         return TestModel(name=name or "model", **options)
     if not name:
         raise ConfigError(f"model {model!r} names no model after the provider prefix.")
     if provider == "anthropic":
         from .anthropic import AnthropicModel
 
+        _check_options(AnthropicModel, provider, options)
         return AnthropicModel(name, **options)
     if provider == "openai":
         from .openai import OpenAIModel
 
+        _check_options(OpenAIModel, provider, options)
         return OpenAIModel(name, **options)
     raise ConfigError(
         f"unknown model provider {provider!r} in {model!r}; use one of {', '.join(PROVIDERS)}."
     )
+
+
+def _check_options(
+    model_class: type, provider: str, options: dict[str, Any], taken: tuple[str, ...] = ()
+) -> None:
+    """Refuse options the provider does not take, naming them as configuration keys.
+
+    Raises:
+        ConfigError: an option is not a keyword of the provider's model class.
+    """
+    accepted = [
+        parameter.name
+        for parameter in inspect.signature(model_class).parameters.values()
+        if parameter.kind
+        in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and parameter.name not in ("model_name", *taken)
+    ]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ConfigError(
+            f"model_options.{unknown[0]}: not an option of the {provider} provider "
+            f"(its options: {', '.join(accepted)})."
+            + (f" Also unknown: {', '.join(unknown[1:])}." if len(unknown) > 1 else "")
+        )
 
 
 def __getattr__(name: str) -> Any:
