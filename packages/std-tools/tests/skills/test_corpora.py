@@ -43,7 +43,11 @@ MAX = 50 * 1024 * 1024
 
 def corpora() -> Path:
     if not CORPORA.is_dir():
-        pytest.skip(f"the skill collections are not next to this checkout ({CORPORA})")
+        pytest.skip(
+            f"the real skill collections are not in {CORPORA} (a folder shared/corpora next "
+            "to the repository checkout); docs/testing.md, section 'Real skill collections', "
+            "says how to get them"
+        )
     return CORPORA
 
 

@@ -33,11 +33,9 @@ pytestmark = pytest.mark.anyio
 
 CORPORA = Path(__file__).resolve().parents[4].parent / "shared" / "corpora"
 HOW_TO_GET = (
-    "the public skill collections are not next to this checkout (expected in "
-    "../shared/corpora: clones of github.com/anthropics/skills, github.com/openai/skills, "
-    "github.com/obra/superpowers and github.com/K-Dense-AI/claude-scientific-skills, in "
-    "folders anthropics-skills, openai-skills, obra-superpowers and "
-    "k-dense-scientific-skills); add them there to run this test"
+    f"the real skill collections are not in {CORPORA} (a folder shared/corpora next to "
+    "the repository checkout); docs/testing.md, section 'Real skill collections', says "
+    "how to get them"
 )
 
 

@@ -112,8 +112,9 @@ async def test_fastmcp_installs_every_example_skill_byte_identical(
 def corpora() -> Path:
     if not CORPORA.is_dir():
         pytest.skip(
-            f"the skill collections are not next to this checkout ({CORPORA}); put the "
-            "corpora folder of the shared data there to run this test"
+            f"the real skill collections are not in {CORPORA} (a folder shared/corpora next "
+            "to the repository checkout); docs/testing.md, section 'Real skill collections', "
+            "says how to get them"
         )
     return CORPORA
 
