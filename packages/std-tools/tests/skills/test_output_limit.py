@@ -60,7 +60,7 @@ def random_payload(rng: random.Random, depth: int = 0) -> Any:
     return {f"key{i}": random_payload(rng, depth + 1) for i in range(rng.randrange(0, 20))}
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(16))
 def test_fit_json_gives_valid_json_within_any_limit_of_30_or_more(seed: int) -> None:
     rng = random.Random(seed)
     payload = {"items": random_payload(rng), "name": "x", "more": random_payload(rng)}
@@ -171,13 +171,15 @@ def oversized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
         "---\nname: big\ndescription: d\n---\n" + "Do the step.\n" * 500, encoding="utf-8"
     )
     for i in range(60):
-        (big / "references" / f"{i:02d}-{'r' * 100}.md").write_text("r\n" * 2000, "utf-8")
+        (big / "references" / f"{i:02d}-{'r' * 100}.md").write_text(
+            "r\n" * (i == 0) * 2000, "utf-8"
+        )
     (big / "scripts" / "loud.py").write_text(
         "import sys\nprint('o' * 5000)\nprint('e' * 5000, file=sys.stderr)\n", encoding="utf-8"
     )
     work = tmp_path / "work"
     (work / "many").mkdir(parents=True)
-    for i in range(200):
+    for i in range(40):
         (work / "many" / f"file-{i:03d}.txt").write_text("needle\n" * 50, encoding="utf-8")
     (work / LONG_DIR).mkdir(parents=True)
     (work / LONG_DIR / "edit.txt").write_text("old marker\n", encoding="utf-8")
