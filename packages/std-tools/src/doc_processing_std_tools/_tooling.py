@@ -1,20 +1,25 @@
-"""Glue shared by the MCP layers: turn our errors into messages the client can read, and
-hold every answer (and every error message) to the output limit."""
+"""Glue shared by the MCP layers: turn our errors into messages the client can read, hold
+every answer (and every error message) to the output limit, and hand a JSON answer to the
+client twice: as the text block and as structured content described by an output schema."""
 
 from __future__ import annotations
 
 import errno
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import ConfigDict
+from pydantic.config import JsonDict
 
-from ._text import limit_output, truncate, wire_safe
+from ._text import TRUNCATED_KEY, limit_output, truncate, wire_safe
 from .config import get_settings
 from .errors import StdToolsError
 
-__all__ = ["describe_os_error", "limited", "tool_errors"]
+__all__ = ["answer_config", "describe_os_error", "json_answer", "limited", "tool_errors"]
 
 # The SDK puts "Error executing tool <name>: " before an error message; this much of the
 # limit is left for it (the longest tool name is well under 40 characters).
@@ -29,6 +34,61 @@ def limited(text: str, *, hint: str = "") -> str:
     whatever the logic below it produced.
     """
     return wire_safe(limit_output(text, get_settings().output_truncation_limit, hint=hint))
+
+
+def answer_config(*complete: str) -> ConfigDict:
+    """The pydantic settings of a JSON tool's answer type (a ``TypedDict``), from which
+    the SDK derives the tool's output schema; field docstrings become its descriptions.
+
+    Any top-level field may be missing from an answer cut to the output limit: when not
+    even the emptied fields fit, only ``truncated`` is left. So the answer type itself
+    requires nothing (``total=False``), and the schema states the rule a client can rely
+    on: an answer without ``truncated`` has every field named in `complete`. Without
+    `complete` (for the records inside an answer, which keep their fields when cut), no
+    rule is added.
+    """
+    if not complete:
+        return ConfigDict(use_attribute_docstrings=True)
+    required = list(complete)
+
+    def add_rule(schema: JsonDict) -> None:
+        schema["if"] = {"not": {"required": [TRUNCATED_KEY]}}
+        schema["then"] = {"required": list(required)}
+
+    return ConfigDict(use_attribute_docstrings=True, json_schema_extra=add_rule)
+
+
+def _wire_safe_tree(value: Any) -> Any:
+    """`value` (parsed JSON) with every string, keys included, made safe to send."""
+    if isinstance(value, str):
+        return wire_safe(value)
+    if isinstance(value, list):
+        return [_wire_safe_tree(item) for item in value]
+    if isinstance(value, dict):
+        return {wire_safe(key): _wire_safe_tree(item) for key, item in value.items()}
+    return value
+
+
+def json_answer(text: str) -> CallToolResult:
+    """A JSON tool's answer: `text` (already held to the output limit by `limited` or the
+    tool's own fitting) as the one text block, and the object it spells as structured
+    content, so both always say the same.
+
+    Below about 30 characters of limit not even a JSON object with a note fits and the text
+    is cut like plain text; the structured content is then ``{"truncated": text}``. A lone
+    surrogate that the text carries as a ``\\udcxx`` escape (a file name that is not
+    UTF-8) becomes U+FFFD in the structured content, which must be sendable as UTF-8.
+    """
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        payload = {TRUNCATED_KEY: text}
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=_wire_safe_tree(payload),
+    )
 
 
 def _error_text(message: str) -> str:

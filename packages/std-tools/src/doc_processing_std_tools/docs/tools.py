@@ -4,19 +4,112 @@ Each tool is a few lines of glue around `api`, run in a worker process by `worke
 hostile document can exhaust neither the server's memory nor its time, and a call the
 client cancels is stopped); the workspace and the limits are read from the settings at
 call time and travel with the call.
+
+get_file_overview and search_document answer with a JSON object: the client gets it as the
+text block and as structured content, described by the tool's output schema
+(`DocumentOverview`, `DocumentMatches`). read_document and extract_tables answer with text.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Required
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import Field
+from mcp.types import CallToolResult
+from pydantic import Field, with_config
+from typing_extensions import TypedDict
 
-from .._tooling import limited, tool_errors
+from .._tooling import answer_config, json_answer, limited, tool_errors
 from .worker import run_tool
 
-__all__ = ["register_docs_tools"]
+__all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_docs_tools"]
+
+
+@with_config(answer_config("path", "format", "size_bytes", "file_modified"))
+class DocumentOverview(TypedDict, total=False):
+    """The answer of get_file_overview. The fields after the first four depend on the
+    format; others than those described here may appear (such as a CSV file's
+    ``columns``), and a list cut to the output limit is followed by ``<name>_cut``."""
+
+    path: str
+    """The document's path relative to the workspace."""
+    format: str
+    """``pdf``, ``docx``, ``xlsx``, ``csv``, ``html``, ``markdown`` or ``text``."""
+    size_bytes: int
+    """The file's size in bytes."""
+    file_modified: str
+    """The file's modification time, ISO 8601 in UTC."""
+    page_count: int
+    """A PDF's number of pages."""
+    sheet_count: int
+    """A workbook's number of sheets."""
+    section_count: int
+    """A DOCX, HTML or Markdown document's number of sections (a heading and its text)."""
+    line_count: int
+    """A text file's number of lines."""
+    row_count: int
+    """A CSV file's number of data rows."""
+    column_count: int
+    """A CSV file's number of columns."""
+    metadata: dict[str, Any]
+    """The metadata the document records (title, author, dates, ...)."""
+    outline: list[dict[str, Any]]
+    """Headings, sheets with their used ranges, or each page's first line."""
+    preview: str
+    """The beginning of the document's text."""
+    note: str
+    """Something the overview could not do, and how to get it another way."""
+    truncated: str
+    """Present when the answer was cut to the output limit: what was left out."""
+
+
+@with_config(answer_config())
+class DocumentMatch(TypedDict, total=False):
+    """One match, with where it is; the place fields depend on the format."""
+
+    text: Required[str]
+    """The matching line or cell (long ones end in "…")."""
+    page: int
+    """PDF: the page number."""
+    line: int
+    """PDF: the line on the page; text: the line in the file."""
+    sheet: str
+    """XLSX: the sheet's name."""
+    cell: str
+    """XLSX: the cell, such as ``B7``."""
+    row: int
+    """CSV: the data row (1 is the first row after the header)."""
+    column: str
+    """CSV: the column's name (``#N`` when it has none)."""
+    section: int
+    """DOCX, HTML, Markdown: the section number, as the overview's outline numbers them."""
+    heading: str
+    """DOCX, HTML, Markdown: the section's heading (empty before the first heading)."""
+
+
+@with_config(answer_config("path", "query", "count", "matches"))
+class DocumentMatches(TypedDict, total=False):
+    """The answer of search_document."""
+
+    path: str
+    """The document's path relative to the workspace."""
+    query: str
+    """The text or regular expression that was looked for."""
+    count: int
+    """How many matches are listed."""
+    matches: list[DocumentMatch]
+    """The matches, in document order."""
+    stopped: str
+    """Present when more matches exist than max_results allowed."""
+    pages_without_text: list[int]
+    """PDF pages without a text layer (probably scanned), which could not be searched."""
+    note: str
+    """What pages_without_text means for the search."""
+    matches_cut: str
+    """Present when the list of matches was shortened to fit the output limit."""
+    truncated: str
+    """Present when the answer was cut to the output limit: what was left out."""
+
 
 _PATH = "Document path relative to the workspace folder."
 _PAGES = (
@@ -29,8 +122,10 @@ _PAGES = (
 def register_docs_tools(server: MCPServer) -> None:
     """Add the four document tools to `server`."""
 
-    @server.tool(structured_output=False)
-    async def get_file_overview(path: Annotated[str, Field(description=_PATH)]) -> str:
+    @server.tool()
+    async def get_file_overview(
+        path: Annotated[str, Field(description=_PATH)],
+    ) -> Annotated[CallToolResult, DocumentOverview]:
         """Size up a document before reading it, as JSON: format, size, page / sheet /
         section count, metadata (title, author, dates), an outline (headings, sheets with
         their used ranges, or each page's first line) and a short preview.
@@ -40,7 +135,7 @@ def register_docs_tools(server: MCPServer) -> None:
         is reported as such.
         """
         with tool_errors():
-            return limited(await run_tool("get_file_overview", {"path": path}))
+            return json_answer(limited(await run_tool("get_file_overview", {"path": path})))
 
     @server.tool(structured_output=False)
     async def read_document(
@@ -71,7 +166,7 @@ def register_docs_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(await run_tool("extract_tables", arguments))
 
-    @server.tool(structured_output=False)
+    @server.tool()
     async def search_document(
         path: Annotated[str, Field(description=_PATH)],
         query: Annotated[str, Field(description="Text (or regular expression) to find.")],
@@ -79,7 +174,7 @@ def register_docs_tools(server: MCPServer) -> None:
         regex: Annotated[bool, Field(description="Treat query as a regular expression.")] = False,
         ignore_case: bool = True,
         max_results: Annotated[int, Field(description="Most matches to list (1-500).")] = 50,
-    ) -> str:
+    ) -> Annotated[CallToolResult, DocumentMatches]:
         """Find text in a document; JSON list of the matches with where they are: page and
         line (PDF), sheet and cell (XLSX), row and column (CSV), section and heading
         (DOCX, HTML, Markdown) or line (text)."""
@@ -92,4 +187,4 @@ def register_docs_tools(server: MCPServer) -> None:
             "max_results": max_results,
         }
         with tool_errors():
-            return limited(await run_tool("search_document", arguments))
+            return json_answer(limited(await run_tool("search_document", arguments)))

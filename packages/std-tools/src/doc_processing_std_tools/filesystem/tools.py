@@ -2,20 +2,61 @@
 
 Each tool is a few lines of glue around `operations`; the workspace and the limits are
 read from the settings at call time, so a changed configuration applies to the next call.
+
+get_file_info answers with a JSON object: the client gets it as the text block and as
+structured content, described by the tool's output schema (`FileInfo`). The other six
+answer with text only.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import Field
+from mcp.types import CallToolResult
+from pydantic import Field, with_config
+from typing_extensions import TypedDict
 
-from .._tooling import limited, tool_errors
+from .._tooling import answer_config, json_answer, limited, tool_errors
 from . import operations
 from .operations import Workspace
 
-__all__ = ["register_filesystem_tools"]
+__all__ = ["FileInfo", "register_filesystem_tools"]
+
+
+@with_config(answer_config("path", "absolute_path", "type", "modified", "permissions"))
+class FileInfo(TypedDict, total=False):
+    """The answer of get_file_info."""
+
+    path: str
+    """The path relative to the workspace (a link's target when the path is a link)."""
+    absolute_path: str
+    """The absolute path."""
+    type: Literal["file", "directory", "other"]
+    """``file`` (a regular file), ``directory`` or ``other`` (a device, a pipe, ...)."""
+    entries: int
+    """A directory's number of entries."""
+    size_bytes: int
+    """A file's size in bytes."""
+    size: str
+    """The same size for a person, such as ``1.2 MB``."""
+    suffix: str
+    """The file name's suffix in lower case, such as ``.pdf``; empty when it has none."""
+    modified: str
+    """The modification time, ISO 8601 in UTC."""
+    permissions: str
+    """The permissions as ``ls -l`` shows them, such as ``-rw-r--r--``."""
+    symbolic_link_to: str
+    """Present when the path is a symbolic link: its target, relative to the workspace."""
+    within_size_limit: bool
+    """A regular file's: whether the reading tools accept its size."""
+    is_text: bool
+    """A regular file's within the size limit: whether it is UTF-8 text."""
+    line_count: int
+    """A text file's number of lines."""
+    truncated: str
+    """Present when the answer was cut to the output limit: what was left out."""
+
 
 _PATH = "Path relative to the workspace folder, with '/' separators."
 
@@ -119,9 +160,11 @@ def register_filesystem_tools(server: MCPServer) -> None:
                 )
             )
 
-    @server.tool(structured_output=False)
-    def get_file_info(path: Annotated[str, Field(description=_PATH)]) -> str:
+    @server.tool()
+    def get_file_info(
+        path: Annotated[str, Field(description=_PATH)],
+    ) -> Annotated[CallToolResult, FileInfo]:
         """Facts about a file or folder as JSON: type, size, modification time, permissions,
         whether it is text and its line count."""
         with tool_errors():
-            return limited(operations.get_file_info(Workspace.from_settings(), path))
+            return json_answer(limited(operations.get_file_info(Workspace.from_settings(), path)))

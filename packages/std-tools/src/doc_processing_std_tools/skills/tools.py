@@ -3,18 +3,102 @@
 Kept apart from `skills.server` so that a composed server can add the tools without also
 building the standalone `skills_server`. Each tool is a few lines of glue to `actions`;
 the settings are read when a tool is called, never at import time.
+
+list_skills and execute_skill_script answer with a JSON object: the client gets it as the
+text block the contract documents and as structured content, described by the tool's output
+schema (`SkillsListing`, `ScriptRun`). The other three answer with text only.
 """
 
 from __future__ import annotations
 
+from typing import Annotated, Literal, Required
+
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult
+from pydantic import with_config
+from typing_extensions import TypedDict
 
-from .._tooling import limited, tool_errors
+from .._tooling import answer_config, json_answer, limited, tool_errors
 from ..config import get_settings
 from . import actions
 
-__all__ = ["register_skills_tools"]
+__all__ = [
+    "ListedSkill",
+    "ScriptRun",
+    "SkillDiagnosticEntry",
+    "SkillsListing",
+    "register_skills_tools",
+]
+
+
+@with_config(answer_config())
+class ListedSkill(TypedDict, total=False):
+    """One skill of the listing."""
+
+    name: Required[str]
+    """The skill's name, which the other tools take as skill_name."""
+    description: Required[str]
+    """What the skill does and when to use it."""
+    path: Required[str]
+    """The absolute path of its SKILL.md."""
+    directory: str
+    """The absolute path of its folder (left out of a listing cut to the output limit)."""
+    license: str
+    """The frontmatter's license, when it has one."""
+    compatibility: str
+    """The frontmatter's compatibility note, when it has one."""
+    metadata: dict[str, str]
+    """The frontmatter's metadata, values as strings, when it has any."""
+
+
+@with_config(answer_config())
+class SkillDiagnosticEntry(TypedDict, total=False):
+    """A problem found in a skill folder."""
+
+    skill: Required[str]
+    """The skill folder, relative to its skills folder."""
+    level: Required[Literal["warning", "error"]]
+    """``error``: the skill is not listed; ``warning``: it is."""
+    code: Required[str]
+    """A stable identifier such as ``missing_description``."""
+    message: Required[str]
+    """What is wrong and how to fix it."""
+
+
+@with_config(answer_config("skills", "skills_dir", "count"))
+class SkillsListing(TypedDict, total=False):
+    """The answer of list_skills."""
+
+    skills: list[ListedSkill]
+    """The listed skills, sorted by name."""
+    skills_dir: str
+    """The (first) skills folder, as an absolute path."""
+    count: int
+    """How many skills are listed."""
+    skills_dirs: list[str]
+    """Every skills folder, in order, when there are several."""
+    diagnostics: list[SkillDiagnosticEntry]
+    """Problems found; present only when there are some."""
+    note: str
+    """Why nothing could be listed, such as a skills folder that does not exist."""
+    truncated: str
+    """Present when the answer was cut to the output limit: what was left out and how to
+    see it."""
+
+
+@with_config(answer_config("stdout", "stderr", "exit_code"))
+class ScriptRun(TypedDict, total=False):
+    """The answer of execute_skill_script."""
+
+    stdout: str
+    """The script's standard output, cut at the output limit with a visible marker."""
+    stderr: str
+    """Its standard error; ends with the timeout or limit message, if any."""
+    exit_code: int
+    """The exit status; -N when signal N ended it; -1 when the timeout killed it."""
+    truncated: str
+    """Present when the answer was cut to the output limit: what was left out."""
 
 
 def register_skills_tools(server: MCPServer) -> None:
@@ -26,8 +110,8 @@ def register_skills_tools(server: MCPServer) -> None:
     fits DPTTOOLS_OUTPUT_TRUNCATION_LIMIT and says what was cut.
     """
 
-    @server.tool(structured_output=False)
-    async def list_skills() -> str:
+    @server.tool()
+    async def list_skills() -> Annotated[CallToolResult, SkillsListing]:
         """List every Agent Skill: name, description and SKILL.md path, as JSON.
 
         Returns {"skills": [...], "skills_dir": ..., "count": ...}, plus "diagnostics"
@@ -41,7 +125,7 @@ def register_skills_tools(server: MCPServer) -> None:
             catalog = actions.cached(settings)
             if catalog is None:
                 catalog = await anyio.to_thread.run_sync(actions.scan, settings)
-            return catalog.json_within(settings.output_truncation_limit)
+            return json_answer(catalog.json_within(settings.output_truncation_limit))
 
     @server.tool(structured_output=False)
     def load_skill(skill_name: str) -> str:
@@ -66,8 +150,10 @@ def register_skills_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(actions.load_skill_resource(get_settings(), skill_name, resource_path))
 
-    @server.tool(structured_output=False)
-    async def execute_skill_script(skill_name: str, script_path: str, args: str = "") -> str:
+    @server.tool()
+    async def execute_skill_script(
+        skill_name: str, script_path: str, args: str = ""
+    ) -> Annotated[CallToolResult, ScriptRun]:
         """Run a skill's Python script and return {"stdout", "stderr", "exit_code"} as JSON.
 
         script_path is a .py file relative to the skill's folder (for example
@@ -77,8 +163,8 @@ def register_skills_tools(server: MCPServer) -> None:
         """
         with tool_errors():
             settings = get_settings()
-            return limited(
-                await actions.execute_skill_script(settings, skill_name, script_path, args)
+            return json_answer(
+                limited(await actions.execute_skill_script(settings, skill_name, script_path, args))
             )
 
     @server.tool(structured_output=False)
