@@ -119,7 +119,7 @@ class _Fitter:
         ]
         more = len(self.cuts) - len(described)
         if more > 0:
-            described.append(f"{more} more value(s) were shortened")
+            described.append(f"{more} more part(s) were cut")
         return f"{head}: {'; '.join(described)}. {hint}".rstrip()
 
     def cut(self, root: dict[str, Any], excess: int) -> bool:
