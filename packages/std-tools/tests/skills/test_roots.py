@@ -368,3 +368,19 @@ async def test_the_composed_server_over_stdio_takes_a_folder_list_and_a_depth(
         listing = await list_then_load_everything(client)
     assert [s["name"] for s in listing["skills"]] == ["pdf-tools", "report"]
     assert listing["skills_dirs"] == [str(first), str(collection)]
+
+
+def test_more_roots_than_the_cache_used_to_hold_stay_warm(tmp_path: Path) -> None:
+    from doc_processing_std_tools.skills.catalog import SkillCatalog
+
+    roots = tuple(
+        write_skill(tmp_path / f"root-{i:02d}" / f"skill-{i:02d}").parent for i in range(40)
+    )
+    old = time.time() - 60
+    for path in tmp_path.rglob("*"):
+        os.utime(path, (old, old))
+    catalog = SkillCatalog()
+    first = catalog.scan_roots(roots, max_bytes=1 << 20)
+    assert first.count == 40
+    assert catalog.scan_roots(roots, max_bytes=1 << 20) is first
+    assert catalog.peek_roots(roots, max_bytes=1 << 20) is first

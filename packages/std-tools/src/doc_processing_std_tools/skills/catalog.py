@@ -592,6 +592,8 @@ class SkillCatalog:
         self._folders: dict[tuple[Path, int, int], _FolderCache] = {}
         # The last catalog of several roots, with the root catalogs it was built from.
         self._merged: tuple[tuple[Catalog, ...], Catalog] | None = None
+        # How many folders are remembered: every root of the largest list seen fits.
+        self._room = _MAX_CACHED_FOLDERS
 
     def clear(self) -> None:
         """Forget everything read so far; the next scan reads every SKILL.md again."""
@@ -614,6 +616,7 @@ class SkillCatalog:
         The same object comes back while no root changed; with one root this is `scan`.
         """
         with self._lock:
+            self._room = max(self._room, len(roots) + _MAX_CACHED_FOLDERS)
             return self._merge(tuple(self._scan(root, max_bytes, depth) for root in roots))
 
     def peek_roots(
@@ -742,7 +745,7 @@ class SkillCatalog:
 
     def _remember(self, key: tuple[Path, int, int], cache: _FolderCache) -> None:
         self._folders.pop(key, None)
-        while len(self._folders) >= _MAX_CACHED_FOLDERS:
+        while len(self._folders) >= self._room:
             self._folders.pop(next(iter(self._folders)))
         self._folders[key] = cache
 
