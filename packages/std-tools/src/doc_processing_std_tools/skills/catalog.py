@@ -489,8 +489,7 @@ def _follow(path: Path, root: Path, consulted: set[Path]) -> Path:
     (whose own stamp is checked anyway) and the folders above it as far as they were read
     to find `root`: while none of those folders changes (a link cannot be re-pointed, nor
     a folder renamed or replaced, without changing the folder that holds it), `path` leads
-    to the same place. A part that does not exist ends the walk, kept as
-    written.
+    to the same place. A part that does not exist ends the walk, kept as written.
 
     Raises:
         OSError: (errno ``ELOOP``) more than 40 links, as in a loop of links.
