@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
@@ -530,6 +531,7 @@ async def test_with_the_kernel_watching_an_unchanged_listing_stats_no_skill_file
     for index in range(10):
         folder = rich_skill_named(skills, f"kit-{index}")
         assert folder.is_dir()
+    await anyio.sleep(0.3)  # past the moments when a fresh stamp is not trusted
     counted: list[str] = []
     real_stat = os.stat
 
@@ -555,3 +557,35 @@ def rich_skill_named(skills: SkillsFolder, name: str) -> Path:
     (folder / "references" / "b.md").write_text("b\n", "utf-8")
     (folder / "logo.png").write_bytes(b"\x89PNG\r\n")
     return folder
+
+
+@CHANGE_MODES
+async def test_a_skills_tree_swapped_in_above_the_skills_folder_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: bool
+) -> None:
+    """A deployment renames a new tree into place above the skills folder. The new tree
+    shares the old SKILL.md (a hard link, so the catalog sees the same file) but holds a
+    new notes.md: no watched file or folder of the skill changes, yet the listing must."""
+    old = tmp_path / "app" / "skills" / "tool"
+    old.mkdir(parents=True)
+    (old / "SKILL.md").write_text("---\nname: tool\ndescription: D.\n---\n", "utf-8")
+    (old / "notes.md").write_text("old notes\n", "utf-8")
+    new = tmp_path / "next" / "skills" / "tool"
+    new.mkdir(parents=True)
+    os.link(old / "SKILL.md", new / "SKILL.md")
+    (new / "notes.md").write_text("new notes\n", "utf-8")
+    monkeypatch.setenv("DPTTOOLS_SKILLS_DIR", str(tmp_path / "app" / "skills"))
+    reset_settings()
+    await anyio.sleep(0.3)
+    try:
+        async with Client(watched_server(watch)) as client:
+            await list_all(client)
+            await list_all(client)
+            (tmp_path / "app").rename(tmp_path / "previous")
+            (tmp_path / "next").rename(tmp_path / "app")
+            (entry,) = (await list_all(client))[0]
+    finally:
+        reset_settings()
+    digests = {r["uri"]: r["digest"] for r in entry["resources"]}
+    expected = "sha256:" + hashlib.sha256(b"new notes\n").hexdigest()
+    assert digests["skill://tool/notes.md"] == expected

@@ -836,10 +836,8 @@ class SkillPublisher:
         last = None if remembered is None else remembered.last
         if remembered is None or last is None or last.max_bytes != max_bytes:
             return None
-        if last.record is not record and (
-            record.digest is None or last.record.digest != record.digest
-        ):
-            return None  # the catalog read a different SKILL.md
+        if last.record is not record:
+            return None  # the catalog read SKILL.md again: walk the folder again too
         if remembered.watched and self._watch is not None and self._watch.active:
             return last.outcome  # no event since the walk: nothing changed
         if not last.recent and _unchanged(last.checks):

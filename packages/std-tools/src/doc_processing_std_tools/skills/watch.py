@@ -37,6 +37,9 @@ EVERYTHING: Final = "*"
 # IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE,
 # IN_DELETE_SELF, IN_MOVE_SELF: every change to content, metadata or the set of names.
 _MASK: Final = 0x002 | 0x004 | 0x008 | 0x040 | 0x080 | 0x100 | 0x200 | 0x400 | 0x800
+# IN_DELETE_SELF, IN_MOVE_SELF: the skills folder or a folder above it is moved or removed,
+# so every path may now lead to other files without any event on the watched ones.
+_SELF_MASK: Final = 0x400 | 0x800
 _IN_Q_OVERFLOW: Final = 0x4000
 _IN_IGNORED: Final = 0x8000
 
@@ -72,6 +75,10 @@ class FolderWatch:
         self._inotify: Any = None
         self._owners: dict[int, set[str]] = {}
         self._roots: dict[str, int | None] = {}
+        # Paths watched with another mask than every change (the skills folder and those
+        # above it): inotify replaces a path's mask on each add_watch, so a later watch of
+        # the same path keeps these events too.
+        self._masks: dict[str, int] = {}
         if not enabled:
             return
         try:
@@ -94,6 +101,9 @@ class FolderWatch:
                     device = os.stat(skills_dir).st_dev  # noqa: PTH116
                 except OSError:
                     device = None
+                for folder in (skills_dir, *skills_dir.parents):
+                    if not self.watch(str(folder), EVERYTHING, _SELF_MASK):
+                        device = None
             else:
                 logger.info(
                     "skills folder %s is on a %s file system; its changes are checked with "
@@ -104,12 +114,14 @@ class FolderWatch:
             self._roots[key] = device
         return self._roots[key]
 
-    def watch(self, path: str, key: str) -> bool:
-        """Watch `path` on behalf of `key`; False when it cannot be watched."""
+    def watch(self, path: str, key: str, mask: int = _MASK) -> bool:
+        """Watch `path` on behalf of `key` (every change, unless `mask` says otherwise);
+        False when it cannot be watched. `EVERYTHING` as the key makes any event on the
+        path mark every folder as changed."""
         if self._inotify is None:
             return False
         try:
-            wd: int = self._inotify.add_watch(path, _MASK)
+            wd: int = self._inotify.add_watch(path, mask | self._masks.get(path, 0))
         except OSError as exc:
             if exc.errno == 28:  # ENOSPC: the per-user watch limit is reached
                 logger.warning(
@@ -118,6 +130,8 @@ class FolderWatch:
                 )
                 self.close()
             return False
+        if mask != _MASK:
+            self._masks[path] = mask | self._masks.get(path, 0)
         self._owners.setdefault(wd, set()).add(key)
         return True
 
@@ -155,3 +169,4 @@ class FolderWatch:
                 self._inotify.close()
         self._inotify = None
         self._owners.clear()
+        self._masks.clear()
