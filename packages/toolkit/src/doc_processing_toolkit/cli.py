@@ -47,7 +47,7 @@ from .models.test import reply
 from .result import RunResult
 from .skills import SkillsOutcome
 
-__all__ = ["main", "run_result_json", "stream_run"]
+__all__ = ["DryRun", "dry_run", "main", "run_result_json", "stream_run"]
 
 _PREVIEW = 300
 _SPINNER_FRAMES = "|/-\\"
@@ -286,7 +286,6 @@ class DryRun:
     system_prompt: str | None
     tools: list[ToolSpec]
     skills: SkillsOutcome
-
     warnings: list[str]
 
     def to_json(self) -> dict[str, Any]:
@@ -368,6 +367,17 @@ def _approve_from_command_line(request: ApprovalRequest) -> ApprovalDecision:
     )
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpt-agent", description="Run a doc-processing-toolkit agent."
@@ -380,7 +390,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Run one prompt. The answer goes to stdout; the model's thinking, tool "
         "calls, results and warnings go to stderr.",
     )
-    run.add_argument("prompt", help="the prompt; '-' reads it from stdin")
+    run.add_argument(
+        "prompt", nargs="?", help="the prompt; '-' reads it from stdin (not with --dry-run)"
+    )
     run.add_argument("-c", "--config", help="agent YAML file (see the YAML configuration docs)")
     run.add_argument("-m", "--model", help="model, e.g. anthropic:claude-sonnet-5 or test")
     run.add_argument(
@@ -395,7 +407,9 @@ def _parser() -> argparse.ArgumentParser:
         "own (sets model_options.api_key_env)",
     )
     run.add_argument("--instructions", help="system prompt (replaces the configured one)")
-    run.add_argument("--max-turns", type=int, help="most model requests in the run")
+    run.add_argument(
+        "--max-turns", type=_positive_int, help="most model requests in the run (1 or more)"
+    )
     run.add_argument(
         "--approve-all",
         action="store_true",
@@ -512,7 +526,10 @@ def _write_json(data: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``dpt-agent`` entry point; returns the exit status (0 ok, 1 failed, 2 usage)."""
-    options = _parser().parse_args(argv)
+    parser = _parser()
+    options = parser.parse_args(argv)
+    if options.command == "run" and options.prompt is None and not options.dry_run:
+        parser.error("run needs a prompt ('-' reads it from stdin), unless --dry-run is given")
     level = {0: logging.WARNING, 1: logging.INFO}.get(options.verbose, logging.DEBUG)
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -527,6 +544,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("dpt-agent: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # Whoever read stdout stopped (`| head`): end quietly, and let nothing be flushed
+        # into the closed pipe at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

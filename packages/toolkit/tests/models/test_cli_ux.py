@@ -12,7 +12,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+import pytest
 
 from .conftest import AnthropicWire, OpenAIWire, StandIn
 
@@ -212,7 +213,7 @@ def skills_config(tmp_path: Path, stand_in: StandIn) -> Path:
 def test_dry_run_prints_the_tools_and_the_system_prompt_and_calls_no_model(
     tmp_path: Path, stand_in: StandIn
 ) -> None:
-    done = dpt_agent("run", "--dry-run", "-c", str(skills_config(tmp_path, stand_in)), "unused")
+    done = dpt_agent("run", "--dry-run", "-c", str(skills_config(tmp_path, stand_in)))
 
     assert done.returncode == 0, done.stderr
     assert stand_in.requests == []  # the model was never contacted
@@ -394,12 +395,23 @@ def test_error_hints_name_the_option_the_yaml_key_or_the_variable(tmp_path: Path
 
     config = tmp_path / "agent.yaml"
     config.write_text("model: test\nmodel_options: {base_url: 'http://x', chunk: 3}\n")
-    unknown: dict[str, Any] = {}
     done = dpt_agent("run", "-c", str(config), "hi")
-    unknown["stderr"] = done.stderr
     assert done.returncode == 1
     assert done.stderr.startswith(
         "dpt-agent: error: model_options.base_url: not an option of the test provider "
         "(its options: script, chunk_size, delay). Also unknown: chunk."
     )
     assert "Traceback" not in done.stderr
+
+
+def test_usage_errors_name_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    from doc_processing_toolkit.cli import main
+
+    with pytest.raises(SystemExit) as raised:
+        main(["run", "-m", "test", "--max-turns", "0", "hi"])
+    assert raised.value.code == 2
+    assert "argument --max-turns: must be 1 or more (got 0)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as raised:
+        main(["run", "-m", "test"])
+    assert raised.value.code == 2
+    assert "run needs a prompt" in capsys.readouterr().err
