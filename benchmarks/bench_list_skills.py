@@ -10,6 +10,9 @@ folder exists next to the repository. Measured, each as the median of several ru
 - ours, library: a fresh SkillCatalog scanning the folder and serialising the list_skills
   JSON (cold), and the same catalog asked again with nothing changed on disk (warm);
 - skills-ref 0.1.1: read_properties on every skill folder (it keeps no cache);
+- the same 1,000 skills laid out three ways, warm list_skills over MCP only: directly in
+  one folder (depth 1), nested as plugins/<plugin>/skills/<skill> in 50 plugins
+  (DPTTOOLS_SKILLS_DEPTH=4), and as 50 skills folders in DPTTOOLS_SKILLS_DIR;
 - over an in-process MCP session: our list_skills tool, cold (cache cleared) and warm,
   and fastmcp 4's SkillsDirectoryProvider answering skills/list with reload=True (it
   reads the folders on every request, the only mode that sees a new skill) and with the
@@ -25,6 +28,8 @@ Apache-2.0 per skill, notion-* skills MIT by Notion Labs), obra-superpowers
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -178,6 +183,49 @@ async def fastmcp_list(folders: list[Path], repeat: int, reload: bool) -> float 
     return total
 
 
+def nest(flat: Path, root: Path, plugins: int) -> Path:
+    """A copy of the skills of `flat` as ``plugins/pNN/skills/<skill>`` under `root`."""
+    for index, folder in enumerate(sorted(flat.iterdir())):
+        shutil.copytree(
+            folder, root / "plugins" / f"p{index % plugins:02d}" / "skills" / folder.name
+        )
+    time.sleep(0.3)
+    return root
+
+
+async def warm_layouts(flat: Path, scratch: Path, repeat: int) -> list[str]:
+    """Warm list_skills over MCP for the same skills in one folder, nested, and spread
+    over 50 folders."""
+    nested = nest(flat, scratch / "nested", 50)
+    plugins = sorted((nested / "plugins").iterdir())
+    layouts = [
+        ("one folder, depth 1", {"DPTTOOLS_SKILLS_DIR": str(flat)}),
+        (
+            "plugins/*/skills/*, depth 4",
+            {"DPTTOOLS_SKILLS_DIR": str(nested), "DPTTOOLS_SKILLS_DEPTH": "4"},
+        ),
+        (
+            "50 folders in DPTTOOLS_SKILLS_DIR, depth 2",
+            {
+                "DPTTOOLS_SKILLS_DIR": os.pathsep.join(str(p) for p in plugins),
+                "DPTTOOLS_SKILLS_DEPTH": "2",
+            },
+        ),
+    ]
+    rows = []
+    for name, environ in layouts:
+        reset_settings(load_settings(environ))
+        async with Client(skills_server) as client:
+
+            async def call() -> object:
+                return await client.call_tool("list_skills", {})
+
+            await call()
+            rows.append(f"| {name} | {await amedian_ms(call, repeat * 5):.3f} |")
+    reset_settings()
+    return rows
+
+
 def cell(value: float | str | None) -> str:
     if value is None:
         return "not installed"
@@ -216,6 +264,9 @@ async def bench(name: str, folders: list[Path], repeat: int) -> list[str]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="runs per cold measurement")
+    parser.add_argument(
+        "--generated-only", action="store_true", help="only the 1,000 generated skills"
+    )
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}; medians in milliseconds")
     print("| dataset | skills | reader | cold ms | warm ms | ratio |")
@@ -224,6 +275,12 @@ async def main() -> None:
         generated = generate(Path(scratch) / "skills", 1000)
         for row in await bench("generated", [generated], args.repeat):
             print(row, flush=True)
+        print("\n| 1,000 generated skills laid out as | warm list_skills over MCP, ms |")
+        print("|---|---|")
+        for row in await warm_layouts(generated, Path(scratch), args.repeat):
+            print(row, flush=True)
+    if args.generated_only:
+        return
     if CORPORA.is_dir():
         for collection in sorted(p for p in CORPORA.iterdir() if p.is_dir()):
             for row in await bench(collection.name, skills_folders(collection), args.repeat):
