@@ -33,9 +33,9 @@ pytestmark = pytest.mark.anyio
 
 CORPORA = Path(__file__).resolve().parents[4].parent / "shared" / "corpora"
 HOW_TO_GET = (
-    f"the real skill collections are not in {CORPORA} (a folder shared/corpora next to "
-    "the repository checkout); docs/testing.md, section 'Real skill collections', says "
-    "how to get them"
+    f"the real skill collections are not in {CORPORA} (a folder shared/corpora next to the "
+    "repository checkout); docs/testing.md, section 'Real skill collections', says how to "
+    "get them"
 )
 
 
