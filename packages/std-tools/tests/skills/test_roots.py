@@ -384,3 +384,21 @@ def test_more_roots_than_the_cache_used_to_hold_stay_warm(tmp_path: Path) -> Non
     assert first.count == 40
     assert catalog.scan_roots(roots, max_bytes=1 << 20) is first
     assert catalog.peek_roots(roots, max_bytes=1 << 20) is first
+
+
+def test_every_diagnostic_of_a_nested_skill_names_its_folder_from_the_root(
+    tmp_path: Path,
+) -> None:
+    from doc_processing_std_tools.skills.catalog import scan_once
+
+    skills = tmp_path / "collection" / "plugins" / "p" / "skills"
+    write_skill(skills / "good")
+    binary = skills / "binary"
+    binary.mkdir()
+    (binary / "SKILL.md").write_bytes(b"---\nname: binary\ndescription: d\n---\n\x00\n")
+    write_skill(skills / "other", name="else")
+    catalog = scan_once(tmp_path / "collection", max_bytes=1 << 20, depth=4)
+    assert [(d.skill, d.code) for d in catalog.diagnostics] == [
+        ("plugins/p/skills/binary", "binary_skill_md"),
+        ("plugins/p/skills/other", "name_mismatch"),
+    ]

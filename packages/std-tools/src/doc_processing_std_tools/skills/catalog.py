@@ -318,8 +318,8 @@ def _cap_descriptions(skills: list[dict[str, Any]], originals: list[str], cap: i
     return cut
 
 
-def _read_diagnostic(folder: Path, code: str, message: str) -> list[SkillDiagnostic]:
-    return [SkillDiagnostic(folder.name, "error", code, message)]
+def _read_diagnostic(where: str, code: str, message: str) -> list[SkillDiagnostic]:
+    return [SkillDiagnostic(where, "error", code, message)]
 
 
 def _missing_note(skills_dir: Path, is_file: bool, voice: Voice) -> str:
@@ -408,14 +408,14 @@ def read_skill(
             target = real_path(skill_md)
         except OSError:
             return None, _read_diagnostic(
-                folder,
+                where,
                 "unreadable",
                 "SKILL.md is a symbolic link that leads into a loop of symbolic links; "
                 "replace it with the file itself.",
             )
         if not target.is_relative_to(root.resolve()):
             return None, _read_diagnostic(
-                folder,
+                where,
                 "outside_skills_dir",
                 f"SKILL.md is a symbolic link to {target}, outside the skills folder {root}; "
                 "skills must live inside the skills folder, so copy the file there instead "
@@ -423,7 +423,8 @@ def read_skill(
             )
     data_or_problem = _read_skill_md(folder, max_bytes, root)
     if isinstance(data_or_problem, SkillDiagnostic):
-        return None, [data_or_problem]
+        problem = data_or_problem
+        return None, [SkillDiagnostic(where, problem.level, problem.code, problem.message)]
     data = data_or_problem
     parsed = read_skill_md_text(data)
     diagnostics = [SkillDiagnostic.of(where, d) for d in parsed.diagnostics]
