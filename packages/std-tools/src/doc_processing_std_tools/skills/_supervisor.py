@@ -3,25 +3,32 @@
 Started by `scripts.run_script` as
 ``python -I -S _supervisor.py STATUS_FD SETTINGS -- CMD...`` (inside bubblewrap when the
 sandbox is on), where SETTINGS is ``name=value`` pairs joined by commas: ``time_limit``,
-``parent`` (the server's pid, left out under bubblewrap) and one per resource limit (``as``,
-``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a few standard modules only
-(no json or pathlib, and their imports), so it starts fast without the site packages, and it
-never writes to standard output or error, which belong to the script.
+``parent`` (the server's pid, left out under bubblewrap), ``folder`` (``DEV:INO``, the
+device and inode of the script's folder as the server checked it), ``folder_fd`` (an open
+descriptor of that folder, passed without bubblewrap only) and one per resource limit
+(``as``, ``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a few standard modules
+only (no json or pathlib, and their imports), so it starts fast without the site packages,
+and it never writes to standard output or error, which belong to the script.
 
 What it does:
 
-1. Becomes a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): every process the script
+1. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
+   under bubblewrap the folder is already the working directory, entered by path. Either
+   way the folder it is in must be the one the server checked (same device and inode);
+   if it is not (a link swapped in on the way), nothing runs and the report says
+   ``stopped=moved``.
+2. Becomes a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): every process the script
    starts, including one that called ``setsid()`` and emptied its environment, is
    re-parented to this process when its own parent dies, instead of escaping to init.
-2. Asks for SIGTERM when the server dies (``PR_SET_PDEATHSIG``), and arms a timer for the
+3. Asks for SIGTERM when the server dies (``PR_SET_PDEATHSIG``), and arms a timer for the
    time limit.
-3. Forks the script: the child resets the signals Python ignores, sets the resource
+4. Forks the script: the child resets the signals Python ignores, sets the resource
    limits (address space, CPU seconds, open files, processes, file size) and execs CMD.
-4. Waits for the script to end, the time limit, or SIGTERM, then kills every process
+5. Waits for the script to end, the time limit, or SIGTERM, then kills every process
    left in its subtree and reaps them until it has no child left: only then is the run
    over, and nothing the script started is running.
-5. Writes its report to STATUS_FD, one ``name=value`` line each: how the script ended
-   (``exit_code`` or ``signal``), or ``stopped`` (``timeout`` or ``terminated``), the CPU
+6. Writes its report to STATUS_FD, one ``name=value`` line each: how the script ended
+   (``exit_code`` or ``signal``), or ``stopped`` (``timeout``, ``terminated`` or ``moved``), the CPU
    seconds it used, and how many leftover processes it had to kill.
 """
 
@@ -154,9 +161,17 @@ def main(argv: list[str]) -> int:
     settings = dict(pair.split("=", 1) for pair in argv[2].split(","))
     time_limit = float(settings.pop("time_limit"))
     parent = settings.pop("parent", None)
+    folder = settings.pop("folder", None)
+    folder_fd = settings.pop("folder_fd", None)
     limits = {name: int(value) for name, value in settings.items()}
     command = argv[4:]
     os.set_inheritable(status_fd, False)
+    if folder_fd is not None:
+        os.fchdir(int(folder_fd))
+        os.close(int(folder_fd))
+    if folder is not None and not _in_folder(folder):
+        _report(status_fd, {"stopped": "moved"})
+        return 0
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGALRM, _on_signal)
     status: dict[str, object] = {"subreaper": _prctl(_PR_SET_CHILD_SUBREAPER, 1)}
@@ -182,9 +197,20 @@ def main(argv: list[str]) -> int:
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGALRM})
     status["killed"] = _kill_subtree(child)
+    _report(status_fd, status)
+    return 0
+
+
+def _in_folder(folder: str) -> bool:
+    """True when the working directory is the folder `folder` (``DEV:INO``) names."""
+    here = os.stat(".")  # noqa: PTH116 - pathlib is not imported here, to start fast
+    return f"{here.st_dev}:{here.st_ino}" == folder
+
+
+def _report(status_fd: int, status: dict[str, object]) -> None:
+    """Write the report (one ``name=value`` line each) and close its descriptor."""
     os.write(status_fd, "".join(f"{key}={value}\n" for key, value in status.items()).encode())
     os.close(status_fd)
-    return 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ with or raises a `StdToolsError` whose message says what was wrong and how to fi
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Final
 from xml.sax.saxutils import escape
@@ -23,7 +24,7 @@ from ..errors import (
     NotFoundError,
     StdToolsError,
 )
-from ..paths import check_relative, confine, is_inside
+from ..paths import check_relative, confine, is_inside, names_nothing
 from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord, is_hidden_name
 from .frontmatter import (
     MAX_DESCRIPTION_LENGTH,
@@ -33,7 +34,7 @@ from .frontmatter import (
     parse_skill_md,
 )
 from .lint import template_body
-from .scripts import ScriptPolicy, run_script, split_args
+from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
 from .voice import MODEL, Voice
 
 __all__ = [
@@ -137,11 +138,6 @@ def _skill_relative(record: SkillRecord, relative: str, what: str) -> str:
     text = check_relative(record.directory, relative, what=what)
     # Accept Windows-style separators, as models sometimes write them.
     return record.folder + "/" + text.replace("\\", "/")
-
-
-def _inside_skill(record: SkillRecord, relative: str, what: str) -> Path:
-    """Resolve `relative` inside the skill's folder; symlinks may not leave its root."""
-    return confine(_root(record), _skill_relative(record, relative, what), what=what)
 
 
 def _no_skill(settings: Settings, skill_name: str, catalog: Catalog | None) -> NotFoundError:
@@ -318,36 +314,80 @@ async def execute_skill_script(
     of at most DPTTOOLS_OUTPUT_TRUNCATION_LIMIT characters.
 
     The script runs under the DPTTOOLS_SCRIPT_* policy (environment, sandbox, limits).
+    The path is walked through `_io` (no link followed by name, none leading out of the
+    skills folder), and what runs is the code of the file that walk opened, in the folder
+    it opened (see `scripts.ScriptFile`): a link swapped in meanwhile changes nothing.
     """
     record = _skill_folder(settings, skill_name)
-    folder = record.directory
-    path = _inside_skill(record, script_path, "script_path")
-    if path.suffix != ".py":
-        raise InvalidArgumentError(
-            f"script_path {script_path!r} is not a Python file; only .py scripts of the "
-            "skill can be run (load_skill lists its files)."
-        )
-    if not path.is_file():
-        raise NotFoundError(
-            f"script_path {script_path!r} does not exist in skill '{skill_name}'; load_skill "
-            "lists the skill's files, with paths relative to its folder."
-        )
     argv = split_args(args)
-    result = await run_script(
-        path,
-        argv,
-        time_limit=settings.sandbox_timeout,
-        # Half the limit each, so that both streams show; the JSON is then held to it.
-        output_limit=max(settings.output_truncation_limit // 2, 1),
-        policy=ScriptPolicy.from_settings(settings),
-        skill_dir=folder,
-    )
+    with ExitStack() as held:
+        script = _open_script(held, settings, record, script_path)
+        result = await run_script(
+            script,
+            argv,
+            time_limit=settings.sandbox_timeout,
+            # Half the limit each, so that both streams show; the JSON is then held to it.
+            output_limit=max(settings.output_truncation_limit // 2, 1),
+            policy=ScriptPolicy.from_settings(settings),
+        )
     return fit_json(
         result.to_payload(),
         settings.output_truncation_limit,
         hint="have the script write long output to a file and read that file instead",
         indent=None,
     )
+
+
+def _open_script(
+    held: ExitStack, settings: Settings, record: SkillRecord, script_path: str
+) -> ScriptFile:
+    """Walk to `script_path` in the skill through `_io`, check it and read it; the
+    descriptors of its folder and of the skill's folder stay open in `held`."""
+    root = _root(record)
+    relative = _skill_relative(record, script_path, "script_path")
+    missing = NotFoundError(
+        f"script_path {script_path!r} does not exist in skill '{record.name}'; load_skill "
+        "lists the skill's files, with paths relative to its folder."
+    )
+    try:
+        skill_dir = _open_skill_dir(held, record)
+        location = held.enter_context(_io.locate(root, relative, what="script_path"))
+    except OSError as exc:
+        if names_nothing(exc):
+            raise missing from None
+        raise
+    if Path(location.name).suffix != ".py":
+        raise InvalidArgumentError(
+            f"script_path {script_path!r} is not a Python file; only .py scripts of the "
+            "skill can be run (load_skill lists its files)."
+        )
+    source, _ = _io.read_at(
+        location,
+        shown=f"script_path {script_path!r}",
+        limit=settings.max_file_size_bytes,
+        missing=missing,
+        folder=InvalidArgumentError(
+            f"script_path {script_path!r} is a folder in skill '{record.name}'; pass the "
+            "path of a .py file in it (load_skill lists the skill's files)."
+        ),
+    )
+    real_root = Path(os.path.realpath(root))
+    return ScriptFile(
+        real_root.joinpath(*location.folders, location.name),
+        source,
+        OpenFolder(real_root.joinpath(*location.folders), location.dir_fd),
+        skill_dir,
+    )
+
+
+def _open_skill_dir(held: ExitStack, record: SkillRecord) -> OpenFolder:
+    """The skill's folder, walked to through `_io` and opened; `held` closes it."""
+    root = _root(record)
+    with _io.locate(root, record.folder, what="skill folder") as location:
+        fd = _io.open_folder(location)
+        held.callback(os.close, fd)
+        real = Path(os.path.realpath(root)).joinpath(*location.folders, location.name)
+    return OpenFolder(real, fd)
 
 
 def render_template(skill_name: str, description: str) -> str:

@@ -15,7 +15,9 @@ start-up, what scripts will run under (a WARNING when ``auto`` finds no usable b
 - the Python installation and virtual environment bound back read-only when they live in
   a hidden folder (pyenv installs under HOME), then the workspace read-write (when
   DPTTOOLS_WORKSPACE_DIR is set) and the skill's folder read-only, in that order, so the
-  skill stays read-only even inside a writable workspace;
+  skill stays read-only even inside a writable workspace. The skill's folder is bound from
+  the descriptor the server opened and checked (``--ro-bind-fd``, bubblewrap 0.5 and
+  later), so a link swapped in for it by name cannot put another folder in its place;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
   off), no capabilities, a new terminal session, and death with the server; the command
   runs as the PID namespace's init (``--as-pid-1``).
@@ -70,6 +72,8 @@ class SandboxStatus:
     """Why bubblewrap cannot be used (None when it can): what is missing or failing."""
     tmpfs_size: bool = False
     """True when this bubblewrap can bound the size of a tmpfs (``--size``, 0.9 and later)."""
+    bind_fd: bool = False
+    """True when this bubblewrap can bind an open folder descriptor (``--ro-bind-fd``)."""
 
 
 def _namespaces(network: bool) -> list[str]:
@@ -128,7 +132,9 @@ def sandbox_status() -> SandboxStatus:
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         usage = b""
-    return SandboxStatus(found, None, tmpfs_size=b"--size" in usage)
+    return SandboxStatus(
+        found, None, tmpfs_size=b"--size" in usage, bind_fd=b"--ro-bind-fd" in usage
+    )
 
 
 def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
@@ -211,6 +217,7 @@ def bwrap_command(
     status: SandboxStatus,
     *,
     skill_dir: Path,
+    skill_dir_fd: int | None = None,
     workdir: Path,
     workspace: Path | None,
     network: bool,
@@ -221,6 +228,10 @@ def bwrap_command(
 
     `skill_dir` is bound read-only, `workspace` (when given) read-write, `workdir` becomes
     the working directory; `also_readable` folders are bound read-only (the supervisor's).
+    With `skill_dir_fd` (an open descriptor of `skill_dir`, which the caller passes on to
+    bubblewrap) and a bubblewrap that can, the folder bound is the one that descriptor
+    holds, whatever the path names by then; bubblewrap closes the descriptor once it is
+    bound.
     """
     assert status.bwrap is not None
     home = Path(os.environ.get("HOME") or Path.home()).resolve()
@@ -247,7 +258,10 @@ def bwrap_command(
         if _under(folder, hidden) or (workspace is not None and _under(folder, [workspace])):
             args += ["--ro-bind", str(folder), str(folder)]
             bound.append(folder)
-    args += ["--ro-bind", str(skill_dir), str(skill_dir)]
+    if skill_dir_fd is not None and status.bind_fd:
+        args += ["--ro-bind-fd", str(skill_dir_fd), str(skill_dir)]
+    else:
+        args += ["--ro-bind", str(skill_dir), str(skill_dir)]
     # The command (the supervisor) is the namespace's init itself: one process fewer per
     # run, every orphan comes to it, and signals from inside cannot kill it.
     args += ["--chdir", str(workdir), *_namespaces(network), "--as-pid-1", "--"]

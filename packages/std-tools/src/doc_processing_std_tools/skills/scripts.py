@@ -3,17 +3,26 @@ nothing of the server's that the script was not given.
 
 A run, step by step:
 
-1. The environment is built from scratch (`script_environment`): PATH, LANG and LC_*,
+1. The script is opened once, without following a link by name (`ScriptFile`, made by
+   the caller through `_io`, or here for a plain path), and its code is read. What runs
+   is that code: the script's interpreter gets it through an inherited descriptor (a
+   sealed memory file) from a few lines of bootstrap (`BOOTSTRAP`), which set
+   ``__file__``, ``sys.argv[0]`` and ``sys.path[0]`` as ``python script.py`` would and run
+   it as ``__main__``. The script's folder, opened during the same walk, is entered by
+   descriptor (without bubblewrap) or checked by device and inode (under it); the skill's
+   folder is bound into bubblewrap from its descriptor. A link swapped in after the check
+   therefore changes nothing: the checked file runs, or nothing does.
+2. The environment is built from scratch (`script_environment`): PATH, LANG and LC_*,
    PYTHONIOENCODING, a fresh HOME and TMPDIR, the run id, DPTTOOLS_WORKSPACE_DIR when it
    is set, and only the server variables named in DPTTOOLS_SCRIPT_ENV. API keys and other
    secrets in the server's environment never reach a script.
-2. With DPTTOOLS_SCRIPT_SANDBOX=auto (bubblewrap works) or bwrap, the run is wrapped in
+3. With DPTTOOLS_SCRIPT_SANDBOX=auto (bubblewrap works) or bwrap, the run is wrapped in
    bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network.
-3. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
+4. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
    the subreaper of everything the script starts, sets the resource limits in the child
    before exec, enforces the timeout, and after the script ends kills whatever it left
    running, before it reports how the script ended.
-4. Output is read as it arrives, and only the part that can be shown is kept, so a script
+5. Output is read as it arrives, and only the part that can be shown is kept, so a script
    that prints without end costs bounded memory. A script that hit a limit gets a message
    at the end of ``stderr`` naming the limit and its setting.
 
@@ -25,6 +34,7 @@ timeout, the server kills its process group and every process carrying the run i
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import math
 import os
@@ -35,7 +45,8 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -44,14 +55,18 @@ import anyio
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
+from .. import _io
 from .._text import truncate
 from ..config import Settings
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, NotFoundError
 from .sandbox import announce_sandbox, bwrap_command, use_bwrap
 
 __all__ = [
     "BASE_ENV_NAMES",
+    "BOOTSTRAP",
     "RUN_ID_VARIABLE",
+    "OpenFolder",
+    "ScriptFile",
     "ScriptPolicy",
     "ScriptResult",
     "run_script",
@@ -77,6 +92,73 @@ server's last-resort sweep (when the supervisor itself fails) looks for it in /p
 
 BASE_ENV_NAMES: Final = ("PATH", "LANG", "LANGUAGE", "PYTHONIOENCODING")
 """Server variables every script receives (when set), besides every LC_* variable."""
+
+BOOTSTRAP: Final = """\
+def _run():
+    import os, sys
+    fd, path = int(sys.argv[1]), sys.argv[2]
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(fd)
+    del sys.argv[:2]
+    sys.path[0] = os.path.dirname(path)
+    main = sys.modules["__main__"].__dict__
+    loader = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
+    builtins = main["__builtins__"]
+    main.clear()
+    main.update(
+        __name__="__main__", __doc__=None, __package__=None, __loader__=loader,
+        __spec__=None, __annotations__={}, __builtins__=builtins, __file__=path,
+        __cached__=None,
+    )
+    try:
+        code = compile(b"".join(chunks), path, "exec", dont_inherit=True)
+        del chunks
+        exec(code, main)
+    except Exception as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+            tb = tb.tb_next
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        sys.exit(1)
+_run()
+"""
+"""What the script's interpreter runs (``python -c BOOTSTRAP FD PATH ARGS...``).
+
+It reads the script's code from descriptor FD and closes it, then runs the code as
+``__main__`` the way ``python PATH ARGS...`` would: the same ``__file__``, ``sys.argv``,
+``sys.path[0]`` and module globals, a traceback that starts in the script (its own lines
+left out), exit status 1 on an uncaught exception. Nothing of it stays in the script's
+globals."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenFolder:
+    """A folder opened for one run."""
+
+    path: Path
+    """Its absolute path, with no symbolic link in it."""
+    fd: int
+    """An open descriptor of it; whoever opened it closes it after the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptFile:
+    """A script checked and read for one run: what runs is `source`, not the file again.
+
+    Made by whoever checked the path (the skills tools, through `_io`), which keeps the
+    descriptors open for the run.
+    """
+
+    path: Path
+    """The script's absolute path, with no symbolic link in it (``__file__``)."""
+    source: bytes
+    """The code read from the file that was checked."""
+    folder: OpenFolder
+    """The folder holding the script, the walk's last folder: the working directory."""
+    skill_dir: OpenFolder | None = None
+    """The skill's folder, which bubblewrap shows read-only; None: `folder`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,20 +375,66 @@ def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
     return limits
 
 
+@contextmanager
+def _open_path(script: Path) -> Iterator[ScriptFile]:
+    """`script`, given by a caller that trusts the path, opened like a checked script."""
+    real = Path(os.path.realpath(script))
+    shown = f"script {str(real)!r}"
+    with _io.locate(real.parent, real.name, what="script", exact=True) as location:
+        source, _ = _io.read_at(
+            location,
+            shown=shown,
+            limit=sys.maxsize,
+            missing=NotFoundError(f"{shown} does not exist; pass the path of a Python file."),
+            folder=InvalidArgumentError(f"{shown} is a folder; pass the path of a Python file."),
+        )
+        yield ScriptFile(real, source, OpenFolder(real.parent, location.dir_fd))
+
+
+def _source_descriptor(source: bytes) -> int:
+    """A descriptor holding `source`, read from its start; close it after the start.
+
+    A sealed memory file where the system has them (nothing can change it afterwards), an
+    unlinked temporary file elsewhere.
+    """
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("skill-script", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    else:
+        fd, name = tempfile.mkstemp(prefix="dpt-script-")
+        Path(name).unlink()
+    try:
+        view = memoryview(source)
+        while view:
+            view = view[os.write(fd, view) :]
+        if hasattr(os, "memfd_create"):
+            seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals | fcntl.F_SEAL_WRITE)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 @dataclass(frozen=True, slots=True)
 class _Launch:
     """Everything one run needs before its process starts."""
 
-    script: Path
     limits: dict[str, int]
     prefix: list[str]
     """The bubblewrap command line, or [] without bubblewrap."""
     temp_home: str | None
     """The run's own HOME and TMPDIR on the host, without bubblewrap (removed after)."""
+    source_fd: int
+    """The descriptor the bootstrap reads the script's code from (closed after the start)."""
+    settings: dict[str, float | str]
+    """The supervisor's settings besides the time limit."""
+    pass_fds: tuple[int, ...]
+    """Descriptors the supervisor (or bubblewrap) inherits, besides the status pipe."""
 
 
 def _prepare(
-    script: Path, policy: ScriptPolicy, skill_dir: Path | None, time_limit: float
+    script: ScriptFile, policy: ScriptPolicy, skill_dir: Path | None, time_limit: float
 ) -> _Launch:
     """Decide how to run `script` (blocking file-system work: called in a worker thread).
 
@@ -315,20 +443,37 @@ def _prepare(
     """
     announce_sandbox(policy.sandbox)
     bwrap = use_bwrap(policy.sandbox)
-    script = script.resolve()
     limits = _limits(policy, time_limit)
+    folder = os.fstat(script.folder.fd)
+    settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
     if bwrap is None:
-        return _Launch(script, limits, [], tempfile.mkdtemp(prefix="dpt-script-"))
+        # The supervisor enters the folder by this descriptor. Never under bubblewrap: a
+        # descriptor of a host folder would lead out of the sandbox's file system.
+        settings["folder_fd"] = script.folder.fd
+        home = tempfile.mkdtemp(prefix="dpt-script-")
+        source_fd = _source_descriptor(script.source)
+        return _Launch(limits, [], home, source_fd, settings, (script.folder.fd, source_fd))
+    bind_fd: int | None
+    if script.skill_dir is not None:
+        bind_path, bind_fd = script.skill_dir.path, script.skill_dir.fd
+    elif skill_dir is not None:  # named by a caller that trusts the path
+        bind_path, bind_fd = Path(os.path.realpath(skill_dir)), None
+    else:
+        bind_path, bind_fd = script.folder.path, script.folder.fd
     prefix = bwrap_command(
         bwrap,
-        skill_dir=(skill_dir or script.parent).resolve(),
-        workdir=script.parent,
+        skill_dir=bind_path,
+        skill_dir_fd=bind_fd,
+        workdir=script.folder.path,
         workspace=policy.workspace,
         network=policy.network,
         temp_size_bytes=limits["fsize"] * _TEMP_FILES,
         also_readable=[_SUPERVISOR.parent],
     )
-    return _Launch(script, limits, prefix, None)
+    # bubblewrap binds the skill's folder from its descriptor, then closes it.
+    bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
+    source_fd = _source_descriptor(script.source)
+    return _Launch(limits, prefix, None, source_fd, settings, (*bound, source_fd))
 
 
 def _describe_end(
@@ -398,7 +543,7 @@ def _read_status(fd: int) -> dict[str, Any]:
 
 
 async def run_script(
-    script: Path,
+    script: Path | ScriptFile,
     argv: list[str],
     *,
     time_limit: float,
@@ -408,25 +553,46 @@ async def run_script(
 ) -> ScriptResult:
     """Run `script` with `argv` using ``sys.executable``, in the script's folder.
 
-    `policy` (default: `ScriptPolicy()`, the settings' defaults) says what the script may
-    see and use; `skill_dir` (default: the script's folder) is what bubblewrap shows it
-    read-only. Standard input is empty. Nothing the script starts outlives the run. On
+    `script` is a `ScriptFile` its caller checked and opened, or a path the caller trusts
+    (opened here the same way, links resolved first). `policy` (default: `ScriptPolicy()`,
+    the settings' defaults) says what the script may see and use; bubblewrap shows it the
+    `ScriptFile`'s skill folder read-only, or for a path `skill_dir` (default: the script's
+    folder). Standard input is empty. Nothing the script starts outlives the run. On
     timeout the result has ``exit_code`` -1 and a timeout message at the end of
     ``stderr``; a script stopped by a limit gets a message naming it. ``stdout`` and
     ``stderr`` are each cut at `output_limit` characters.
 
     Raises:
         SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
+        InvalidArgumentError: the script's folder was replaced (a symbolic link swapped in)
+            while the run started; nothing ran.
+        NotFoundError, InvalidArgumentError, NotRegularFileError: a `script` path that is
+            missing, a folder, or not a regular file.
     """
+    if isinstance(script, ScriptFile):
+        return await _run_checked(script, argv, time_limit, output_limit, policy, skill_dir)
+    with _open_path(script) as opened:
+        return await _run_checked(opened, argv, time_limit, output_limit, policy, skill_dir)
+
+
+async def _run_checked(
+    script: ScriptFile,
+    argv: list[str],
+    time_limit: float,
+    output_limit: int,
+    policy: ScriptPolicy | None,
+    skill_dir: Path | None,
+) -> ScriptResult:
+    """`run_script` for a script already opened; the descriptors stay its caller's."""
     policy = policy or ScriptPolicy()
     # The first call also probes bubblewrap (a short subprocess): off the event loop.
     launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit)
-    script, limits, temp_home = launch.script, launch.limits, launch.temp_home
+    limits, temp_home = launch.limits, launch.temp_home
     sandboxed = bool(launch.prefix)
     cpu_limit = limits["cpu"]
     run_id = uuid.uuid4().hex
     env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
-    settings: dict[str, float] = {"time_limit": time_limit, **limits}
+    settings: dict[str, float | str] = {"time_limit": time_limit, **launch.settings}
     if not sandboxed:
         settings["parent"] = os.getpid()
     status_read, status_write = os.pipe()
@@ -440,12 +606,15 @@ async def run_script(
         ",".join(f"{name}={value}" for name, value in settings.items()),
         "--",
         sys.executable,
-        str(script),
+        "-c",
+        BOOTSTRAP,
+        str(launch.source_fd),
+        str(script.path),
         *argv,
     ]
     logger.debug(
         "running skill script %s with %d argument(s)%s",
-        script,
+        script.path,
         len(argv),
         " under bubblewrap" if sandboxed else "",
     )
@@ -458,13 +627,13 @@ async def run_script(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            cwd=script.parent,
             env=env,
             start_new_session=True,
-            pass_fds=(status_write,),
+            pass_fds=(status_write, *launch.pass_fds),
         )
     finally:
         os.close(status_write)
+        os.close(launch.source_fd)
 
     async def drain_both() -> None:
         assert process.stdout is not None and process.stderr is not None
@@ -487,7 +656,9 @@ async def run_script(
                 # The supervisor is stuck, or died without a report (killed by someone,
                 # or by the script itself when it runs unsandboxed): sweep what can still
                 # be found of the run before waiting for its output to end.
-                logger.error("the supervisor of skill script %s failed; killing the run", script)
+                logger.error(
+                    "the supervisor of skill script %s failed; killing the run", script.path
+                )
                 _kill_group(process.pid)
                 _kill_marked(run_id)
             with anyio.move_on_after(_REAP_SECONDS):
@@ -521,10 +692,15 @@ async def run_script(
             )
         stderr = f"{stderr}\n{message}" if stderr else message
         return ScriptResult(stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed)
+    if status.get("stopped") == "moved":
+        raise InvalidArgumentError(
+            f"The folder of the script {str(script.path)!r} was replaced (a symbolic link "
+            "swapped in) while the script was being started; nothing ran. Try again."
+        )
     if "stopped" in status:
         timed_out = status["stopped"] == "timeout"
         if timed_out:
-            logger.warning("skill script %s timed out after %s s", script, time_limit)
+            logger.warning("skill script %s timed out after %s s", script.path, time_limit)
             message = (
                 f"Timed out: the script ran longer than {time_limit:g} seconds "
                 "(DPTTOOLS_SANDBOX_TIMEOUT) and was killed with every process it started."
