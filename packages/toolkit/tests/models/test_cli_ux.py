@@ -11,6 +11,7 @@ import pty
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,23 @@ def dpt_agent(
         check=False,
         env={**os.environ, **(env or {})},
     )
+
+
+def in_process(capsys: pytest.CaptureFixture[str], *arguments: str) -> Ran:
+    """`main` of dpt-agent in this process (for the checks of its messages, where
+    starting an interpreter adds nothing but seconds)."""
+    from doc_processing_toolkit.cli import main
+
+    code = main(list(arguments))
+    captured = capsys.readouterr()
+    return Ran(code, captured.out, captured.err)
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 def scripted_config(tmp_path: Path, extra: str = "") -> Path:
@@ -77,7 +95,9 @@ def test_a_scripted_test_model_from_yaml_drives_real_tool_calls_without_a_key(
     assert lines[-1].endswith(" 3 tool calls]")
 
 
-def test_json_prints_the_run_result_and_nothing_else_on_stdout(tmp_path: Path) -> None:
+def test_json_prints_the_run_result_and_nothing_else_on_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     done = dpt_agent("run", "--json", "-c", str(scripted_config(tmp_path)), "go")
 
     assert done.returncode == 0, done.stderr
@@ -104,13 +124,13 @@ def test_json_prints_the_run_result_and_nothing_else_on_stdout(tmp_path: Path) -
     assert result["skills"]["status"] == "no_server"
     assert "[test:model: 3 requests" in done.stderr  # the progress stays on stderr
 
-    quiet = dpt_agent("run", "--json", "-q", "-c", str(scripted_config(tmp_path)), "go")
+    quiet = in_process(capsys, "run", "--json", "-q", "-c", str(scripted_config(tmp_path)), "go")
     assert (quiet.returncode, quiet.stderr) == (0, "")
     assert json.loads(quiet.stdout)["output"] == "Both tools answered."
 
 
-def test_json_leaves_stdout_empty_when_the_run_fails(tmp_path: Path) -> None:
-    done = dpt_agent("run", "--json", "-m", "openai:gpt-5", "hi")
+def test_json_leaves_stdout_empty_when_the_run_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    done = in_process(capsys, "run", "--json", "-m", "openai:gpt-5", "hi")
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.startswith("dpt-agent: error: no OpenAI API key")
@@ -169,8 +189,11 @@ def test_base_url_and_api_key_env_reach_an_anthropic_stand_in(stand_in: StandIn)
     assert done.stderr.splitlines()[-1].startswith("[anthropic:claude-test-1: 1 requests")
 
 
-def test_an_unset_api_key_env_names_the_variable(stand_in: StandIn) -> None:
-    done = dpt_agent(
+def test_an_unset_api_key_env_names_the_variable(
+    stand_in: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = in_process(
+        capsys,
         "run",
         "-m",
         "openai:gpt-test-1",
@@ -228,10 +251,10 @@ def test_dry_run_prints_the_tools_and_the_system_prompt_and_calls_no_model(
 
 
 def test_dry_run_json_holds_the_tool_schemas_and_the_prompt(
-    tmp_path: Path, stand_in: StandIn
+    tmp_path: Path, stand_in: StandIn, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    done = dpt_agent(
-        "run", "--dry-run", "--json", "-c", str(skills_config(tmp_path, stand_in)), "unused"
+    done = in_process(
+        capsys, "run", "--dry-run", "--json", "-c", str(skills_config(tmp_path, stand_in)), "unused"
     )
 
     assert done.returncode == 0, done.stderr
@@ -246,8 +269,10 @@ def test_dry_run_json_holds_the_tool_schemas_and_the_prompt(
     assert stand_in.requests == []
 
 
-def test_dry_run_without_a_key_still_shows_the_setup_and_warns(tmp_path: Path) -> None:
-    done = dpt_agent("run", "--dry-run", "-m", "anthropic:claude-x", "unused")
+def test_dry_run_without_a_key_still_shows_the_setup_and_warns(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    done = in_process(capsys, "run", "--dry-run", "-m", "anthropic:claude-x", "unused")
     assert done.returncode == 0, done.stderr
     assert (
         "warning: the model could not be set up: no Anthropic API key: set the environment "
@@ -318,7 +343,9 @@ def test_no_waiting_line_without_a_terminal_or_with_quiet(tmp_path: Path) -> Non
     assert (code, out, terminal) == (0, "echo: go\n", "")
 
 
-def test_every_unset_variable_is_reported_at_once(tmp_path: Path) -> None:
+def test_every_unset_variable_is_reported_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "agent.yaml"
     config.write_text(
         "model: ${DPT_UX_MODEL}\n"
@@ -328,7 +355,7 @@ def test_every_unset_variable_is_reported_at_once(tmp_path: Path) -> None:
         "    url: ${DPT_UX_URL:-http://127.0.0.1:9/mcp}\n"
         "    headers: {X-Team: '${DPT_UX_TEAM}'}\n"
     )
-    done = dpt_agent("run", "-c", str(config), "hi")
+    done = in_process(capsys, "run", "-c", str(config), "hi")
     assert done.returncode == 1
     assert done.stderr == (
         f"dpt-agent: error: {config}: the configuration uses environment variables that are "
@@ -340,10 +367,12 @@ def test_every_unset_variable_is_reported_at_once(tmp_path: Path) -> None:
     )
 
 
-def test_a_yaml_syntax_error_names_the_file_the_line_and_the_column(tmp_path: Path) -> None:
+def test_a_yaml_syntax_error_names_the_file_the_line_and_the_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "agent.yaml"
     config.write_text("model: test\ntools:\n  - type: mcp_http\n   url: http://x/mcp\n")
-    done = dpt_agent("run", "-c", str(config), "hi")
+    done = in_process(capsys, "run", "-c", str(config), "hi")
     assert done.returncode == 1
     first = done.stderr.splitlines()[0]
     assert first.startswith(f"dpt-agent: error: {config}, line 4, column 4: not valid YAML: ")
@@ -351,7 +380,9 @@ def test_a_yaml_syntax_error_names_the_file_the_line_and_the_column(tmp_path: Pa
     assert "   url: http://x/mcp" in done.stderr  # the line is shown
 
 
-def test_a_server_that_exits_at_once_says_so_with_its_stderr(tmp_path: Path) -> None:
+def test_a_server_that_exits_at_once_says_so_with_its_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "agent.yaml"
     config.write_text(
         "model: test\ntools:\n"
@@ -360,7 +391,7 @@ def test_a_server_that_exits_at_once_says_so_with_its_stderr(tmp_path: Path) -> 
         "  - type: mcp_command\n    command: sh\n    args: [-c, 'exit 3']\n    name: silent\n"
         "    required: false\n"
     )
-    done = dpt_agent("run", "-c", str(config), "hi")
+    done = in_process(capsys, "run", "-c", str(config), "hi")
     assert done.returncode == 1
     assert "server 'db' (mcp_script: python " in done.stderr
     assert "exited before it answered" in done.stderr
@@ -374,20 +405,22 @@ def test_a_server_that_exits_at_once_says_so_with_its_stderr(tmp_path: Path) -> 
         "  - type: mcp_command\n    command: sh\n    args: [-c, 'exit 3']\n    name: silent\n"
         "    required: false\n"
     )
-    done = dpt_agent("run", "-c", str(optional_only), "hi")
+    done = in_process(capsys, "run", "-c", str(optional_only), "hi")
     assert done.returncode == 0, done.stderr
     warning = next(line for line in done.stderr.splitlines() if line.startswith("warning:"))
     assert "server 'silent' (mcp_command: sh -c exit 3) exited before it answered" in warning
     assert "it wrote nothing to stderr" in warning
 
 
-def test_error_hints_name_the_option_the_yaml_key_or_the_variable(tmp_path: Path) -> None:
-    no_model = dpt_agent("run", "hi")
+def test_error_hints_name_the_option_the_yaml_key_or_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_model = in_process(capsys, "run", "hi")
     assert no_model.returncode == 1
     assert "--model" in no_model.stderr and "model: key" in no_model.stderr
     assert "model=" not in no_model.stderr
 
-    no_key = dpt_agent("run", "-m", "claude-sonnet-5", "hi")
+    no_key = in_process(capsys, "run", "-m", "claude-sonnet-5", "hi")
     assert no_key.returncode == 1
     assert "ANTHROPIC_API_KEY" in no_key.stderr
     assert "model_options.api_key_env" in no_key.stderr
@@ -395,7 +428,7 @@ def test_error_hints_name_the_option_the_yaml_key_or_the_variable(tmp_path: Path
 
     config = tmp_path / "agent.yaml"
     config.write_text("model: test\nmodel_options: {base_url: 'http://x', chunk: 3}\n")
-    done = dpt_agent("run", "-c", str(config), "hi")
+    done = in_process(capsys, "run", "-c", str(config), "hi")
     assert done.returncode == 1
     assert done.stderr.startswith(
         "dpt-agent: error: model_options.base_url: not an option of the test provider "

@@ -138,7 +138,7 @@ async def test_a_failed_start_reports_the_server_and_its_stderr(
         await agent.run("go")
     message = str(raised.value)
     assert message.startswith("server 'crasher' (mcp_command: ")
-    assert "failed to connect" in message
+    assert "exited before it answered" in message
     assert "test server: about to fail" in message
     assert "ImportError: no module named x" in message
 
