@@ -276,11 +276,19 @@ def _tree_cpu_seconds(root: int) -> float:
 
 
 @pytest.mark.anyio
-async def test_a_call_the_client_abandons_stops_using_cpu(folder: Path) -> None:
+@pytest.mark.parametrize("route", ["in-memory", "stdio"])
+async def test_a_call_the_client_abandons_stops_using_cpu(folder: Path, route: str) -> None:
     # Reading 20 MiB of shared strings keeps a core busy for many seconds.
     write_heavy_xlsx(folder / "strings.xlsx", 20)
+    write_report_pdf(folder / "report.pdf")
     use(folder)
-    async with Client(docs_server) as client:
+    stdio = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools", "--workspace", str(folder)],
+    )
+    async with Client(stdio if route == "stdio" else docs_server) as client:
+        # The first call starts a worker, so that the abandoned call starts working at once.
+        assert not (await client.call_tool("get_file_overview", {"path": "report.pdf"})).is_error
         with anyio.move_on_after(1.5) as scope:
             await client.call_tool("search_document", {"path": "strings.xlsx", "query": "zz"})
         assert scope.cancelled_caught
@@ -288,6 +296,8 @@ async def test_a_call_the_client_abandons_stops_using_cpu(folder: Path) -> None:
         before = _tree_cpu_seconds(os.getpid())
         await anyio.sleep(1.5)
         used = _tree_cpu_seconds(os.getpid()) - before
+        # The server still answers.
+        assert not (await client.call_tool("get_file_overview", {"path": "report.pdf"})).is_error
     assert used < 0.5, f"{used:.2f} CPU seconds used after the call was abandoned"
 
 
