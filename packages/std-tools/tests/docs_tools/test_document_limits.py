@@ -18,6 +18,7 @@ import json
 import os
 import resource
 import signal
+import subprocess
 import sys
 import time
 import zipfile
@@ -351,3 +352,46 @@ async def test_a_worker_that_dies_between_calls_is_replaced(folder: Path) -> Non
 def test_bad_limit_values_are_configuration_errors(name: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=f"{name}={value!r} {message}"):
         load_settings({name: value})
+
+
+# A worker parses hostile files, so the server trusts nothing it answers: these children
+# speak the worker's protocol (an 8-byte length, then JSON) as a subverted reader might.
+_HOSTILE_WORKERS = {
+    "announces a terabyte": "sys.stdout.buffer.write((1 << 40).to_bytes(8, 'big'))",
+    "sends no JSON": "sys.stdout.buffer.write((5).to_bytes(8, 'big') + b'\\x80abcd')",
+    "sends JSON of another shape": (
+        "sys.stdout.buffer.write((9).to_bytes(8, 'big') + b'[1, 2, 3]')"
+    ),
+}
+
+
+@pytest.mark.parametrize("behaviour", sorted(_HOSTILE_WORKERS))
+def test_a_worker_that_answers_garbage_is_stopped_and_nothing_is_believed(
+    behaviour: str,
+) -> None:
+    from doc_processing_std_tools.docs import worker
+
+    code = f"import sys, time\nsys.stdin.buffer.read(8)\n{_HOSTILE_WORKERS[behaviour]}\n"
+    code += "sys.stdout.buffer.flush()\ntime.sleep(60)\n"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    hostile = worker._Worker(process)
+    start = time.perf_counter()
+    with pytest.raises(worker._WorkerGone) as gone:
+        hostile.exchange(b"request", 1024 * 1024)
+    assert time.perf_counter() - start < 5
+    assert gone.value.how.startswith("stopped: its answer was")
+    assert process.poll() is not None  # killed, not left waiting
+
+
+def test_an_error_answer_can_name_only_our_own_errors() -> None:
+    from doc_processing_std_tools.docs import worker
+
+    for kind in ("SystemExit", "KeyboardInterrupt", "MemoryError", "ConfigError"):
+        raised = worker._error({"error": {"kind": kind, "message": "m"}})
+        expected = ConfigError if kind == "ConfigError" else DocumentError
+        assert type(raised) is expected and str(raised) == "m"

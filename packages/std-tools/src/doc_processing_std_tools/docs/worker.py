@@ -62,6 +62,9 @@ _RETIRE_SHARE = 0.5
 #: the limit (a library may report a failed allocation as a parse error).
 _NEAR_LIMIT_SHARE = 0.8
 
+#: Bytes of an answer besides the tool's text: the error message, the JSON around it.
+_ANSWER_ROOM = 1024 * 1024
+
 _BOOT = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
     "from doc_processing_std_tools.docs.worker import serve; serve()"
@@ -73,12 +76,22 @@ def _send(stream: IO[bytes], data: bytes) -> None:
     stream.flush()
 
 
-def _receive(stream: IO[bytes]) -> bytes | None:
-    """One message, or None when the other side has closed the pipe."""
+class _Oversize(Exception):
+    """A message announces more bytes than the reader accepts."""
+
+
+def _receive(stream: IO[bytes], most: int | None = None) -> bytes | None:
+    """One message, or None when the other side has closed the pipe.
+
+    Raises:
+        _Oversize: the message announces more than `most` bytes (nothing more is read).
+    """
     header = stream.read(_HEADER)
     if len(header) < _HEADER:
         return None
     size = int.from_bytes(header, "big")
+    if most is not None and size > most:
+        raise _Oversize
     data = stream.read(size)
     return data if len(data) == size else None
 
@@ -117,22 +130,32 @@ class _Worker:
         )
         return cls(process)
 
-    def exchange(self, request: bytes) -> dict[str, Any]:
-        """Send `request`, wait for the answer (blocking).
+    def exchange(self, request: bytes, most: int) -> dict[str, Any]:
+        """Send `request`, wait for the answer of at most `most` bytes (blocking).
 
         Raises:
-            _WorkerGone: the worker ended before it answered.
+            _WorkerGone: the worker ended before it answered, or answered with something
+                other than an answer (it is then killed).
         """
         assert self.process.stdin is not None and self.process.stdout is not None
         try:
             _send(self.process.stdin, request)
-            data = _receive(self.process.stdout)
-        except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
+            data = _receive(self.process.stdout, most)
+        except _Oversize:
+            self.stop()
+            raise _WorkerGone("stopped: its answer was too long") from None
+        except (ConnectionError, ValueError, OSError):
             data = None
         if data is None:
             raise _WorkerGone(self._ending())
-        answer: dict[str, Any] = json.loads(data)
-        return answer
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            answer = None
+        if not _well_formed(answer):
+            self.stop()
+            raise _WorkerGone("stopped: its answer was not readable")
+        return dict(answer)
 
     def _ending(self) -> str:
         """How the worker ended, once it has (waiting a moment for it)."""
@@ -216,15 +239,25 @@ class _Pool:
 _pool = _Pool()
 
 
+def _well_formed(answer: object) -> bool:
+    """True for {"text": str, ...} and {"error": {"kind": str, ...}, ...}."""
+    if not isinstance(answer, dict):
+        return False
+    if isinstance(answer.get("text"), str):
+        return True
+    error = answer.get("error")
+    return isinstance(error, dict) and isinstance(error.get("kind"), str)
+
+
 def _error(answer: dict[str, Any]) -> BaseException:
     """The exception a worker's error answer stands for; only our own classes."""
     error = answer["error"]
-    if error["kind"] == "OSError":
-        return OSError(error["errno"], error["strerror"], error["filename"])
+    if error["kind"] == "OSError" and isinstance(error.get("errno"), int):
+        return OSError(error["errno"], str(error.get("strerror")), error.get("filename"))
     kind = getattr(errors, str(error["kind"]), None)
     if not (isinstance(kind, type) and issubclass(kind, errors.StdToolsError)):
         kind = errors.DocumentError
-    return kind(str(error["message"]))
+    return kind(str(error.get("message", "The document could not be read.")))
 
 
 async def run_tool(name: str, arguments: dict[str, Any]) -> str:
@@ -243,6 +276,9 @@ async def run_tool(name: str, arguments: dict[str, Any]) -> str:
     request = pickle.dumps((name, arguments, settings))
     seconds = settings.table_call_seconds + STOP_GRACE_SECONDS if name == "extract_tables" else None
     path = str(arguments.get("path", ""))
+    # An answer is the tool's text (held to the output limit) as JSON: at most six bytes
+    # a character (a \uXXXX escape), plus room for the rest.
+    most = 6 * settings.output_truncation_limit + _ANSWER_ROOM
     reuse = True
     while True:
         worker, new = await _pool.take(settings.doc_workers, reuse)
@@ -250,7 +286,7 @@ async def run_tool(name: str, arguments: dict[str, Any]) -> str:
         try:
             with anyio.fail_after(seconds):
                 answer = await anyio.to_thread.run_sync(
-                    worker.exchange, request, abandon_on_cancel=True
+                    worker.exchange, request, most, abandon_on_cancel=True
                 )
             keep = not answer.get("retire", False)
             break
