@@ -4,10 +4,12 @@ A skill whose script prints one line is run many times through the composed serv
 execute_skill_script tool, over the MCP SDK's in-memory client, with
 DPTTOOLS_SCRIPT_SANDBOX=none and =bwrap, alternately. For scale, the same script is also
 started directly (``python script.py`` as a bare subprocess, without the tool, the
-supervisor or the limits). Medians and means of the wall-clock time are printed, with what
-bubblewrap adds per call and the ratio (the target is at most 30 ms added). Then the same
-three are timed without MCP, by calling `run_script` directly, which shows what the tool
-layer adds. The load average is printed: on a busy machine every number grows.
+supervisor or the limits), and through the bootstrap the tool runs it with (``python -c
+BOOTSTRAP FD PATH``, the code read from a memory file), which shows what running the
+checked file from a descriptor costs. Medians and means of the wall-clock time are
+printed, with what bubblewrap adds per call and the ratio (the target is at most 30 ms
+added). Then the tool's two arms are timed without MCP, by calling `run_script` directly,
+which shows what the tool layer adds. The load average is printed: on a busy machine every number grows.
 
 Run by hand: .venv/bin/python benchmarks/bench_script_sandbox.py [--calls N]
 """
@@ -30,7 +32,7 @@ from mcp.types import TextContent
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.skills.sandbox import sandbox_status
-from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts import BOOTSTRAP, ScriptPolicy, run_script
 
 TARGET_MS = 30.0
 
@@ -65,6 +67,24 @@ def bare_ms(script: Path) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def bootstrap_ms(script: Path) -> float:
+    """`script` started the way the tool starts it, from a descriptor, without the tool."""
+    fd = os.memfd_create("skill-script")
+    try:
+        os.write(fd, script.read_bytes())
+        os.lseek(fd, 0, os.SEEK_SET)
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", BOOTSTRAP, str(fd), str(script)],
+            check=True,
+            capture_output=True,
+            pass_fds=(fd,),
+        )
+        return (time.perf_counter() - started) * 1000
+    finally:
+        os.close(fd)
+
+
 async def run_script_ms(script: Path, mode: str) -> float:
     policy = ScriptPolicy(sandbox="bwrap" if mode == "bwrap" else "none")
     started = time.perf_counter()
@@ -87,7 +107,12 @@ async def main(calls: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         script = make_skill(Path(folder))
         os.environ["DPTTOOLS_SKILLS_DIR"] = str(Path(folder) / "skills")
-        samples: dict[str, list[float]] = {"bare subprocess": [], "none": [], "bwrap": []}
+        samples: dict[str, list[float]] = {
+            "bare subprocess": [],
+            "bare bootstrap": [],
+            "none": [],
+            "bwrap": [],
+        }
         async with Client(make_composed_server()) as client:
             for mode in ("none", "bwrap"):  # warm-up: imports, the bubblewrap probe
                 set_mode(mode)
@@ -95,6 +120,7 @@ async def main(calls: int) -> None:
                     await tool_call_ms(client)
             for _ in range(calls):
                 samples["bare subprocess"].append(bare_ms(script))
+                samples["bare bootstrap"].append(bootstrap_ms(script))
                 for mode in ("none", "bwrap"):
                     set_mode(mode)
                     samples[mode].append(await tool_call_ms(client))
@@ -119,6 +145,10 @@ async def main(calls: int) -> None:
         f"bubblewrap adds {added:.1f} ms per call (median), ratio bwrap/none {bwrap / none:.2f}x"
         f"; target <= {TARGET_MS:.0f} ms: {verdict}"
     )
+    booted = statistics.median(samples["bare bootstrap"]) - statistics.median(
+        samples["bare subprocess"]
+    )
+    print(f"the bootstrap (code from a descriptor) adds {booted:.1f} ms per start (median)")
     direct_added = statistics.median(direct["bwrap"]) - statistics.median(direct["none"])
     print(f"without MCP (run_script): bubblewrap adds {direct_added:.1f} ms per call (median)")
 
