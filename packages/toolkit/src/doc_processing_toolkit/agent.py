@@ -74,6 +74,15 @@ class Agent:
             result (None: no limit).
         skills_timeout: seconds the skills catalog fetch may take on each run.
         connect_timeout: seconds a server may take to start and answer.
+        skills_catalog_budget: the most characters the skill catalog block may take
+            (about four a token). Over it, descriptions are shortened evenly at a word
+            boundary (marked ``…``), then skills are left out from the end, and the block
+            says how many are not shown. None (the default): no limit.
+        skills_stale_after: when the catalog call fails, inject the last catalog fetched
+            from the same server the same way, if it is at most this many seconds old,
+            with a one-line notice that it may be out of date (``RunResult.skills.status``
+            is ``stale``; the WARNING is still logged). None (the default): a failure
+            injects nothing.
         notify_unavailable_servers: tell the model, in one line of the system prompt,
             which optional (``required: false``) servers could not be reached this run.
         approval: tool calls that need approval before they run: an `ApprovalGate`, or a
@@ -98,6 +107,8 @@ class Agent:
         tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         skills_timeout: float = DEFAULT_SKILLS_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        skills_catalog_budget: int | None = None,
+        skills_stale_after: float | None = None,
         notify_unavailable_servers: bool = True,
         approval: ApprovalSetting | None = None,
         name: str | None = None,
@@ -112,6 +123,8 @@ class Agent:
                 "tool_timeout": tool_timeout,
                 "skills_timeout": skills_timeout,
                 "connect_timeout": connect_timeout,
+                "skills_catalog_budget": skills_catalog_budget,
+                "skills_stale_after": skills_stale_after,
                 "notify_unavailable_servers": notify_unavailable_servers,
                 "name": name,
             }
@@ -126,6 +139,8 @@ class Agent:
         self.tool_timeout = settings.tool_timeout
         self.skills_timeout = settings.skills_timeout
         self.connect_timeout = settings.connect_timeout
+        self.skills_catalog_budget = settings.skills_catalog_budget
+        self.skills_stale_after = settings.skills_stale_after
         self.notify_unavailable_servers = settings.notify_unavailable_servers
         self.approval: ApprovalGate | None = resolve_approval(approval)
         self.name = settings.name or "agent"
@@ -330,7 +345,12 @@ class Agent:
             max_turns=self.max_turns,
             tool_timeout=self.tool_timeout,
             gate=self.approval,
-            skills=SkillsOptions(enabled=self.auto_inject_skills, timeout=self.skills_timeout),
+            skills=SkillsOptions(
+                enabled=self.auto_inject_skills,
+                timeout=self.skills_timeout,
+                budget=self.skills_catalog_budget,
+                stale_after=self.skills_stale_after,
+            ),
             notify_unavailable=self.notify_unavailable_servers,
             unmatched_logged=self._unmatched_logged,
         )

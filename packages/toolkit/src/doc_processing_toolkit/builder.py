@@ -88,6 +88,14 @@ class AgentBuilder:
         """Set `Agent(connect_timeout=...)`."""
         return self._set("connect_timeout", seconds)
 
+    def skills_catalog_budget(self, characters: int | None) -> AgentBuilder:
+        """Set `Agent(skills_catalog_budget=...)`."""
+        return self._set("skills_catalog_budget", characters)
+
+    def skills_stale_after(self, seconds: float | None) -> AgentBuilder:
+        """Set `Agent(skills_stale_after=...)`."""
+        return self._set("skills_stale_after", seconds)
+
     def notify_unavailable_servers(self, enabled: bool = True) -> AgentBuilder:
         """Set `Agent(notify_unavailable_servers=...)`."""
         return self._set("notify_unavailable_servers", enabled)

@@ -209,6 +209,12 @@ class AgentConfig(_Strict):
     connect_timeout: Annotated[float, Field(gt=0)] = Field(
         default=DEFAULT_CONNECT_TIMEOUT, description="seconds a server may take to connect"
     )
+    skills_catalog_budget: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="the most characters of the skill catalog block"
+    )
+    skills_stale_after: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="seconds a last good catalog may stand in for a failed one"
+    )
     notify_unavailable_servers: bool = Field(
         default=True,
         description="tell the model in one line which optional servers are unavailable",

@@ -46,6 +46,8 @@ def test_building_gives_the_same_agent_as_the_constructor(
         "tool_timeout": 3.0,
         "skills_timeout": 1.5,
         "connect_timeout": 8.0,
+        "skills_catalog_budget": 4000,
+        "skills_stale_after": 60.0,
         "notify_unavailable_servers": False,
         "approval": {"tools": ["add"], "policy": "deny"},
         "name": "built",

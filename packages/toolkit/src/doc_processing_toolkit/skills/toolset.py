@@ -5,27 +5,34 @@ then, in this order:
 
 1. detects the skills source: the first server, in loaded order, that itself exposes both
    ``list_skills`` and ``load_skill`` (names as the server lists them: the wrapper sits
-   inside the tool prefix);
-2. fetches its catalog (``list_skills``, no argument), within ``skills_timeout``;
-3. renders it as that server's instructions for the run, or, on an empty catalog, hides
-   the server's three activation tools.
+   inside the tool prefix); when no server does, the first server that declared the MCP
+   Skills extension (``io.modelcontextprotocol/skills``) when it connected;
+2. fetches its catalog within ``skills_timeout``: ``list_skills`` (no argument), or every
+   page of ``skills/list``, reused without asking while the server's ``ttlMs`` allows;
+3. renders it as that server's instructions for the run. On an empty catalog it hides the
+   server's three activation tools (tools source); an extension source gets the
+   wrapper's own ``list_skills``, ``load_skill`` and ``load_skill_resource`` (see
+   `skills.extension`), the last two only when there is a skill to load.
 
 It keeps what must outlive a run: the server that was the source last time, so that for a
 server out of process the catalog call starts while the tool lists are still being
-fetched (one round trip instead of two). The agent keeps no skills state of its own.
+fetched (one round trip instead of two), and each extension server's last answer with its
+time to live. The agent keeps no skills state of its own.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 import anyio
 
-from ..tools.base import RunTools, ServerTools
+from ..tools.base import RunTools, ServerTools, ToolServer, ToolSession
 from ..tools.connections import ConnectionPool
+from ..tools.routing import describe_error
 from .catalog import (
     ACTIVATION_TOOLS,
     DETECTION_TOOLS,
@@ -33,10 +40,17 @@ from .catalog import (
     CatalogReplyError,
     SkillsCatalog,
     SkillsOutcome,
+    Source,
     describe_diagnostic,
     has_own_catalog,
     parse_catalog,
-    render_catalog,
+    render_for,
+)
+from .extension import (
+    ExtensionCatalog,
+    declares_extension,
+    fetch_extension_catalog,
+    offer_with_skill_tools,
 )
 
 __all__ = ["SkillsOptions", "SkillsToolset"]
@@ -51,13 +65,27 @@ class SkillsOptions:
     Attributes:
         enabled: auto_inject_skills.
         timeout: skills_timeout, seconds the catalog call may take.
+        budget: skills_catalog_budget, the most characters of the catalog block (None:
+            no limit).
+        stale_after: skills_stale_after, the oldest last good catalog (seconds) that may
+            stand in for one that could not be fetched (None: never).
     """
 
     enabled: bool
     timeout: float
+    budget: int | None = None
+    stale_after: float | None = None
 
 
-Fetch = Callable[[], Awaitable[SkillsCatalog]]
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    """A catalog as had from its source (`extension`: the held ``skills/list`` entries)."""
+
+    catalog: SkillsCatalog
+    extension: ExtensionCatalog | None = None
+
+
+Fetch = Callable[[], Awaitable[_Fetched]]
 
 
 class _CatalogFailure(Exception):
@@ -67,11 +95,11 @@ class _CatalogFailure(Exception):
 def _tools_fetch(offer: ServerTools, timeout: float) -> Fetch:
     """The catalog call of a server that exposes the std-tools skills tools."""
 
-    async def fetch() -> SkillsCatalog:
+    async def fetch() -> _Fetched:
         try:
             with anyio.fail_after(timeout if math.isfinite(timeout) else None):
                 result = await offer.session.call_tool("list_skills", {})
-            return parse_catalog(result)
+            return _Fetched(parse_catalog(result))
         except TimeoutError:
             raise _CatalogFailure(f"list_skills did not answer within {timeout:g} s") from None
         except CatalogReplyError as exc:
@@ -90,7 +118,7 @@ class _EarlyFetch:
         self._fetch = fetch
         self._done = anyio.Event()
         self._scope = anyio.CancelScope()
-        self._catalog: SkillsCatalog | None = None
+        self._catalog: _Fetched | None = None
         self._error: Exception | None = None
 
     async def run(self) -> None:
@@ -107,7 +135,7 @@ class _EarlyFetch:
         """Stop the call if it still runs (its answer is not wanted)."""
         self._scope.cancel()
 
-    async def result(self) -> SkillsCatalog:
+    async def result(self) -> _Fetched:
         """The catalog, or the call's failure raised again."""
         await self._done.wait()
         if self._error is not None:
@@ -117,11 +145,32 @@ class _EarlyFetch:
         return self._catalog
 
 
-def _find_source(servers: tuple[ServerTools, ...]) -> ServerTools | None:
+def _find_source(servers: tuple[ServerTools, ...]) -> tuple[ServerTools, Source] | None:
+    """The seed's rule first (both tools on one server), then the extension."""
     for offer in servers:
         if {tool.name for tool in offer.tools} >= DETECTION_TOOLS:
-            return offer
+            return offer, "tools"
+    for offer in servers:
+        if declares_extension(offer.session):
+            return offer, "extension"
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Good:
+    """The last catalog fetched from a server, how, and when (`time.monotonic()`)."""
+
+    source: Source
+    fetched: _Fetched
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """An extension server's last ``skills/list`` answer, on the session it came by."""
+
+    session: ToolSession
+    fetched: _Fetched
 
 
 class SkillsToolset:
@@ -133,7 +182,9 @@ class SkillsToolset:
 
     def __init__(self, inner: ConnectionPool) -> None:
         self.inner = inner
-        self._last_source: ServerTools | None = None
+        self._last_source: tuple[ServerTools, Source] | None = None
+        self._held: dict[ToolServer, _Held] = {}
+        self._good: dict[ToolServer, _Good] = {}
 
     async def run_tools(
         self, options: SkillsOptions, instructions: str | None, *, notify_unavailable: bool
@@ -178,61 +229,156 @@ class SkillsToolset:
         return result
 
     def _early_fetch(self, options: SkillsOptions) -> _EarlyFetch | None:
-        last = self._last_source
-        if last is None or last.server.in_process or not self.inner.is_live(last.session):
+        if self._last_source is None:
             return None
-        return _EarlyFetch(last, _tools_fetch(last, options.timeout))
+        last, source = self._last_source
+        if last.server.in_process or not self.inner.is_live(last.session):
+            return None
+        held = self._held.get(last.server)
+        if source == "extension" and held is not None and self._fresh(held, last.session):
+            return None  # nothing to ask: the held answer is still good
+        return _EarlyFetch(last, self._fetch(last, source, options.timeout))
+
+    def _last_good(
+        self, server: ToolServer, source: Source, stale_after: float | None
+    ) -> _Good | None:
+        """The last good catalog of `server` by the same `source`, when it may stand in:
+        `stale_after` is set, it is no older than that, and it has skills."""
+        good = self._good.get(server)
+        if (
+            stale_after is None
+            or good is None
+            or good.source != source
+            or not good.fetched.catalog.skills
+            or time.monotonic() - good.at > stale_after
+        ):
+            return None
+        return good
+
+    @staticmethod
+    def _fresh(held: _Held, session: ToolSession) -> bool:
+        extension = held.fetched.extension
+        return (
+            held.session is session and extension is not None and extension.fresh(time.monotonic())
+        )
+
+    def _fetch(self, offer: ServerTools, source: Source, timeout: float) -> Fetch:
+        if source == "tools":
+            return _tools_fetch(offer, timeout)
+        return self._extension_fetch(offer, timeout)
+
+    def _extension_fetch(self, offer: ServerTools, timeout: float) -> Fetch:
+        """Every page of ``skills/list``, or the held answer while its ttl lasts."""
+
+        async def fetch() -> _Fetched:
+            held = self._held.get(offer.server)
+            if held is not None and self._fresh(held, offer.session):
+                return held.fetched
+            try:
+                extension = await fetch_extension_catalog(offer.session, timeout)
+            except TimeoutError:
+                raise _CatalogFailure(f"skills/list did not answer within {timeout:g} s") from None
+            except CatalogReplyError as exc:
+                raise _CatalogFailure(str(exc)) from None
+            except Exception as exc:  # a broken server must never take the run down
+                raise _CatalogFailure(f"skills/list failed: {describe_error(exc)}") from None
+            for reason in extension.skipped:
+                logger.warning(
+                    "skills: server %r: a skills/list entry was left out: %s",
+                    offer.server.name,
+                    reason,
+                )
+            skills = tuple(skill.entry() for skill in extension.skills)
+            fetched = _Fetched(SkillsCatalog(skills), extension)
+            self._held[offer.server] = _Held(offer.session, fetched)
+            return fetched
+
+        return fetch
 
     async def _apply(
         self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None
     ) -> tuple[RunTools, SkillsOutcome]:
-        source = _find_source(tools.servers)
-        self._last_source = source
+        found = _find_source(tools.servers)
+        self._last_source = found
         fetch: Fetch | None = None
         if early is not None:
             if (
-                source is not None
-                and source.server is early.offer.server
-                and source.session is early.offer.session
+                found is not None
+                and found[0].server is early.offer.server
+                and found[0].session is early.offer.session
             ):
                 fetch = early.result
             else:
                 early.cancel()
-        if source is None:
+        if found is None:
             return tools, SkillsOutcome(status="no_server")
+        source, kind = found
         if fetch is None:
-            fetch = _tools_fetch(source, options.timeout)
+            fetch = self._fetch(source, kind, options.timeout)
         name = source.server.name
+        stale_age: float | None = None
         try:
-            catalog = await fetch()
+            fetched = await fetch()
         except _CatalogFailure as exc:
+            good = self._last_good(source.server, kind, options.stale_after)
+            if good is None:
+                warning = (
+                    f"skills: auto-injection failed for server {name!r}: {exc}; running "
+                    "without a skill catalog, all of its tools stay available"
+                )
+                logger.warning("%s", warning)
+                outcome = SkillsOutcome(status="failed", server=name, warning=warning, source=kind)
+                return replace(tools, warnings=(*tools.warnings, warning)), outcome
+            fetched, stale_age = good.fetched, time.monotonic() - good.at
             warning = (
-                f"skills: auto-injection failed for server {name!r}: {exc}; running without "
-                "a skill catalog, all of its tools stay available"
+                f"skills: auto-injection failed for server {name!r}: {exc}; injecting its last "
+                f"good catalog, {stale_age:.0f} s old (skills_stale_after)"
             )
             logger.warning("%s", warning)
-            outcome = SkillsOutcome(status="failed", server=name, warning=warning)
-            return replace(tools, warnings=(*tools.warnings, warning)), outcome
+            tools = replace(tools, warnings=(*tools.warnings, warning))
+        else:
+            at = fetched.extension.fetched_at if fetched.extension else time.monotonic()
+            self._good[source.server] = _Good(kind, fetched, at)
+        catalog = fetched.catalog
         for diagnostic in catalog.diagnostics:
             logger.warning("skills: %s", describe_diagnostic(diagnostic))
+        offer = source
+        if fetched.extension is not None:
+            offer = offer_with_skill_tools(
+                source, fetched.extension, with_loaders=bool(catalog.skills)
+            )
         if not catalog.skills:
-            visible = tuple(t for t in source.tools if t.name not in ACTIVATION_TOOLS)
-            offer = replace(source, tools=visible)
+            hidden = ACTIVATION_TOOLS if kind == "tools" else frozenset()
+            visible = tuple(t for t in offer.tools if t.name not in hidden)
+            offer = replace(offer, tools=visible)
             outcome = SkillsOutcome(
                 status="empty",
                 server=name,
-                hidden_tools=ACTIVATION_TOOLS,
+                hidden_tools=hidden,
                 diagnostics=catalog.diagnostics,
+                source=kind,
             )
         else:
-            block = render_catalog(catalog.skills)
-            offer = replace(source, instructions=block)
+            notice = None
+            if stale_age is not None:
+                notice = (
+                    f"The skills catalog could not be read from server {name!r} in this run; "
+                    f"this is the catalog read {stale_age:.0f} s ago, and it may be out of "
+                    "date."
+                )
+            rendered = render_for(catalog, kind, name, options.budget, notice=notice)
+            offer = replace(offer, instructions=rendered.block)
             outcome = SkillsOutcome(
-                status="injected",
+                status="stale" if stale_age is not None else "injected",
+                stale_age=stale_age,
+                warning=tools.warnings[-1] if stale_age is not None else None,
                 server=name,
-                prompt_block=block,
+                prompt_block=rendered.block,
                 skills=catalog.skills,
                 diagnostics=catalog.diagnostics,
+                source=kind,
+                shortened=rendered.shortened,
+                left_out=rendered.left_out,
             )
         servers = tuple(offer if s is source else s for s in tools.servers)
         return replace(tools, servers=servers), outcome

@@ -1,0 +1,439 @@
+"""Skills from a server that serves the MCP Skills extension (``io.modelcontextprotocol/skills``).
+
+Such a server publishes its skills through ``skills/list`` (every entry: the URI of the
+skill's SKILL.md, its frontmatter, and each file with its SHA-256 digest and size) and
+serves the files through ``resources/read``. It has no tool to load a skill, so the
+skills wrapper offers the model three of its own on that server (inside its tool prefix):
+
+- ``load_skill(uri)``: reads the skill's SKILL.md;
+- ``load_skill_resource(uri)``: reads any other file the skill's entry lists;
+- ``list_skills()``: the whole catalog, for when the prompt shows only part of it.
+
+Every file read is checked against the entry it was listed with (size, then digest; for
+SKILL.md also the frontmatter); anything that does not match is refused with a tool error
+and one WARNING. A skill is identified by its server and its URI, never by its name. Nothing
+from such a server is ever executed: the wrapper offers no tool that runs a script, and a
+script file can only be read as text.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+from xml.sax.saxutils import escape, quoteattr
+
+import anyio
+import yaml
+from mcp import types
+from mcp.types import (
+    BlobResourceContents,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
+from pydantic import TypeAdapter
+
+from ..tools.base import ServerTools, ToolSession
+from .catalog import LOGGER_NAME, CatalogReplyError, SkillEntry
+
+__all__ = [
+    "EXTENSION_ID",
+    "LIST_SKILLS",
+    "LOAD_SKILL",
+    "LOAD_SKILL_RESOURCE",
+    "ExtensionCatalog",
+    "ExtensionSkill",
+    "ExtensionSkillsSession",
+    "declares_extension",
+    "fetch_extension_catalog",
+    "offer_with_skill_tools",
+]
+
+logger = logging.getLogger(LOGGER_NAME)
+
+EXTENSION_ID: Final = "io.modelcontextprotocol/skills"
+"""The identifier a server declares the extension under (its capabilities' extensions)."""
+_MAX_PAGES = 1000
+_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+_MAX_SKILL_FILES = 512
+_MAX_SKILL_BYTES = 16 * 1024 * 1024
+
+
+def declares_extension(session: ToolSession) -> bool:
+    """Whether the server behind `session` declared the Skills extension when it
+    connected (a session that is not an MCP client session never has)."""
+    capabilities = getattr(session, "server_capabilities", None)
+    extensions = getattr(capabilities, "extensions", None)
+    return isinstance(extensions, dict) and EXTENSION_ID in extensions
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    uri: str
+    digest: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionSkill:
+    """One ``skills/list`` entry.
+
+    Attributes:
+        uri: the URI of the skill's SKILL.md.
+        name: ``frontmatter.name``.
+        description: ``frontmatter.description``.
+        frontmatter: the whole frontmatter, as listed.
+        files: each listed file by URI (empty when the server lists its files as
+            ``"dynamic"``: such a skill has no digests to check, so it is not loaded).
+        dynamic: whether the server publishes no file list for the skill.
+    """
+
+    uri: str
+    name: str
+    description: str
+    frontmatter: Mapping[str, Any]
+    files: Mapping[str, _File]
+    dynamic: bool = False
+
+    def entry(self) -> SkillEntry:
+        """The skill as the catalog block shows it."""
+        return SkillEntry(self.name, self.description, uri=self.uri)
+
+
+@dataclass(frozen=True)
+class ExtensionCatalog:
+    """Every page of one ``skills/list`` answer.
+
+    Attributes:
+        skills: the entries, in the server's order.
+        ttl: seconds the server lets the answer be reused (``ttlMs``; 0: ask every run).
+        cache_scope: the server's ``cacheScope`` (``public`` or ``private``); the agent's
+            reuse is private to its own session either way.
+        fetched_at: `time.monotonic()` when the answer arrived.
+        skipped: entries left out, each with why (logged once per answer).
+    """
+
+    skills: tuple[ExtensionSkill, ...]
+    ttl: float
+    cache_scope: str
+    fetched_at: float
+    skipped: tuple[str, ...] = ()
+    by_uri: dict[str, ExtensionSkill] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        self.by_uri.update({skill.uri: skill for skill in self.skills})
+
+    def fresh(self, now: float) -> bool:
+        """Whether the answer may still be used instead of asking again."""
+        return now - self.fetched_at < self.ttl
+
+
+def _parse_entry(raw: Any) -> ExtensionSkill:
+    if not isinstance(raw, dict):
+        raise CatalogReplyError("an entry is not an object")
+    uri, front = raw.get("uri"), raw.get("frontmatter")
+    if not isinstance(uri, str) or not isinstance(front, dict):
+        raise CatalogReplyError("an entry lacks a string 'uri' and a 'frontmatter' object")
+    name, description = front.get("name"), front.get("description")
+    if not isinstance(name, str) or not isinstance(description, str):
+        raise CatalogReplyError(f"{uri}: the frontmatter lacks a string name and description")
+    resources = raw.get("resources")
+    if resources == "dynamic":
+        return ExtensionSkill(uri, name, description, front, {}, dynamic=True)
+    if not isinstance(resources, list):
+        raise CatalogReplyError(f"{uri}: 'resources' is neither a list nor \"dynamic\"")
+    files: dict[str, _File] = {}
+    for item in resources:
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("uri"), str)
+            and isinstance(item.get("digest"), str)
+            and isinstance(item.get("size"), int)
+        ):
+            raise CatalogReplyError(f"{uri}: a resource lacks uri, digest or size")
+        files[item["uri"]] = _File(item["uri"], item["digest"], item["size"])
+    if uri not in files:
+        raise CatalogReplyError(f"{uri}: its resources do not list the SKILL.md itself")
+    if len(files) > _MAX_SKILL_FILES or sum(f.size for f in files.values()) > _MAX_SKILL_BYTES:
+        raise CatalogReplyError(f"{uri}: more than 512 files or 16 MiB, the extension's limits")
+    return ExtensionSkill(uri, name, description, front, files)
+
+
+def _seconds(value: Any) -> float:
+    return value / 1000 if isinstance(value, int | float) and value > 0 else 0.0
+
+
+async def fetch_extension_catalog(session: Any, time_limit: float) -> ExtensionCatalog:
+    """Ask for every page of ``skills/list`` within `time_limit` seconds.
+
+    An entry that breaks the extension's rules is left out (and named in `skipped`);
+    the others are kept.
+
+    Raises:
+        CatalogReplyError: a page is not a ``skills/list`` result.
+        TimeoutError: the pages did not all arrive in time.
+        Exception: whatever the session raises (an error answer, a closed connection).
+    """
+    skills: list[ExtensionSkill] = []
+    skipped: list[str] = []
+    ttl = math.inf
+    scope = "public"
+    with anyio.fail_after(time_limit if math.isfinite(time_limit) else None):
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
+            request = types.Request[dict[str, Any], str](method="skills/list", params=params)
+            page = await session.send_request(request, _RESULT)
+            entries = page.get("skills")
+            if not isinstance(entries, list):
+                raise CatalogReplyError("skills/list answered without a 'skills' array")
+            for raw in entries:
+                try:
+                    skills.append(_parse_entry(raw))
+                except CatalogReplyError as exc:
+                    skipped.append(str(exc))
+            ttl = min(ttl, _seconds(page.get("ttlMs")))
+            if page.get("cacheScope") == "private":
+                scope = "private"
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str):
+                break
+    return ExtensionCatalog(
+        skills=tuple(skills),
+        ttl=0.0 if math.isinf(ttl) else ttl,
+        cache_scope=scope,
+        fetched_at=time.monotonic(),
+        skipped=tuple(skipped),
+    )
+
+
+def _tool(name: str, description: str, properties: dict[str, Any]) -> Tool:
+    return Tool(
+        name=name,
+        description=description,
+        input_schema={
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        },
+    )
+
+
+_URI = {"type": "string", "description": "the file's URI, exactly as listed"}
+LOAD_SKILL = _tool(
+    "load_skill",
+    "Load a skill's instructions (its SKILL.md) by the skill's uri from the skills "
+    "catalog. The result also lists the skill's other files.",
+    {"uri": {"type": "string", "description": "the skill's uri from the catalog"}},
+)
+LOAD_SKILL_RESOURCE = _tool(
+    "load_skill_resource",
+    "Read one file of a skill (a reference, a template, a script as text) by its uri, "
+    "as load_skill lists it. Nothing is executed.",
+    {"uri": _URI},
+)
+LIST_SKILLS = _tool(
+    "list_skills",
+    "List every skill of this server: name, uri and description, one per line.",
+    {},
+)
+_LOADERS: Final = (LOAD_SKILL, LOAD_SKILL_RESOURCE)
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def _text(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _frontmatter(text: str) -> Any:
+    if not text.startswith("---"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    try:
+        return yaml.safe_load(text[3:end])
+    except yaml.YAMLError:
+        return None
+
+
+class _Refused(Exception):
+    """A file that is not what its entry says; the message is for the model."""
+
+
+class ExtensionSkillsSession:
+    """A server's session with the wrapper's skill tools added for one run.
+
+    Calls to ``list_skills``, ``load_skill`` and ``load_skill_resource`` (when the wrapper
+    added them) are answered from `catalog` and ``resources/read`` on that server only;
+    every other call goes to the server unchanged.
+
+    Args:
+        inner: the server's session.
+        server_name: the server's name, for messages and the origin tag.
+        catalog: the entries held for this run (reads are checked against them).
+        own: the tool names the wrapper answers.
+    """
+
+    def __init__(
+        self, inner: Any, server_name: str, catalog: ExtensionCatalog, own: frozenset[str]
+    ) -> None:
+        self.inner = inner
+        self._server = server_name
+        self._catalog = catalog
+        self._own = own
+
+    async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
+        """The server's own tools (the wrapper's are offered by the skills step)."""
+        result: ListToolsResult = await self.inner.list_tools(params=params)
+        return result
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        """Answer the wrapper's tools; pass every other call to the server."""
+        if name not in self._own:
+            result: CallToolResult = await self.inner.call_tool(name, arguments)
+            return result
+        args = arguments or {}
+        if name == "list_skills":
+            return _text(self._listing())
+        uri = args.get("uri")
+        if not isinstance(uri, str):
+            return _error(f"{name} needs the file's uri (a string), as the catalog lists it.")
+        try:
+            if name == "load_skill":
+                return _text(await self._load_skill(uri))
+            return _text(await self._load_resource(uri))
+        except _Refused as exc:
+            return _error(str(exc))
+
+    def _listing(self) -> str:
+        lines = [
+            f"{skill.name}\t{skill.uri}\t{skill.description}" for skill in self._catalog.skills
+        ]
+        return "\n".join(lines) or f"server {self._server!r} lists no skills."
+
+    async def _read(self, skill: ExtensionSkill, uri: str) -> bytes:
+        listed = skill.files.get(uri)
+        if listed is None:
+            raise _Refused(
+                f"{uri} is not a file of skill {skill.uri} as server {self._server!r} listed "
+                "it; read only the files load_skill lists."
+            )
+        try:
+            result = await self.inner.read_resource(uri)
+        except Exception as exc:
+            raise _Refused(
+                f"could not read {uri} from server {self._server!r}: {type(exc).__name__}: {exc}"
+            ) from None
+        data = b""
+        for content in result.contents:
+            if isinstance(content, TextResourceContents):
+                data += content.text.encode("utf-8")
+            elif isinstance(content, BlobResourceContents):
+                data += base64.b64decode(content.blob)
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        if len(data) != listed.size or digest != listed.digest:
+            what = (
+                f"{len(data)} bytes instead of the {listed.size} listed"
+                if len(data) != listed.size
+                else "a different SHA-256 digest from the one listed"
+            )
+            logger.warning(
+                "skills: server %r served %s for %s (%s); refused",
+                self._server,
+                uri,
+                what,
+                "the skill changed since it was listed, or the file was tampered with",
+            )
+            raise _Refused(
+                f"refused: {uri} from server {self._server!r} does not match the skills "
+                f"listing ({what}). The skill may have changed on the server since the "
+                "catalog was read; it is not used in this run."
+            )
+        return data
+
+    def _skill(self, uri: str) -> ExtensionSkill:
+        skill = self._catalog.by_uri.get(uri)
+        if skill is None:
+            raise _Refused(
+                f"server {self._server!r} lists no skill at {uri}; use a uri from the "
+                "skills catalog (list_skills lists them all)."
+            )
+        if skill.dynamic:
+            raise _Refused(
+                f"skill {uri} of server {self._server!r} publishes no digests for its files "
+                '("dynamic"), so its content cannot be checked; it is not loaded.'
+            )
+        return skill
+
+    async def _load_skill(self, uri: str) -> str:
+        skill = self._skill(uri)
+        text = (await self._read(skill, uri)).decode("utf-8", errors="replace")
+        if _frontmatter(text) != dict(skill.frontmatter):
+            logger.warning(
+                "skills: server %r served a SKILL.md for %s whose frontmatter differs from "
+                "its listing; refused",
+                self._server,
+                uri,
+            )
+            raise _Refused(
+                f"refused: the frontmatter of {uri} from server {self._server!r} differs "
+                "from the skills listing; it is not used in this run."
+            )
+        others = [f for f in skill.files if f != uri]
+        listing = "\n".join(f"  {escape(f)}" for f in others)
+        return (
+            f"<skill_content name={quoteattr(skill.name)} uri={quoteattr(uri)} "
+            f"server={quoteattr(self._server)}>\n{text}\n</skill_content>\n"
+            f"<skill_resources>\n{listing}\n</skill_resources>\n"
+            "Relative paths in the skill resolve against its uri without /SKILL.md. Read a "
+            "file with load_skill_resource; nothing of this skill is ever executed."
+        )
+
+    async def _load_resource(self, uri: str) -> str:
+        owner = next((s for s in self._catalog.skills if uri in s.files and not s.dynamic), None)
+        if owner is None:
+            raise _Refused(
+                f"{uri} is not a file of any skill server {self._server!r} lists; read only "
+                "the files load_skill lists."
+            )
+        data = await self._read(owner, uri)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return json.dumps(
+                {"uri": uri, "size": len(data), "note": "binary file, not shown as text"}
+            )
+
+
+def offer_with_skill_tools(
+    source: ServerTools, catalog: ExtensionCatalog, *, with_loaders: bool
+) -> ServerTools:
+    """`source` with the wrapper's ``list_skills`` added and, `with_loaders`, its
+    ``load_skill`` and ``load_skill_resource`` (each only when the server has no tool of
+    that name), their calls going through an `ExtensionSkillsSession`."""
+    existing = {tool.name for tool in source.tools}
+    offered = (LIST_SKILLS, *_LOADERS) if with_loaders else (LIST_SKILLS,)
+    added = tuple(tool for tool in offered if tool.name not in existing)
+    own = frozenset(tool.name for tool in added)
+    session = ExtensionSkillsSession(source.session, source.server.name, catalog, own)
+    return ServerTools(
+        server=source.server,
+        session=session,
+        tools=(*source.tools, *added),
+        instructions=source.instructions,
+    )
