@@ -10,11 +10,13 @@ The walk ends with an open descriptor of the last folder and the file's name in 
 
 Reading (`read_at`, `read_bytes`) opens that name relative to the folder descriptor, again
 with ``O_NOFOLLOW``, checks the open file with ``fstat`` (a regular file, not over the
-limit) and reads at most limit + 1 bytes. Writing (`write_atomically`) fills a temporary
-file created through the folder descriptor, then renames it over the name, descriptor to
-descriptor. A link swapped in while a call runs is therefore either walked like any other
-(and refused when it leads out) or makes the ``O_NOFOLLOW`` open fail: the file checked is
-the file read, and nothing is ever created outside the root.
+limit) and reads at most limit + 1 bytes; `open_at` hands the checked descriptor to a
+reader that needs the open file itself (the document libraries). Writing
+(`write_atomically`) fills a temporary file created through the folder descriptor, then
+renames it over the name, descriptor to descriptor. A link swapped in while a call runs
+is therefore either walked like any other (and refused when it leads out) or makes the
+``O_NOFOLLOW`` open fail: the file checked is the file read, and nothing is ever created
+outside the root.
 
 Writers of one file are serialised (`locked`): a lock per file within the process and an
 advisory ``flock`` on the file's folder across processes sharing it. Temporary files carry
@@ -64,6 +66,7 @@ __all__ = [
     "locked",
     "new_file_mode",
     "not_regular",
+    "open_at",
     "open_folder",
     "read_at",
     "read_bytes",
@@ -341,18 +344,17 @@ def _read_upto(fd: int, count: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_at(
+def open_at(
     location: Location,
     *,
     shown: str,
     limit: int,
     missing: StdToolsError,
     folder: StdToolsError,
-    head: int | None = None,
-) -> tuple[bytes, int]:
-    """The bytes of the regular file at `location` and its size, checked on the open file.
-
-    `head` reads only the first that many bytes (the size check still applies).
+) -> tuple[int, os.stat_result]:
+    """Open the regular file at `location` for reading: (descriptor, its status), checked
+    on the open file. The caller closes the descriptor; what it reads from it is the file
+    the checks passed, whatever happens to the name meanwhile.
 
     Raises:
         `missing`: nothing is there. `folder`: it is a folder.
@@ -383,6 +385,28 @@ def read_at(
             raise not_regular(shown)
         if status.st_size > limit:
             raise too_large(shown, status.st_size, limit)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, status
+
+
+def read_at(
+    location: Location,
+    *,
+    shown: str,
+    limit: int,
+    missing: StdToolsError,
+    folder: StdToolsError,
+    head: int | None = None,
+) -> tuple[bytes, int]:
+    """The bytes of the regular file at `location` and its size, checked on the open file.
+
+    `head` reads only the first that many bytes (the size check still applies). Raises
+    what `open_at` raises, and `FileTooLargeError` when the file grew over `limit`.
+    """
+    fd, status = open_at(location, shown=shown, limit=limit, missing=missing, folder=folder)
+    try:
         data = _read_upto(fd, limit + 1 if head is None else min(head, limit + 1))
         if len(data) > limit:  # it grew after the check
             raise too_large(shown, len(data), limit)

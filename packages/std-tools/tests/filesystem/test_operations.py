@@ -136,15 +136,19 @@ def test_read_file_names_missing_files_and_folders(ws: Workspace, root: Path) ->
     )
 
 
-def test_existing_file_returns_the_real_path_and_the_size(ws: Workspace, root: Path) -> None:
+def test_existing_file_keeps_the_real_file_open_with_its_path_and_size(
+    ws: Workspace, root: Path
+) -> None:
     (root / "data").mkdir()
     (root / "data" / "exact.txt").write_bytes(b"a" * ws.max_file_bytes)
     (root / "link.txt").symlink_to(root / "data" / "exact.txt")
-    assert ops.existing_file(ws, "link.txt", head=2) == (
-        root / "data" / "exact.txt",
-        ws.max_file_bytes,
-        b"aa",
-    )
+    with ops.existing_file(ws, "link.txt") as (path, fd, status):
+        (root / "data" / "exact.txt").unlink()  # the open file stays readable
+        assert path == root / "data" / "exact.txt"
+        assert status.st_size == ws.max_file_bytes
+        assert os.pread(fd, 2, 0) == b"aa"
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed after the block
 
 
 def test_paths_outside_the_workspace_are_refused(ws: Workspace, root: Path, outside: Path) -> None:

@@ -123,9 +123,8 @@ def get_file_overview(ws: Workspace, path: str) -> str:
     Bounded work: a PDF is looked at through its first `pdf.OVERVIEW_PAGES` pages, an
     XLSX through the used ranges its sheets record and the first rows of one sheet.
     """
-    source = open_source(ws, path)
-    with _reading(source):
-        modified = datetime.fromtimestamp(source.path.stat().st_mtime, UTC)
+    with open_source(ws, path) as source, _reading(source):
+        modified = datetime.fromtimestamp(source.modified, UTC)
         result: dict[str, object] = {
             "path": source.name,
             "format": source.format,
@@ -192,8 +191,7 @@ def read_document(ws: Workspace, path: str, pages: str = "") -> str:
     (CSV) or lines (text). Output stops at the output limit with a marker naming the
     `pages` value that reads on.
     """
-    source = open_source(ws, path)
-    with _reading(source), ExitStack() as stack:
+    with open_source(ws, path) as source, _reading(source), ExitStack() as stack:
         chunks = _units(source, pages, stack)
         with _closed_after(chunks) as drawn:
             return assemble(
@@ -268,8 +266,7 @@ def extract_tables(ws: Workspace, path: str, pages: str = "", format: str = "mar
     if format not in ("markdown", "csv"):
         raise InvalidArgumentError(f"format must be 'markdown' or 'csv', not {format!r}.")
     style: TableFormat = "csv" if format == "csv" else "markdown"
-    source = open_source(ws, path)
-    with _reading(source), ExitStack() as stack:
+    with open_source(ws, path) as source, _reading(source), ExitStack() as stack:
         chunks: Iterator[Chunk]
         note = ""
         # Characters kept free for the cut note: it names at most every selected page
@@ -350,8 +347,12 @@ def search_document(
     # readers hand over every line or cell and the bounded matcher filters them.
     bounded = BoundedRegex(query, ignore_case=ignore_case, what="query") if regex else None
     match = _every if bounded else _plain_matcher(query, ignore_case)
-    source = open_source(ws, path)
-    with _reading(source), bounded or contextlib.nullcontext(), ExitStack() as stack:
+    with (
+        open_source(ws, path) as source,
+        _reading(source),
+        bounded or contextlib.nullcontext(),
+        ExitStack() as stack,
+    ):
         found: Iterator[dict[str, object]]
         no_text: list[int] = []
         if source.format == "pdf":

@@ -8,7 +8,6 @@ minutes on one densely ruled page, runs under a time bound per page and per call
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import threading
 import time
@@ -55,7 +54,8 @@ def _refusal(source: Source, pdfium: Any) -> DocumentError:
     raw API, which tells the two cases apart.
     """
     raw = pdfium.raw
-    handle = raw.FPDF_LoadDocument(os.fsencode(source.path) + b"\x00", None)
+    data = source.read_all()
+    handle = raw.FPDF_LoadMemDocument(data, len(data), None)
     if handle:
         raw.FPDF_CloseDocument(handle)
         return DocumentError(f"{source.name!r} is a PDF without any page.")
@@ -90,7 +90,7 @@ def opened(source: Source) -> Iterator[Any]:
         raise missing_extra("PDF") from exc
     with _PDFIUM_LOCK:
         try:
-            document = pdfium.PdfDocument(source.path)
+            document = pdfium.PdfDocument(source.file(), autoclose=True)
         except pdfium.PdfiumError:
             raise _refusal(source, pdfium) from None
         try:
@@ -318,7 +318,7 @@ def tables(source: Source, pages: list[int], bounds: TableBounds) -> Iterator[Ta
     number = 0
     deadline = time.monotonic() + bounds.call_seconds
     try:
-        with pdfplumber.open(source.path) as document:
+        with source.file() as stream, pdfplumber.open(stream) as document:
             for index, number in enumerate(pages):
                 if number > len(document.pages):
                     # PDFium counted the page, pdfminer's stricter reading of the page tree

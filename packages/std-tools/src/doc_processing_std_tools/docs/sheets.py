@@ -88,7 +88,9 @@ def workbook(source: Source) -> Iterator[Any]:
     from openpyxl.utils.exceptions import InvalidFileException  # type: ignore[import-untyped]
 
     try:
-        book = openpyxl.load_workbook(source.path, read_only=True, data_only=True)
+        # Read-only workbooks read the package as rows are drawn: the stream stays open
+        # for the block (and closes with the workbook).
+        book = openpyxl.load_workbook(source.file(), read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, TypeError) as exc:
         raise DocumentError(
             f"{source.name!r} could not be read as XLSX: the workbook is damaged or "
@@ -132,7 +134,7 @@ def _recorded_sizes(
     the whole sheet; this never does.
     """
     try:
-        with zipfile.ZipFile(source.path) as package:
+        with source.file() as packed, zipfile.ZipFile(packed) as package:
             workbook = ElementTree.fromstring(package.read("xl/workbook.xml"))
             relations = ElementTree.fromstring(package.read("xl/_rels/workbook.xml.rels"))
             targets = {r.get("Id"): r.get("Target", "") for r in relations}

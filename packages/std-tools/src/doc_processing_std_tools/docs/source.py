@@ -1,12 +1,20 @@
 """Find a document inside the workspace, check it, and tell its format.
 
-The file is opened through `_io` (see `filesystem.operations.existing_file`): the checks
-apply to the open file, never to a name a link could be swapped under.
+The file is opened once, through `_io` (see `filesystem.operations.existing_file`), and
+stays open while the call runs: the checks apply to the open file, and every reader (the
+PDF, DOCX and XLSX libraries, the ZIP size check, the text decoder) reads that same open
+file through `Source.file`, never the name, which a link could be swapped under. The
+whole call runs in one process (a document worker, see `worker`), so the file checked
+and the file read are one open file description.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +34,7 @@ __all__ = [
     "MAX_UNPACK_RATIO",
     "Format",
     "Source",
+    "SourceFile",
     "decode_text",
     "missing_extra",
     "open_source",
@@ -69,20 +78,77 @@ _MIN_UNPACKED_CHECK = 16 * 1024 * 1024
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
+class SourceFile(io.RawIOBase):
+    """A read-only, seekable view of an open document's descriptor, with a position of its
+    own (reads are positional, ``pread``), ending where the file ended when it was checked.
+
+    Several views of one descriptor can be open at once (a reader that opens the package
+    twice); closing a view leaves the descriptor open.
+    """
+
+    def __init__(self, fd: int, size: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._size = size
+        self._position = 0
+
+    def readable(self) -> bool:
+        """Always true."""
+        return True
+
+    def seekable(self) -> bool:
+        """Always true."""
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        """Fill `buffer` from the current position; 0 at the end."""
+        count = max(min(len(buffer), self._size - self._position), 0)
+        data = os.pread(self._fd, count, self._position) if count else b""
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move the position, as `io.IOBase.seek`."""
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        if base + offset < 0:
+            raise ValueError("negative seek position")
+        self._position = base + offset
+        return self._position
+
+    def tell(self) -> int:
+        """The current position."""
+        return self._position
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """A document that passed the checks: inside the workspace, present, not empty, not
-    over the size limit, and of a supported format."""
+    over the size limit, and of a supported format; open while its `open_source` block
+    runs."""
 
     path: Path
-    """Absolute, symlink-free path."""
+    """Absolute, symlink-free path where it was found (for names and suffixes only: the
+    file is read through `file`, never by this name)."""
     name: str
     """The path relative to the workspace, as shown to the caller."""
     format: Format
     size: int
-    """Size in bytes."""
-    workspace: Workspace
-    """The workspace the document was found in; `decode_text` reads it again from there."""
+    """Size in bytes, when it was checked."""
+    modified: float
+    """Modification time of the open file (seconds since the epoch)."""
+    fd: int
+    """The open, checked file; valid inside the `open_source` block only."""
+
+    def file(self) -> io.BufferedReader:
+        """A new buffered reader of the checked file, for a library that takes a file
+        object; the caller may close it (the descriptor stays open)."""
+        return io.BufferedReader(SourceFile(self.fd, self.size), buffer_size=256 * 1024)
+
+    def read_all(self) -> bytes:
+        """The whole checked file."""
+        with self.file() as stream:
+            return stream.read()
 
 
 def missing_extra(what: str) -> MissingExtraError:
@@ -101,8 +167,9 @@ def _sniff(head: bytes) -> Format | None:
     return "text"
 
 
-def open_source(ws: Workspace, path: str) -> Source:
-    """Check the document at `path` and tell its format.
+@contextmanager
+def open_source(ws: Workspace, path: str) -> Iterator[Source]:
+    """Check the document at `path`, tell its format, and keep it open for the block.
 
     Raises:
         PathOutsideRootError, NotFoundError, InvalidArgumentError, FileTooLargeError: the
@@ -111,8 +178,15 @@ def open_source(ws: Workspace, path: str) -> Source:
         DocumentError: the file is empty or its content does not match its name.
         UnsupportedFormatError: a format the tools do not read.
     """
-    target, size, head = existing_file(ws, path, head=4096)
+    with existing_file(ws, path) as (target, fd, status):
+        yield _checked(ws, target, fd, status)
+
+
+def _checked(ws: Workspace, target: Path, fd: int, status: os.stat_result) -> Source:
+    """The `Source` of the open file `fd`, once its content matches its name."""
     name = ws.relative(target)
+    size = status.st_size
+    head = os.pread(fd, 4096, 0)
     if size == 0:
         raise DocumentError(f"{name!r} is empty (0 bytes); there is nothing to read.")
     suffix = target.suffix.lower()
@@ -143,12 +217,13 @@ def open_source(ws: Workspace, path: str) -> Source:
             f"{name!r} is not a valid {fmt.upper()} file (it is not a ZIP package); it is "
             f"damaged or another format renamed to {suffix}."
         )
+    source = Source(target, name, fmt, size, status.st_mtime, fd)
     if fmt in ("docx", "xlsx"):
-        _check_unpacked_size(target, name, size, fmt)
-    return Source(path=target, name=name, format=fmt, size=size, workspace=ws)
+        _check_unpacked_size(source)
+    return source
 
 
-def _check_unpacked_size(target: Path, name: str, size: int, fmt: str) -> None:
+def _check_unpacked_size(source: Source) -> None:
     """Refuse an Office package that would unpack to far more than its own size, or to
     more than DPTTOOLS_DOC_MAX_UNPACKED_MB.
 
@@ -156,8 +231,9 @@ def _check_unpacked_size(target: Path, name: str, size: int, fmt: str) -> None:
     sizes the package declares are binding: Python's ZIP reader stops at them, so their
     sum bounds what one pass over the package decompresses.
     """
+    name, size, fmt = source.name, source.size, source.format
     try:
-        with zipfile.ZipFile(target) as package:
+        with source.file() as stream, zipfile.ZipFile(stream) as package:
             unpacked = sum(item.file_size for item in package.infolist())
     except (zipfile.BadZipFile, OSError, ValueError):
         return  # the format reader reports the damage with its own message
@@ -184,7 +260,7 @@ def decode_text(source: Source) -> tuple[str, str]:
     Raises:
         DocumentError: the file holds NUL bytes, so it is binary.
     """
-    _, _, data = existing_file(source.workspace, source.name, head=source.workspace.max_file_bytes)
+    data = source.read_all()
     if _io.is_binary(data):
         raise DocumentError(
             f"{source.name!r} holds binary data, not {source.format} text; it is damaged "

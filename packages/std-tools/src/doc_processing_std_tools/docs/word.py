@@ -22,7 +22,8 @@ def _open(source: Source) -> Any:
     except ImportError as exc:
         raise missing_extra("DOCX") from exc
     try:
-        return docx.Document(str(source.path))
+        with source.file() as stream:
+            return docx.Document(stream)
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise DocumentError(
             f"{source.name!r} could not be read as DOCX: the package is damaged or "

@@ -129,15 +129,15 @@ def _folder(path: str) -> InvalidArgumentError:
     )
 
 
-def existing_file(ws: Workspace, path: str, *, head: int = 0) -> tuple[Path, int, bytes]:
-    """Check that `path` names a regular file within the size limit; read its first bytes.
+@contextlib.contextmanager
+def existing_file(ws: Workspace, path: str) -> Iterator[tuple[Path, int, os.stat_result]]:
+    """Check that `path` names a regular file within the size limit and keep it open for
+    the block: (absolute link-free path, descriptor, status of the open file).
 
-    The file tools and the document tools both start here, so a missing file, a folder,
-    a named pipe or a file over the limit is reported in the same words by either. The
-    checks are made on the open file (see `_io.read_at`).
-
-    Returns:
-        The absolute, link-free path, the file's size in bytes and its first `head` bytes.
+    The document tools start here, so a missing file, a folder, a named pipe or a file
+    over the limit is reported in the same words as by the file tools. The checks are
+    made on the open file (see `_io.open_at`), and whatever reads the descriptor reads
+    that file, even if a link is swapped under its name meanwhile.
 
     Raises:
         PathOutsideRootError, InvalidArgumentError: a bad path, or one that a link leads
@@ -147,17 +147,19 @@ def existing_file(ws: Workspace, path: str, *, head: int = 0) -> tuple[Path, int
             named pipe, a socket or a device, which a reader would wait on forever.
         FileTooLargeError: the file is over `Workspace.max_file_bytes`.
     """
-    target, data, size = _io.read_bytes(
-        ws.root,
-        path,
-        what="path",
-        shown=repr(path),
-        limit=ws.max_file_bytes,
-        missing=_missing(ws, path),
-        folder=_folder(path),
-        head=head,
-    )
-    return target, size, data
+    with _located(ws, path) as location:
+        fd, status = _io.open_at(
+            location,
+            shown=repr(path),
+            limit=ws.max_file_bytes,
+            missing=_missing(ws, path),
+            folder=_folder(path),
+        )
+        target = location.path
+    try:
+        yield target, fd, status
+    finally:
+        os.close(fd)
 
 
 def _read_text(ws: Workspace, location: _io.Location, path: str) -> tuple[str, bool]:
