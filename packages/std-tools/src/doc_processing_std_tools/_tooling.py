@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
@@ -21,6 +22,9 @@ from .errors import StdToolsError
 
 __all__ = ["answer_config", "describe_os_error", "json_answer", "limited", "tool_errors"]
 
+# A JSON escape of a UTF-16 surrogate: only a text holding one can parse to a string that
+# cannot be sent as UTF-8 (a lone surrogate); any other text is sendable as it is.
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 # The SDK puts "Error executing tool <name>: " before an error message; this much of the
 # limit is left for it (the longest tool name is well under 40 characters).
 _SDK_ERROR_PREFIX: Final = 64
@@ -85,10 +89,9 @@ def json_answer(text: str) -> CallToolResult:
         payload = None
     if not isinstance(payload, dict):
         payload = {TRUNCATED_KEY: text}
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=_wire_safe_tree(payload),
-    )
+    elif _SURROGATE_ESCAPE.search(text):
+        payload = _wire_safe_tree(payload)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
 
 
 def _error_text(message: str) -> str:
