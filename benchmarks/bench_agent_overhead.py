@@ -7,7 +7,7 @@ compare:
 - agent: one ``Agent.run`` with the offline TestModel that calls that tool once and then
   answers (sessions already open: connecting is excluded).
 
-The ratio agent / direct is the toolkit's overhead per run; the target is at most 3x.
+The ratio agent / direct is the toolkit's overhead per run; the target is at most 2x.
 
 Run: ``.venv/bin/python benchmarks/bench_agent_overhead.py [--runs N]``
 """
