@@ -9,7 +9,8 @@ BOOTSTRAP FD PATH``, the code read from a memory file), which shows what running
 checked file from a descriptor costs. Medians and means of the wall-clock time are
 printed, with what bubblewrap adds per call and the ratio (the target is at most 30 ms
 added). Then the tool's two arms are timed without MCP, by calling `run_script` directly,
-which shows what the tool layer adds. The load average is printed: on a busy machine every number grows.
+which shows what the tool layer adds. The load average is printed: on a busy machine
+every number grows.
 
 Run by hand: .venv/bin/python benchmarks/bench_script_sandbox.py [--calls N]
 """
