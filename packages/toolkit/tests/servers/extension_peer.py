@@ -37,6 +37,8 @@ class PeerSkills(Extension):
         self.reads: list[str] = []
         self.tamper = False
         self.fail = False
+        self.extra: list[Any] = []
+        """Entries added as they are to the first page (broken ones, "dynamic" ones)."""
 
     def text(self, name: str) -> str:
         return skill_md(name, self.skills[name])
@@ -69,7 +71,8 @@ class PeerSkills(Extension):
         index = int(params.cursor or 0)
         result: dict[str, Any] = {
             "resultType": "complete",
-            "skills": [self.entry(names[index])] if names else [],
+            "skills": ([self.entry(names[index])] if names else [])
+            + (self.extra if index == 0 else []),
             "ttlMs": self.ttl_ms,
             "cacheScope": "private",
         }

@@ -283,6 +283,34 @@ async def test_a_file_that_is_not_listed_is_not_read() -> None:
     assert extension.reads == ["alpha"]
 
 
+async def test_a_broken_entry_is_left_out_with_a_warning_and_hides_no_other(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server, extension = peer.build("mixed", {"alpha": "A."})
+    extension.extra = [
+        {"uri": "skill://broken/SKILL.md", "frontmatter": {"name": "broken"}, "resources": []},
+        {
+            "uri": "skill://live/SKILL.md",
+            "frontmatter": {"name": "live", "description": "Generated on the fly."},
+            "resources": "dynamic",
+        },
+    ]
+    model = TestModel(load_then_read("skill://live/SKILL.md", None))
+    async with Agent(model=model, tools=[server]) as agent:
+        with caplog.at_level(logging.WARNING, logger=SKILLS_LOGGER):
+            result = await agent.run("go")
+    assert [s.name for s in result.skills.skills] == ["alpha", "live"]
+    messages = [r.getMessage() for r in caplog.records if r.name == SKILLS_LOGGER]
+    assert messages == [
+        "skills: server 'mixed': a skills/list entry was left out: skill://broken/SKILL.md: "
+        "the frontmatter lacks a string name and description"
+    ]
+    # A skill without digests is listed but not loaded: its content cannot be checked.
+    (loaded,) = result.tool_calls
+    assert loaded.is_error and '("dynamic")' in loaded.content
+    assert extension.reads == []
+
+
 async def test_same_named_skills_of_two_servers_stay_apart() -> None:
     first, first_ext = peer.build("first", {"alpha": "From the first server."})
     second, second_ext = peer.build("second", {"alpha": "From the second server."})
