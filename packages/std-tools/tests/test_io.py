@@ -113,7 +113,13 @@ def test_every_reader_words_too_large_and_not_regular_the_same_way(tmp_path: Pat
     body = "x" * (LIMIT + 10)
     for place in (workspace / "big.md", folder / "big.md"):
         place.write_text(body, encoding="utf-8")
-    (folder / "SKILL.md").write_text(f"---\nname: big\ndescription: d\n---\n{body}", "utf-8")
+    (folder / "SKILL.md").write_text("---\nname: big\ndescription: d\n---\nx\n", "utf-8")
+    # A skill whose own SKILL.md is too large is left out of the catalog (and so out of
+    # reach of the tools): its diagnostic words the limit the same way.
+    (skills / "huge").mkdir()
+    (skills / "huge" / "SKILL.md").write_text(
+        f"---\nname: huge\ndescription: d\n---\n{body}", "utf-8"
+    )
     os.mkfifo(workspace / "pipe.md")
     os.mkfifo(folder / "pipe.md")
     settings = load_settings(
