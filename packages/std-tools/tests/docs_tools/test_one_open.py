@@ -1,8 +1,8 @@
 """Each tool call opens a PDF or XLSX once: the page or sheet count that checks `pages`
 comes from the same open document that is then read or searched.
 
-The opens are counted at the libraries' entry points (pypdfium2.PdfDocument and
-openpyxl.load_workbook), which still do the real work.
+The opens are counted at the readers' entry points (pypdfium2.PdfDocument and the XLSX
+reader's Workbook), which still do the real work.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import openpyxl
 import pypdfium2  # type: ignore[import-untyped]
 import pytest
 
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.docs import api, sheets
 from doc_processing_std_tools.errors import (
     DocumentError,
     EncryptedDocumentError,
@@ -45,7 +44,7 @@ def pdf_opens(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 @pytest.fixture
 def xlsx_opens(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    return count_calls(monkeypatch, openpyxl, "load_workbook")
+    return count_calls(monkeypatch, sheets, "Workbook")
 
 
 CALLS: dict[str, Callable[[Workspace, str, str], str]] = {

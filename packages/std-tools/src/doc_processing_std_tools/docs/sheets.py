@@ -1,5 +1,5 @@
-"""Spreadsheets: XLSX through openpyxl in read-only (streaming) mode, CSV with the
-standard library. Rows are read as the output needs them, never all at once."""
+"""Spreadsheets: XLSX streamed from its XML (see `xlsx`), CSV with the standard library.
+Rows are read as the output needs them, never all at once."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime, time
 from typing import Any
 from xml.etree import ElementTree
 
 from ..errors import DocumentError, InvalidArgumentError
+from . import xlsx
 from .render import Chunk, markdown_row, markdown_rule, table_to_csv, table_to_markdown
 from .selection import parse_ranges, parse_span
 from .source import Source, decode_text, missing_extra
+from .xlsx import SheetPart, Workbook
 
 __all__ = [
     "CsvDocument",
@@ -36,7 +37,6 @@ __all__ = [
 
 _PREVIEW_ROWS = 5
 _CHUNK_ROWS = 50
-_MAX_COLUMNS = 200
 _SNIFF_CHARS = 4096
 
 
@@ -48,20 +48,6 @@ class SheetSelection:
     name: str
     first_row: int = 1
     last_row: int | None = None
-
-
-def _text(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, datetime) and value.time() == time(0) and value.tzinfo is None:
-        return value.date().isoformat()
-    if isinstance(value, datetime | date | time):
-        return value.isoformat()
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return str(value)
 
 
 def _trim(cells: list[str]) -> list[str]:
@@ -81,17 +67,13 @@ def _openpyxl() -> Any:
 
 
 @contextmanager
-def workbook(source: Source) -> Iterator[Any]:
-    """The workbook, opened by openpyxl in read-only mode for the block; pass it to
-    `sheet_names`, `xlsx_rows` or `xlsx_search`. A damaged package is a `DocumentError`."""
-    openpyxl = _openpyxl()
-    from openpyxl.utils.exceptions import InvalidFileException  # type: ignore[import-untyped]
-
+def workbook(source: Source) -> Iterator[Workbook]:
+    """The workbook, open for the block; pass it to `sheet_names`, `xlsx_rows` or
+    `xlsx_search`. A damaged package is a `DocumentError`."""
+    _openpyxl()
     try:
-        # Read-only workbooks read the package as rows are drawn: the stream stays open
-        # for the block (and closes with the workbook).
-        book = openpyxl.load_workbook(source.file(), read_only=True, data_only=True)
-    except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, TypeError) as exc:
+        book = Workbook(source.file())
+    except (zipfile.BadZipFile, KeyError, ValueError, ElementTree.ParseError) as exc:
         raise DocumentError(
             f"{source.name!r} could not be read as XLSX: the workbook is damaged or "
             f"incomplete ({type(exc).__name__})."
@@ -102,60 +84,14 @@ def workbook(source: Source) -> Iterator[Any]:
         book.close()
 
 
-def _rows(sheet: Any, first: int = 1, last: int | None = None) -> Iterator[tuple[int, list[str]]]:
+def _rows(
+    book: Workbook, sheet: SheetPart, first: int = 1, last: int | None = None
+) -> Iterator[tuple[int, list[str]]]:
     """(sheet row number, trimmed cell texts) for non-empty rows from `first` to `last`."""
-    for number, values in enumerate(
-        sheet.iter_rows(min_row=first, max_row=last, values_only=True), start=first
-    ):
-        cells = _trim([_text(v) for v in values[:_MAX_COLUMNS]])
+    for number, cells in book.rows(sheet, first, last):
+        cells = _trim(cells)
         if cells:
             yield number, cells
-
-
-def _worksheet(book: Any, name: str) -> Any | None:
-    sheet = book[name]
-    return sheet if hasattr(sheet, "iter_rows") else None
-
-
-_MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-_REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
-_DIMENSION = re.compile(rb"<(?:\w+:)?dimension\s+ref=\"([A-Z]+[0-9]+(?::[A-Z]+[0-9]+)?)\"")
-_HEAD_BYTES = 65536
-
-
-def _recorded_sizes(
-    source: Source,
-) -> tuple[list[tuple[str, str | None, bool]], dict[str, str]]:
-    """(name, recorded used range or None, is a worksheet) for each sheet, in order, and
-    the document properties.
-
-    Reads the workbook part and the first bytes of each sheet straight from the ZIP
-    package. openpyxl, asked for the size of a sheet that does not record it, would parse
-    the whole sheet; this never does.
-    """
-    try:
-        with source.file() as packed, zipfile.ZipFile(packed) as package:
-            workbook = ElementTree.fromstring(package.read("xl/workbook.xml"))
-            relations = ElementTree.fromstring(package.read("xl/_rels/workbook.xml.rels"))
-            targets = {r.get("Id"): r.get("Target", "") for r in relations}
-            found: list[tuple[str, str | None, bool]] = []
-            for sheet in workbook.iter(f"{_MAIN_NS}sheet"):
-                target = targets.get(sheet.get(_REL_ID), "")
-                part = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
-                if "worksheets/" not in part:
-                    found.append((sheet.get("name", ""), None, False))
-                    continue
-                with package.open(part) as stream:
-                    head = stream.read(_HEAD_BYTES)
-                match = _DIMENSION.search(head)
-                used = match.group(1).decode() if match else None
-                found.append((sheet.get("name", ""), used, True))
-            return found, _core_metadata(package)
-    except (KeyError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
-        raise DocumentError(
-            f"{source.name!r} could not be read as XLSX: the workbook is damaged or "
-            f"incomplete ({type(exc).__name__})."
-        ) from None
 
 
 _CELL = re.compile(r"([A-Z]+)([0-9]+)")
@@ -208,41 +144,75 @@ def _size_facts(used: str | None) -> dict[str, object]:
     }
 
 
-def sheet_names(book: Any) -> list[str]:
+def sheet_names(book: Workbook) -> list[str]:
     """The names of the sheets of `book` (from `workbook`), in order."""
-    return list(book.sheetnames)
+    return [sheet.name for sheet in book.sheets]
+
+
+def _sheet_entry(book: Workbook, number: int, sheet: SheetPart) -> dict[str, object]:
+    """One sheet in the overview's outline, with what a reader should know it holds."""
+    entry: dict[str, object] = {"sheet": number, "name": sheet.name}
+    if sheet.state != "visible":
+        entry["hidden"] = "very hidden" if sheet.state == "veryHidden" else "hidden"
+    if sheet.part is None:
+        entry["kind"] = "chart sheet"
+        return entry
+    entry.update(_size_facts(book.recorded_range(sheet)))
+    facts = book.facts(sheet)
+    for key, count in (
+        ("formulas_not_computed", facts.formulas_not_computed),
+        ("hidden_rows", facts.hidden_rows),
+        ("hidden_columns", facts.hidden_columns),
+        ("merged_ranges", facts.merged_ranges),
+    ):
+        if count:
+            entry[key] = count
+    return entry
+
+
+def _notes(outline: list[dict[str, object]]) -> list[str]:
+    """Sentences about what the outline's counts mean for a reader of the sheets."""
+    notes: list[str] = []
+    hidden = [str(e["name"]) for e in outline if "hidden" in e]
+    if hidden:
+        notes.append(
+            f"{len(hidden)} hidden {'sheet' if len(hidden) == 1 else 'sheets'}: "
+            f"{', '.join(hidden)} (read like the others, e.g. pages={hidden[0]!r})"
+        )
+    formulas = sum(int(str(e.get("formulas_not_computed", 0))) for e in outline)
+    if formulas:
+        notes.append(
+            f"{formulas} {'formula' if formulas == 1 else 'formulas'} without a computed "
+            "value (the file was never recalculated by a spreadsheet program): shown as "
+            f"'=FORMULA{xlsx.NOT_COMPUTED}'"
+        )
+    if any("hidden_rows" in e or "hidden_columns" in e for e in outline):
+        notes.append("hidden rows and columns are read like visible ones")
+    if any("merged_ranges" in e for e in outline):
+        notes.append("a merged range's value is shown in its first cell only")
+    return notes
 
 
 def xlsx_overview(source: Source) -> dict[str, object]:
-    """Sheet names with the used ranges the file records, metadata, and the first rows of
-    the first worksheet; no sheet is read in full.
+    """Sheet names with the used ranges the file records, hidden sheets, counts of what a
+    reader should know (formulas without a computed value, hidden rows and columns,
+    merged ranges), metadata, and the first rows of the first worksheet.
 
-    When a sheet does not record its used range (some generators leave it out), opening
-    the workbook would mean reading every row, so the preview is left out with a note.
+    No sheet is parsed in full: the counts come from a scan of each sheet's bytes.
     """
-    _openpyxl()
-    sizes, metadata = _recorded_sizes(source)
-    outline: list[dict[str, object]] = []
-    for number, (name, used, is_worksheet) in enumerate(sizes, start=1):
-        if is_worksheet:
-            outline.append({"sheet": number, "name": name, **_size_facts(used)})
-        else:
-            outline.append({"sheet": number, "name": name, "kind": "chart sheet"})
-    result: dict[str, object] = {"sheet_count": len(sizes), "metadata": metadata}
-    if all(used is not None for _, used, is_worksheet in sizes if is_worksheet):
-        with workbook(source) as book:
-            first = next((name for name, _, is_worksheet in sizes if is_worksheet), None)
-            sheet = _worksheet(book, first) if first is not None else None
-            rows = [cells for _, cells in _rows(sheet, 1, _PREVIEW_ROWS)] if sheet else []
-            result["outline"] = outline
-            result["preview"] = table_to_markdown(rows)
-    else:
-        result["outline"] = outline
-        result["preview"] = ""
-        result["note"] = (
-            "the workbook does not record its sheet sizes, so no rows were read for a "
-            "preview; read_document with pages='1!1-10' shows the first rows"
-        )
+    with workbook(source) as book:
+        outline = [_sheet_entry(book, n, s) for n, s in enumerate(book.sheets, start=1)]
+        result: dict[str, object] = {
+            "sheet_count": len(book.sheets),
+            "metadata": _core_metadata(book.package),
+            "outline": outline,
+        }
+        notes = _notes(outline)
+        if notes:
+            result["notes"] = notes
+        first = next((s for s in book.sheets if s.part is not None), None)
+        rows = [cells for _, cells in _rows(book, first, 1, _PREVIEW_ROWS)] if first else []
+        result["preview"] = table_to_markdown(rows)
     return result
 
 
@@ -282,19 +252,20 @@ def parse_sheets(spec: str, names: list[str]) -> list[SheetSelection]:
 
 
 def xlsx_rows(
-    book: Any, selection: list[SheetSelection], style: str = "markdown"
+    book: Workbook, selection: list[SheetSelection], style: str = "markdown"
 ) -> Iterator[Chunk]:
     """The selected sheets of `book` (from `workbook`, and drawn inside its block) as
     Markdown tables (or CSV when `style` is "csv"); row 1 is the header. `_CHUNK_ROWS`
     rows per chunk, so reading stops as soon as the output is full."""
     render = markdown_row if style == "markdown" else _csv_row
     for chosen in selection:
-        sheet = _worksheet(book, chosen.name)
-        heading = f"## Sheet {chosen.number}: {chosen.name}\n\n"
-        if sheet is None:
+        sheet = book.sheet(chosen.name)
+        hidden = {"hidden": " (hidden)", "veryHidden": " (very hidden)"}.get(sheet.state, "")
+        heading = f"## Sheet {chosen.number}: {chosen.name}{hidden}\n\n"
+        if sheet.part is None:
             yield Chunk(f"{chosen.number}-", heading + "(a chart sheet: no cells)\n\n")
             continue
-        header = next(_rows(sheet, 1, 1), None)
+        header = next(_rows(book, sheet, 1, 1), None)
         if header is None:
             yield Chunk(f"{chosen.number}-", heading + "(empty sheet)\n\n")
             continue
@@ -308,7 +279,7 @@ def xlsx_rows(
             heading += f"(rows {chosen.first_row} and on; row 1 is the header)\n\n"
         pending = heading + "\n".join(lines) + "\n"
         count = 0
-        for number, cells in _rows(sheet, start, chosen.last_row):
+        for number, cells in _rows(book, sheet, start, chosen.last_row):
             if count == 0:
                 restart = f"{chosen.number}!{number}-"
             row = (cells + [""] * width)[: max(width, len(cells))]
@@ -325,17 +296,15 @@ def _csv_row(cells: list[str]) -> str:
 
 
 def xlsx_search(
-    book: Any, selection: list[SheetSelection], match: Callable[[str], bool]
+    book: Workbook, selection: list[SheetSelection], match: Callable[[str], bool]
 ) -> Iterator[dict[str, object]]:
     """Cells of the selected sheets of `book` (from `workbook`, and drawn inside its block)
     whose text matches, with sheet name and cell address."""
     from openpyxl.utils import get_column_letter  # type: ignore[import-untyped]
 
     for chosen in selection:
-        sheet = _worksheet(book, chosen.name)
-        if sheet is None:
-            continue
-        for number, cells in _rows(sheet, chosen.first_row, chosen.last_row):
+        sheet = book.sheet(chosen.name)
+        for number, cells in _rows(book, sheet, chosen.first_row, chosen.last_row):
             for column, text in enumerate(cells, start=1):
                 if text and match(text):
                     yield {

@@ -1,0 +1,419 @@
+"""An XLSX package read straight from its XML: sheets, their rows as text, and what a
+reader should know is there (formulas without a computed value, hidden sheets, rows and
+columns, merged ranges).
+
+openpyxl, in read-only mode, offers a cell either its formula or its cached value, never
+both, and builds an object per XML element; this reader streams each worksheet part
+through expat and turns each cell into its text at once. openpyxl's number-format tables
+and date conversion are used for what they define (which format is a date, the 1900 and
+1904 calendars, shared formula translation).
+
+Data flow: `Workbook(stream)` reads the workbook part, its relations, the shared strings
+and the cell formats; `Workbook.rows(sheet, first, last)` feeds the sheet's part to expat
+in blocks and yields (row number, cell texts) for each non-empty row, so a caller that
+stops early stops the parsing; `Workbook.facts(sheet)` scans a sheet's bytes with regular
+expressions for counts, without parsing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from typing import IO, Any
+from xml.etree import ElementTree
+from xml.parsers import expat
+
+__all__ = ["NOT_COMPUTED", "SheetFacts", "SheetPart", "Workbook", "cell_text"]
+
+#: What follows a formula shown in place of the value it has never been given.
+NOT_COMPUTED = " (formula, not computed)"
+#: Cells of a row beyond this column are not read.
+MAX_COLUMNS = 200
+_BLOCK = 256 * 1024
+_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_NS = f"{{{_MAIN}}}"
+_REL_ID = f"{{{_REL}}}id"
+
+
+def cell_text(value: object) -> str:
+    """A cell's value as text: dates in ISO form, whole floats without ``.0``."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, datetime) and value.time() == time(0) and value.tzinfo is None:
+        return value.date().isoformat()
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SheetPart:
+    """One sheet of the workbook, in the order the workbook lists them."""
+
+    name: str
+    part: str | None
+    """The worksheet's part in the package; None for a chart sheet (no cells)."""
+    state: str
+    """"visible", "hidden" or "veryHidden" (hidden, and not offered by Excel's menu)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SheetFacts:
+    """Counts found in a worksheet's XML without parsing it."""
+
+    formulas_not_computed: int
+    hidden_rows: int
+    hidden_columns: int
+    merged_ranges: int
+
+
+def _local(name: str) -> str:
+    return name.rpartition(":")[2]
+
+
+_NUMBER = re.compile(r"-?[0-9]+")
+_DIGITS = "0123456789"
+_TRUE = ("1", "true")
+
+
+class Workbook:
+    """An XLSX package opened for reading; close it (or use it in a ``with`` block).
+
+    Raises (on opening): zipfile.BadZipFile, KeyError (a missing part), ElementTree
+    ParseError (broken XML); `api` words them as a damaged file.
+    """
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        from openpyxl.utils.datetime import (  # type: ignore[import-untyped]
+            CALENDAR_MAC_1904,
+            CALENDAR_WINDOWS_1900,
+        )
+
+        self.package = zipfile.ZipFile(stream)
+        """The ZIP package, for parts this class does not read (document properties)."""
+        try:
+            book = ElementTree.fromstring(self.package.read("xl/workbook.xml"))
+            relations = ElementTree.fromstring(self.package.read("xl/_rels/workbook.xml.rels"))
+            targets = {r.get("Id"): r.get("Target", "") for r in relations}
+            self.sheets: list[SheetPart] = []
+            for sheet in book.iter(f"{_NS}sheet"):
+                target = targets.get(sheet.get(_REL_ID), "")
+                part = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+                self.sheets.append(
+                    SheetPart(
+                        sheet.get("name", ""),
+                        part if "worksheets/" in part else None,
+                        sheet.get("state", "visible"),
+                    )
+                )
+            properties = book.find(f"{_NS}workbookPr")
+            in_1904 = properties is not None and properties.get("date1904") in _TRUE
+            self._epoch = CALENDAR_MAC_1904 if in_1904 else CALENDAR_WINDOWS_1900
+            self._strings = self._shared_strings()
+            self._dates = self._date_styles()
+        except BaseException:
+            self.package.close()
+            raise
+
+    def close(self) -> None:
+        """Close the package (not the stream it was given)."""
+        self.package.close()
+
+    def __enter__(self) -> Workbook:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def sheet(self, name: str) -> SheetPart:
+        """The sheet called `name` (one of `sheets`)."""
+        return next(s for s in self.sheets if s.name == name)
+
+    def _shared_strings(self) -> list[str]:
+        try:
+            data = self.package.read("xl/sharedStrings.xml")
+        except KeyError:
+            return []
+        strings: list[str] = []
+        for item in ElementTree.fromstring(data).iter(f"{_NS}si"):
+            # Rich text runs, without phonetic guides (rPh).
+            texts = [t.text or "" for t in item.iter(f"{_NS}t")]
+            guides = {id(t) for p in item.iter(f"{_NS}rPh") for t in p.iter(f"{_NS}t")}
+            if guides:
+                texts = [t.text or "" for t in item.iter(f"{_NS}t") if id(t) not in guides]
+            strings.append("".join(texts))
+        return strings
+
+    def _date_styles(self) -> dict[str, bool]:
+        """Cell format index (as the cells' ``s`` attribute writes it) -> True for a date
+        or time, False for a duration; formats that are neither are left out."""
+        from openpyxl.styles.numbers import (  # type: ignore[import-untyped]
+            BUILTIN_FORMATS,
+            is_date_format,
+            is_timedelta_format,
+        )
+
+        try:
+            styles = ElementTree.fromstring(self.package.read("xl/styles.xml"))
+        except KeyError:
+            return {}
+        codes: dict[int, str] = dict(BUILTIN_FORMATS)
+        for fmt in styles.iter(f"{_NS}numFmt"):
+            number = fmt.get("numFmtId", "")
+            if number.isdigit():
+                codes[int(number)] = fmt.get("formatCode", "")
+        found: dict[str, bool] = {}
+        formats = styles.find(f"{_NS}cellXfs")
+        for index, xf in enumerate(formats if formats is not None else []):
+            number = xf.get("numFmtId", "0")
+            code = codes.get(int(number), "") if number.isdigit() else ""
+            if code and is_date_format(code):
+                found[str(index)] = not is_timedelta_format(code)
+        return found
+
+    def _number(self, raw: str, style: str | None) -> str:
+        from openpyxl.utils.datetime import from_excel
+
+        kind = self._dates.get(style) if style else None
+        if kind is None and _NUMBER.fullmatch(raw):
+            return raw
+        try:
+            value: Any = float(raw)
+        except ValueError:
+            return raw
+        if kind is not None:
+            with contextlib.suppress(ValueError, OverflowError):
+                value = from_excel(value, self._epoch, timedelta=not kind)
+        return cell_text(value)
+
+    def rows(
+        self, sheet: SheetPart, first: int = 1, last: int | None = None
+    ) -> Iterator[tuple[int, list[str]]]:
+        """(row number, cell texts without trailing empty cells) for each non-empty row
+        of `sheet` from `first` to `last`; a formula without a cached value reads as
+        ``=FORMULA (formula, not computed)``."""
+        if sheet.part is None:
+            return
+        reader = _SheetReader(self, first, last)
+        with self.package.open(sheet.part) as stream:
+            while not reader.done and (block := stream.read(_BLOCK)):
+                _feed(reader, sheet, block, final=False)
+                yield from reader.take()
+            if not reader.done:
+                _feed(reader, sheet, b"", final=True)
+            yield from reader.take()
+
+    def recorded_range(self, sheet: SheetPart) -> str | None:
+        """The used range `sheet` records at its start (``A1:F50001``), or None."""
+        if sheet.part is None:
+            return None
+        with self.package.open(sheet.part) as stream:
+            head = stream.read(_HEAD_BYTES)
+        match = _DIMENSION.search(head)
+        return match.group(1).decode() if match else None
+
+    def facts(self, sheet: SheetPart) -> SheetFacts:
+        """Counts of `sheet` read from its XML bytes with regular expressions (no parse)."""
+        counts = [0, 0, 0, 0]
+        if sheet.part is None:
+            return SheetFacts(0, 0, 0, 0)
+        carry = b""
+        with self.package.open(sheet.part) as stream:
+            while True:
+                block = stream.read(1 << 20)
+                data = carry + block
+                cut = _last_cell_end(data) if block else len(data)
+                whole, carry = data[:cut], data[cut:]
+                counts[0] += len(_UNCOMPUTED.findall(whole))
+                counts[1] += len(_HIDDEN_ROW.findall(whole))
+                counts[2] += sum(
+                    int(b) - int(a) + 1 for a, b in _HIDDEN_COLUMNS.findall(whole) if a and b
+                )
+                counts[3] += len(_MERGED.findall(whole))
+                if not block:
+                    break
+        return SheetFacts(*counts)
+
+
+# A cell whose formula has no cached value: <f>..</f> (or <f .../>) then, at most, an
+# empty <v/>, then the end of the cell.
+_UNCOMPUTED = re.compile(
+    rb"<(?:\w+:)?f\b[^>]*(?:/>|>[^<]*</(?:\w+:)?f>)\s*"
+    rb"(?:<(?:\w+:)?v\s*/>|<(?:\w+:)?v>\s*</(?:\w+:)?v>)?\s*</(?:\w+:)?c>"
+)
+_HIDDEN_ROW = re.compile(rb"<(?:\w+:)?row\b[^>]*\bhidden=\"(?:1|true)\"")
+_HIDDEN_COLUMNS = re.compile(
+    rb"<(?:\w+:)?col\b(?=[^>]*\bhidden=\"(?:1|true)\")"
+    rb"(?=[^>]*\bmin=\"([0-9]+)\")(?=[^>]*\bmax=\"([0-9]+)\")"
+)
+_MERGED = re.compile(rb"<(?:\w+:)?mergeCell\b")
+_DIMENSION = re.compile(rb"<(?:\w+:)?dimension\s+ref=\"([A-Z]+[0-9]+(?::[A-Z]+[0-9]+)?)\"")
+_HEAD_BYTES = 65536
+
+
+def _feed(reader: _SheetReader, sheet: SheetPart, block: bytes, *, final: bool) -> None:
+    """Parse `block` of `sheet`; broken XML is an ElementTree `ParseError` naming the part."""
+    try:
+        reader.parser.Parse(block, final)
+    except expat.ExpatError as exc:
+        raise ElementTree.ParseError(f"{sheet.part}: {exc}") from None
+
+
+def _last_cell_end(data: bytes) -> int:
+    """Where the last complete element that a count may end with (a cell, a row start,
+    a column, a merged range) ends in `data`: counting up to there never cuts a match."""
+    return max(data.rfind(b">") + 1, 0)
+
+
+class _SheetReader:
+    """expat handlers that build each row's cell texts, and the rows finished so far."""
+
+    def __init__(self, book: Workbook, first: int, last: int | None) -> None:
+        self.book = book
+        self.first = first
+        self.last = last
+        self.done = False
+        self.finished: list[tuple[int, list[str]]] = []
+        self.row_number = 0
+        self.cells: list[str] = []
+        self.column = 0
+        self.kind: str | None = None
+        self.style: str | None = None
+        self.reference = ""
+        self.value: list[str] | None = None
+        self.formula: str | None = None
+        self.shared: dict[str, tuple[str, str]] = {}
+        self.shared_id: str | None = None
+        self.text: list[str] = []
+        self.collect: list[str] | None = None
+        self.in_guide = False
+        self.wanted = True
+        parser = expat.ParserCreate()
+        parser.buffer_text = True
+        parser.StartElementHandler = self.start
+        parser.EndElementHandler = self.end
+        parser.CharacterDataHandler = self.data
+        self.parser = parser
+
+    def take(self) -> list[tuple[int, list[str]]]:
+        rows, self.finished = self.finished, []
+        return rows
+
+    def data(self, text: str) -> None:
+        if self.collect is not None and not self.in_guide:
+            self.collect.append(text)
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        tag = _local(name) if ":" in name else name
+        if tag == "c":
+            if not self.wanted:
+                return
+            self.kind = attributes.get("t")
+            self.style = attributes.get("s")
+            reference = attributes.get("r")
+            if reference:
+                self.reference = reference
+                letters = reference.rstrip(_DIGITS)
+                self.column = _column_index(letters) if letters else self.column + 1
+            else:
+                self.column += 1
+                self.reference = ""
+            self.value = None
+            self.formula = None
+            self.shared_id = None
+            self.text = []
+        elif tag == "v" and self.wanted:
+            self.value = []
+            self.collect = self.value
+        elif tag == "f" and self.wanted:
+            self.formula = ""
+            self.collect = []
+            if attributes.get("t") == "shared":
+                self.shared_id = attributes.get("si")
+        elif tag == "t" and self.wanted:
+            self.collect = self.text
+        elif tag == "rPh":
+            self.in_guide = True
+        elif tag == "row":
+            number = attributes.get("r")
+            self.row_number = int(number) if number and number.isdigit() else self.row_number + 1
+            self.cells = []
+            self.column = 0
+            self.wanted = self.row_number >= self.first
+            if self.last is not None and self.row_number > self.last:
+                self.wanted = False
+                self.done = True
+                self.parser.StartElementHandler = None
+                self.parser.EndElementHandler = None
+                self.parser.CharacterDataHandler = None
+
+    def end(self, name: str) -> None:
+        tag = _local(name) if ":" in name else name
+        if tag == "c":
+            if self.wanted and self.column <= MAX_COLUMNS:
+                text = self.cell()
+                if text:
+                    if len(self.cells) < self.column - 1:
+                        self.cells.extend([""] * (self.column - 1 - len(self.cells)))
+                    self.cells.append(text)
+        elif tag == "v" or tag == "t":
+            self.collect = None
+        elif tag == "f":
+            if self.collect is not None:
+                self.formula = "".join(self.collect)
+            self.collect = None
+            if self.shared_id is not None and self.formula:
+                self.shared[self.shared_id] = (self.formula, self.reference)
+        elif tag == "rPh":
+            self.in_guide = False
+        elif tag == "row" and self.wanted and self.cells:
+            self.finished.append((self.row_number, self.cells))
+
+    def cell(self) -> str:
+        """The text of the cell just ended."""
+        raw = "".join(self.value) if self.value else ""
+        kind = self.kind
+        if kind == "inlineStr":
+            return "".join(self.text)
+        if raw == "" and self.formula is not None:
+            return self.uncomputed()
+        if raw == "":
+            return ""
+        if kind == "s":
+            strings = self.book._strings
+            return strings[int(raw)] if raw.isdigit() and int(raw) < len(strings) else ""
+        if kind is None or kind == "n":
+            return self.book._number(raw, self.style)
+        if kind == "b":
+            return "TRUE" if raw in _TRUE else "FALSE"
+        return raw  # "str" (a formula's text), "e" (an error such as #DIV/0!), "d" (ISO)
+
+    def uncomputed(self) -> str:
+        formula = self.formula or ""
+        if not formula and self.shared_id in self.shared:
+            from openpyxl.formula.translate import Translator  # type: ignore[import-untyped]
+
+            origin, where = self.shared[self.shared_id]
+            try:
+                formula = Translator("=" + origin, where).translate_formula(self.reference)[1:]
+            except (ValueError, KeyError, IndexError):
+                formula = origin
+        return f"={formula}{NOT_COMPUTED}" if formula else ""
+
+
+@functools.lru_cache(maxsize=16384)
+def _column_index(letters: str) -> int:
+    index = 0
+    for letter in letters:
+        index = index * 26 + ord(letter) - 64
+    return index

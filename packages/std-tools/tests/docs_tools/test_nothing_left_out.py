@@ -1,0 +1,153 @@
+"""Nothing in a document is dropped without a word: each reader either reads a part that
+a plain text pass would miss, or says in its answer that it left it out.
+
+Every file is written with the real libraries (openpyxl, python-docx, fpdf2); what those
+cannot write is put into the package's XML by hand, as another program would write it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from mcp import Client
+from mcp.types import TextContent
+
+from doc_processing_std_tools import docs_server
+from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.filesystem.operations import Workspace
+
+
+def _rewrite(path: Path, member: str, change: dict[str, str]) -> None:
+    """Replace text inside one XML member of an Office package, in place."""
+    with zipfile.ZipFile(path) as original:
+        items = [(item, original.read(item.filename)) for item in original.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
+        for item, data in items:
+            if item.filename == member:
+                text = data.decode("utf-8")
+                for old, new in change.items():
+                    assert old in text, f"{old!r} is not in {member}"
+                    text = text.replace(old, new)
+                data = text.encode("utf-8")
+            package.writestr(item, data)
+
+
+def _ledger(path: Path) -> None:
+    """A workbook as a library writes it: formulas never calculated, a hidden sheet, a
+    hidden row and column, a merged title."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Costs"
+    sheet.append(["Item", "Amount", "Comment"])
+    sheet.append(["Rent", 1200, "monthly"])
+    sheet.append(["Power", 300, "estimate"])
+    sheet.append(["Total", "=SUM(B2:B3)", ""])
+    sheet.append(["Share", "=B4/2", ""])
+    sheet.row_dimensions[3].hidden = True
+    sheet.column_dimensions["C"].hidden = True
+    sheet["E1"] = "Budget 2026"
+    sheet.merge_cells("E1:F2")
+    archive = book.create_sheet("Archive")
+    archive.append(["Old item", "Amount"])
+    archive.append(["Lease", "=100*12"])
+    archive.sheet_state = "hidden"
+    book.save(str(path))
+
+
+def test_a_formula_without_a_computed_value_is_shown_marked_and_found(scratch: Path) -> None:
+    _ledger(scratch / "ledger.xlsx")
+    ws = Workspace.from_settings()
+    text = api.read_document(ws, "ledger.xlsx", "Costs")
+    assert "| Total | =SUM(B2:B3) (formula, not computed) |" in text
+    assert "| Share | =B4/2 (formula, not computed) |" in text
+    found = json.loads(api.search_document(ws, "ledger.xlsx", "SUM("))
+    assert found["matches"] == [
+        {"sheet": "Costs", "cell": "B4", "text": "=SUM(B2:B3) (formula, not computed)"}
+    ]
+    overview = json.loads(api.get_file_overview(ws, "ledger.xlsx"))
+    costs, archive = overview["outline"]
+    assert costs["formulas_not_computed"] == 2 and archive["formulas_not_computed"] == 1
+    assert any(n.startswith("3 formulas without a computed value") for n in overview["notes"])
+
+
+def test_a_formula_with_a_cached_value_shows_the_value(scratch: Path) -> None:
+    _ledger(scratch / "ledger.xlsx")
+    # As a spreadsheet program saves it after calculating: the formula and its value.
+    _rewrite(
+        scratch / "ledger.xlsx",
+        "xl/worksheets/sheet1.xml",
+        {"<f>SUM(B2:B3)</f><v></v>": "<f>SUM(B2:B3)</f><v>1500</v>"},
+    )
+    ws = Workspace.from_settings()
+    text = api.read_document(ws, "ledger.xlsx", "Costs")
+    assert "| Total | 1500 |" in text
+    overview = json.loads(api.get_file_overview(ws, "ledger.xlsx"))
+    assert overview["outline"][0]["formulas_not_computed"] == 1
+
+
+def test_a_shared_formula_is_shown_as_it_reads_in_its_own_cell(scratch: Path) -> None:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["a", "b", "sum"])
+    sheet.append([1, 2, "=A2+B2"])
+    sheet.append([3, 4, "=A3+B3"])
+    book.save(str(scratch / "shared.xlsx"))
+    # Spreadsheet programs write a column of like formulas once, shared by the others.
+    _rewrite(
+        scratch / "shared.xlsx",
+        "xl/worksheets/sheet1.xml",
+        {
+            "<f>A2+B2</f>": '<f t="shared" ref="C2:C3" si="0">A2+B2</f>',
+            "<f>A3+B3</f>": '<f t="shared" si="0"/>',
+        },
+    )
+    text = api.read_document(Workspace.from_settings(), "shared.xlsx")
+    assert "| 3 | 4 | =A3+B3 (formula, not computed) |" in text
+
+
+def test_hidden_sheets_rows_and_columns_are_read_and_named(scratch: Path) -> None:
+    _ledger(scratch / "ledger.xlsx")
+    ws = Workspace.from_settings()
+    whole = api.read_document(ws, "ledger.xlsx")
+    assert "## Sheet 2: Archive (hidden)" in whole
+    assert "| Lease | =100*12 (formula, not computed) |" in whole
+    assert "| Power | 300 | estimate |" in whole  # a hidden row, a hidden column
+    overview = json.loads(api.get_file_overview(ws, "ledger.xlsx"))
+    costs, archive = overview["outline"]
+    assert archive["hidden"] == "hidden" and "hidden" not in costs
+    assert (costs["hidden_rows"], costs["hidden_columns"], costs["merged_ranges"]) == (1, 1, 1)
+    notes = overview["notes"]
+    assert "1 hidden sheet: Archive (read like the others, e.g. pages='Archive')" in notes
+    assert "hidden rows and columns are read like visible ones" in notes
+    assert "a merged range's value is shown in its first cell only" in notes
+
+
+def test_a_merged_cells_value_is_read_once(scratch: Path) -> None:
+    _ledger(scratch / "ledger.xlsx")
+    text = api.read_document(Workspace.from_settings(), "ledger.xlsx", "Costs!1-1")
+    assert "| Item | Amount | Comment |  | Budget 2026 |" in text
+    assert text.count("Budget 2026") == 1
+
+
+def test_an_overview_without_anything_hidden_has_no_notes(scratch: Path) -> None:
+    book = openpyxl.Workbook()
+    book.active.append(["plain", 1])
+    book.save(str(scratch / "plain.xlsx"))
+    overview = json.loads(api.get_file_overview(Workspace.from_settings(), "plain.xlsx"))
+    assert "notes" not in overview
+    assert not re.search(r"formulas_not_computed|hidden|merged", json.dumps(overview))
+
+
+@pytest.mark.anyio
+async def test_the_formula_reaches_a_client_over_mcp(scratch: Path) -> None:
+    _ledger(scratch / "ledger.xlsx")
+    async with Client(docs_server) as client:
+        result = await client.call_tool("read_document", {"path": "ledger.xlsx"})
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert "=SUM(B2:B3) (formula, not computed)" in block.text
