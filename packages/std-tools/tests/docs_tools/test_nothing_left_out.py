@@ -12,6 +12,8 @@ import re
 import zipfile
 from pathlib import Path
 
+import docx
+import docx.oxml
 import openpyxl
 import pytest
 from mcp import Client
@@ -151,3 +153,104 @@ async def test_the_formula_reaches_a_client_over_mcp(scratch: Path) -> None:
     block = result.content[0]
     assert isinstance(block, TextContent)
     assert "=SUM(B2:B3) (formula, not computed)" in block.text
+
+
+_W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+_TEXT_BOX = (
+    '<w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
+    '<mc:Choice Requires="wps"><w:drawing><wp:anchor xmlns:wp="http://schemas.openxmlformats.org/'
+    'drawingml/2006/wordprocessingDrawing"><a:graphic xmlns:a="http://schemas.openxmlformats.org/'
+    'drawingml/2006/main"><a:graphicData><wps:wsp xmlns:wps="http://schemas.microsoft.com/office/'
+    'word/2010/wordprocessingShape"><wps:txbx><w:txbxContent><w:p><w:r><w:t>Boxed warning: '
+    "check the seals</w:t></w:r></w:p></w:txbxContent></wps:txbx></wps:wsp></a:graphicData>"
+    "</a:graphic></wp:anchor></w:drawing></mc:Choice><mc:Fallback><w:pict><v:shape "
+    'xmlns:v="urn:schemas-microsoft-com:vml"><v:textbox><w:txbxContent><w:p><w:r><w:t>Boxed '
+    "warning: check the seals</w:t></w:r></w:p></w:txbxContent></v:textbox></v:shape></w:pict>"
+    "</mc:Fallback></mc:AlternateContent></w:r>"
+)
+_NOTES = (
+    "<w:{kind}s " + _W + '><w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/>'
+    '</w:r></w:p></w:{kind}><w:{kind} w:id="1"><w:p><w:r><w:t>{text}</w:t></w:r></w:p>'
+    "</w:{kind}></w:{kind}s>"
+)
+
+
+def _add_part(path: Path, kind: str, text: str) -> None:
+    """Give a DOCX a footnotes or endnotes part, as a word processor writes it."""
+    with zipfile.ZipFile(path) as original:
+        items = {item.filename: original.read(item.filename) for item in original.infolist()}
+    items[f"word/{kind}s.xml"] = _NOTES.format(kind=kind, text=text).encode()
+    items["word/_rels/document.xml.rels"] = items["word/_rels/document.xml.rels"].replace(
+        b"</Relationships>",
+        f'<Relationship Id="rIdX{kind}" Type="http://schemas.openxmlformats.org/officeDocument/'
+        f'2006/relationships/{kind}s" Target="{kind}s.xml"/></Relationships>'.encode(),
+    )
+    items["[Content_Types].xml"] = items["[Content_Types].xml"].replace(
+        b"</Types>",
+        f'<Override PartName="/word/{kind}s.xml" ContentType="application/vnd.openxmlformats-'
+        f'officedocument.wordprocessingml.{kind}s+xml"/></Types>'.encode(),
+    )
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
+        for name, data in items.items():
+            package.writestr(name, data)
+
+
+def _handbook(path: Path) -> None:
+    """A DOCX with everything a plain pass over the body paragraphs misses."""
+    document = docx.Document()
+    document.add_heading("Safety", level=1)
+    body = document.add_paragraph("Close the valve first")
+    document.add_comment(body.runs, text="Which valve? Say the red one.", author="Rita")
+    anchor = document.add_paragraph("See the box.")
+    table = document.add_table(rows=2, cols=3)
+    merged = table.cell(0, 0).merge(table.cell(1, 1))
+    merged.text = "Merged area"
+    table.cell(0, 2).text = "Right"
+    inner = table.cell(1, 2).add_table(rows=1, cols=2)
+    inner.cell(0, 0).text = "Nested left"
+    inner.cell(0, 1).text = "Nested right"
+    section = document.sections[0]
+    section.header.paragraphs[0].text = "ACME confidential"
+    section.footer.paragraphs[0].text = "Page footer text"
+    reference = anchor.add_run()
+    reference._r.append(
+        docx.oxml.parse_xml(f'<w:footnoteReference {_W} w:id="1"/>')  # type: ignore[attr-defined]
+    )
+    anchor._p.append(docx.oxml.parse_xml(_TEXT_BOX.replace("<w:r>", f"<w:r {_W}>", 1)))  # type: ignore[attr-defined]
+    document.save(str(path))
+    _add_part(path, "footnote", "Valves are tested yearly.")
+    _add_part(path, "endnote", "Source: plant manual.")
+
+
+def test_docx_parts_outside_the_body_paragraphs_are_read(scratch: Path) -> None:
+    _handbook(scratch / "handbook.docx")
+    ws = Workspace.from_settings()
+    text = api.read_document(ws, "handbook.docx")
+    assert "See the box.[^1]" in text
+    assert text.count("[text box] Boxed warning: check the seals") == 1  # not its fallback
+    assert "| Merged area | Merged area | Right |" in text
+    assert "Nested left Nested right" in text
+    for heading, line in (
+        ("# Footnotes", "[^1]: Valves are tested yearly."),
+        ("# Endnotes", "[^e1]: Source: plant manual."),
+        ("# Comments", "- Rita: Which valve? Say the red one."),
+        ("# Headers and footers", "ACME confidential"),
+    ):
+        assert heading in text and line in text
+    assert "Page footer text" in text
+    found = json.loads(api.search_document(ws, "handbook.docx", "seals"))
+    assert found["count"] == 1
+    overview = json.loads(api.get_file_overview(ws, "handbook.docx"))
+    assert (
+        overview["text_box_count"],
+        overview["footnote_count"],
+        overview["endnote_count"],
+        overview["comment_count"],
+        overview["header_and_footer_texts"],
+    ) == (1, 1, 1, 1, 2)
+    assert [e["title"] for e in overview["outline"]][-4:] == [
+        "Footnotes",
+        "Endnotes",
+        "Comments",
+        "Headers and footers",
+    ]

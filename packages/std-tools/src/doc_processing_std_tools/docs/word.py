@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import DocumentError
@@ -53,29 +54,203 @@ def _style_name(paragraph: Any) -> str:
     return str(style.name) if style is not None and style.name else ""
 
 
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+_P, _TBL, _T, _TAB, _BR, _CR = (f"{_W}{n}" for n in ("p", "tbl", "t", "tab", "br", "cr"))
+_SDT_CONTENT, _TXBX = f"{_W}sdtContent", f"{_W}txbxContent"
+_FOOTNOTE_REF, _ENDNOTE_REF = f"{_W}footnoteReference", f"{_W}endnoteReference"
+_ID, _AUTHOR, _TYPE = f"{_W}id", f"{_W}author", f"{_W}type"
+_RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+
+
+def _own_text(element: Any) -> str:
+    """The text of a paragraph (or part of one) without the text boxes anchored in it,
+    which are read as blocks of their own: runs, tracked insertions, hyperlinks, fields
+    and content controls alike; note references as ``[^N]`` (footnotes) and ``[^eN]``
+    (endnotes). The fallback copy of a drawing (``mc:Fallback``) is skipped."""
+    parts: list[str] = []
+    for child in element:
+        tag = child.tag
+        if tag == _T:
+            parts.append(child.text or "")
+        elif tag == _TAB:
+            parts.append("\t")
+        elif tag in (_BR, _CR):
+            parts.append("\n")
+        elif tag == _FOOTNOTE_REF:
+            parts.append(f"[^{child.get(_ID)}]")
+        elif tag == _ENDNOTE_REF:
+            parts.append(f"[^e{child.get(_ID)}]")
+        elif tag not in (_TXBX, _FALLBACK, _P) and isinstance(tag, str):
+            parts.append(_own_text(child))
+    return "".join(parts)
+
+
+def _paragraphs(element: Any) -> Iterator[Any]:
+    """Every paragraph inside `element` (nested tables and text boxes included), in
+    document order, outside fallback copies."""
+    for child in element:
+        if child.tag == _FALLBACK:
+            continue
+        if child.tag == _P:
+            yield child
+        yield from _paragraphs(child)
+
+
+def _all_text(element: Any) -> str:
+    """The text of every paragraph inside `element`, one per line (empty ones left out)."""
+    lines = (_own_text(p).strip() for p in _paragraphs(element))
+    return "\n".join(line for line in lines if line)
+
+
+def _text_boxes(paragraph: Any) -> list[str]:
+    """The text of each text box anchored in `paragraph` (not their fallback copies)."""
+    found: list[str] = []
+
+    def walk(element: Any) -> None:
+        for child in element:
+            if child.tag == _FALLBACK:
+                continue
+            if child.tag == _TXBX:
+                paragraphs = (_own_text(p).strip() for p in child if p.tag == _P)
+                text = " ".join(t for t in paragraphs if t)
+                if text:
+                    found.append(text)
+            walk(child)
+
+    walk(paragraph)
+    return found
+
+
+def _parts(document: Any, kind: str) -> list[Any]:
+    """The XML roots of the document's parts of relationship type `kind` (e.g.
+    "footnotes", "header"), in the order the document lists them."""
+    from docx.oxml.parser import parse_xml
+
+    roots: list[Any] = []
+    seen: set[str] = set()
+    for relationship in document.part.rels.values():
+        if relationship.is_external or relationship.reltype != _RELATIONSHIPS + kind:
+            continue
+        part = relationship.target_part
+        if str(part.partname) in seen:
+            continue
+        seen.add(str(part.partname))
+        element = getattr(part, "element", None)
+        roots.append(element if element is not None else parse_xml(part.blob))
+    return roots
+
+
+def _notes(document: Any, kind: str, prefix: str) -> list[str]:
+    """Footnotes or endnotes as Markdown note lines (``[^N]: text``), without the
+    separators every such part holds."""
+    lines: list[str] = []
+    for root in _parts(document, f"{kind}s"):
+        for note in root.iter(f"{_W}{kind}"):
+            if note.get(_TYPE) in ("separator", "continuationSeparator", "continuationNotice"):
+                continue
+            text = " ".join(_all_text(note).split("\n"))
+            if text:
+                lines.append(f"[^{prefix}{note.get(_ID)}]: {text}")
+    return lines
+
+
+def _comments(document: Any) -> list[str]:
+    lines: list[str] = []
+    for root in _parts(document, "comments"):
+        for comment in root.iter(f"{_W}comment"):
+            text = " ".join(_all_text(comment).split("\n"))
+            if text:
+                lines.append(f"- {comment.get(_AUTHOR) or 'unknown author'}: {text}")
+    return lines
+
+
+def _margins(document: Any) -> list[str]:
+    """The distinct texts of the headers and footers, each once."""
+    texts: list[str] = []
+    for kind in ("header", "footer"):
+        for root in _parts(document, kind):
+            text = _all_text(root)
+            if text and text not in texts:
+                texts.append(text)
+    return texts
+
+
+def _table_rows(table: Any) -> list[list[str]]:
+    """Cell texts; a cell's nested tables and text boxes are part of its text, and a
+    merged cell repeats its text in each grid cell it covers."""
+    return [[_all_text(cell._tc).replace("\n", " ") for cell in row.cells] for row in table.rows]
+
+
+def _body(builder: FlowBuilder, container: Any, parent: Any, counts: dict[str, int]) -> None:
+    """Paragraphs and tables of `container` (the body, or a content control in it) in
+    reading order; a paragraph's text boxes follow it."""
+    from docx.table import Table as DocxTable
+    from docx.text.paragraph import Paragraph
+
+    for element in container:
+        if element.tag == _TBL:
+            builder.table(_table_rows(DocxTable(element, parent)))
+            continue
+        if element.tag == f"{_W}sdt":
+            for content in element.iter(_SDT_CONTENT):
+                _body(builder, content, parent, counts)
+                break
+            continue
+        if element.tag != _P:
+            continue
+        text = _own_text(element).strip()
+        boxes = _text_boxes(element)
+        counts["text_boxes"] += len(boxes)
+        if text:
+            style = _style_name(Paragraph(element, parent))
+            heading = _HEADING.match(style)
+            if heading:
+                builder.heading(int(heading.group(1)), text)
+            elif style == "Title":
+                builder.heading(1, text)
+            else:
+                counts["paragraphs"] += 1
+                counts["words"] += len(text.split())
+                builder.block(f"- {text}" if "List" in style else text)
+        for box in boxes:
+            builder.block(f"[text box] {box}")
+
+
 def load(source: Source) -> FlowDocument:
     """The DOCX as sections: "Heading N" and "Title" styles start sections, list styles
-    become bullet items, and tables are kept in reading order."""
+    become bullet items, tables are kept in reading order, and text boxes follow the
+    paragraph they are anchored in. Footnotes, endnotes, comments and the texts of the
+    headers and footers, which live in parts of their own, become the last sections
+    (titled so), and the overview counts them."""
     document = _open(source)
-    from docx.table import Table as DocxTable
-
     builder = FlowBuilder()
-    paragraphs = words = 0
-    for item in document.iter_inner_content():
-        if isinstance(item, DocxTable):
-            builder.table([[cell.text.strip() for cell in row.cells] for row in item.rows])
-            continue
-        text = item.text.strip()
-        if not text:
-            continue
-        style = _style_name(item)
-        heading = _HEADING.match(style)
-        if heading:
-            builder.heading(int(heading.group(1)), text)
-        elif style == "Title":
-            builder.heading(1, text)
-        else:
-            paragraphs += 1
-            words += len(text.split())
-            builder.block(f"- {text}" if "List" in style else text)
-    return builder.build(_metadata(document), paragraph_count=paragraphs, word_count=words)
+    counts = {"paragraphs": 0, "words": 0, "text_boxes": 0}
+    _body(builder, document.element.body, document._body, counts)
+    extras = {
+        "Footnotes": _notes(document, "footnote", ""),
+        "Endnotes": _notes(document, "endnote", "e"),
+        "Comments": _comments(document),
+        "Headers and footers": _margins(document),
+    }
+    for title, lines in extras.items():
+        if lines:
+            builder.heading(1, title)
+            # Notes and comments are one line each; a header or footer may hold several.
+            separate = title == "Headers and footers"
+            for block in lines if separate else ["\n".join(lines)]:
+                builder.block(block)
+    facts: dict[str, object] = {
+        "paragraph_count": counts["paragraphs"],
+        "word_count": counts["words"],
+    }
+    for key, value in (
+        ("text_box_count", counts["text_boxes"]),
+        ("footnote_count", len(extras["Footnotes"])),
+        ("endnote_count", len(extras["Endnotes"])),
+        ("comment_count", len(extras["Comments"])),
+        ("header_and_footer_texts", len(extras["Headers and footers"])),
+    ):
+        if value:
+            facts[key] = value
+    return builder.build(_metadata(document), **facts)
