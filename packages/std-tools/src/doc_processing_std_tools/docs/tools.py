@@ -29,7 +29,9 @@ __all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_doc
 class DocumentOverview(TypedDict, total=False):
     """The answer of get_file_overview. The fields after the first four depend on the
     format; others than those described here may appear (such as a CSV file's
-    ``columns``), and a list cut to the output limit is followed by ``<name>_cut``."""
+    ``columns`` or a workbook's ``notes``), and a list cut to the output limit is followed
+    by ``<name>_cut``. Only the fields every format shares and the common counts are
+    typed here: the readers own the rest."""
 
     path: str
     """The document's path relative to the workspace."""
@@ -46,7 +48,7 @@ class DocumentOverview(TypedDict, total=False):
     section_count: int
     """A DOCX, HTML or Markdown document's number of sections (a heading and its text)."""
     line_count: int
-    """A text file's number of lines."""
+    """A text or Markdown file's number of lines."""
     row_count: int
     """A CSV file's number of data rows."""
     column_count: int
@@ -57,8 +59,6 @@ class DocumentOverview(TypedDict, total=False):
     """Headings, sheets with their used ranges, or each page's first line."""
     preview: str
     """The beginning of the document's text."""
-    note: str
-    """Something the overview could not do, and how to get it another way."""
     truncated: str
     """Present when the answer was cut to the output limit: what was left out."""
 
