@@ -10,7 +10,7 @@ result = agent.run_sync("Summarise report.pdf")
 Importing this package loads no provider SDK and no fastmcp; they are imported when used.
 """
 
-from .agent import Agent, RunResult
+from .agent import Agent, AgentBuilder, RunResult
 from .approval import (
     ApprovalDecision,
     ApprovalGate,
@@ -19,7 +19,6 @@ from .approval import (
     ApprovalRequest,
     TerminalApproval,
 )
-from .builder import AgentBuilder
 from .errors import (
     ConfigError,
     MaxTurnsExceededError,

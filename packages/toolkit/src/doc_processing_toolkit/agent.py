@@ -25,7 +25,7 @@ from . import config as _config
 from ._loop_thread import LoopThread, close_at_exit, require_no_running_loop
 from ._run import RunPlan, iterate, prepare
 from .approval import ApprovalGate, ApprovalSetting, resolve_approval
-from .builder import AgentBuilder
+from .builder import SettingsBuilder
 from .config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_TURNS,
@@ -46,7 +46,7 @@ from .tools.routing import build_routes
 if TYPE_CHECKING:
     from .batch import BatchControl, BatchInput, Engine, ItemResult, RetryPolicy
 
-__all__ = ["Agent", "RunResult"]
+__all__ = ["Agent", "AgentBuilder", "RunResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class Agent:
     @classmethod
     def builder(cls) -> AgentBuilder:
         """A fluent `AgentBuilder`, one method per setting."""
-        return AgentBuilder()
+        return AgentBuilder(cls)
 
     @classmethod
     def from_config(cls, data: Mapping[str, Any], **overrides: Any) -> Agent:
@@ -494,6 +494,31 @@ class Agent:
         return runner.iterate_sync(
             self._sync_loop(), lambda: self.run_batch(items, prompt, **options)
         )
+
+
+class AgentBuilder(SettingsBuilder):
+    """Build an `Agent` one setting at a time: one method per constructor argument (see
+    `SettingsBuilder`), then `build`.
+
+    ```python
+    agent = AgentBuilder().model("test").instructions("Answer briefly.").max_turns(8).build()
+    ```
+
+    Args:
+        agent_class: the class `build` makes (an `Agent` subclass; default `Agent`).
+    """
+
+    def __init__(self, agent_class: type[Agent] | None = None) -> None:
+        super().__init__()
+        self._agent_class = agent_class or Agent
+
+    def build(self) -> Agent:
+        """A new agent with the collected arguments.
+
+        Raises:
+            ConfigError: an argument is invalid.
+        """
+        return self._agent_class(**self.options())
 
 
 def _loop_ended(token: object) -> bool:

@@ -18,7 +18,11 @@ def test_every_agent_argument_has_a_builder_method() -> None:
     for name in arguments:
         method = getattr(AgentBuilder, name, None)
         assert callable(method), f"AgentBuilder has no method {name}()"
-        assert inspect.signature(method).return_annotation in ("AgentBuilder", AgentBuilder)
+        # Each setter returns the builder itself (typed Self), so calls chain.
+        assert inspect.signature(method).return_annotation == "Self"
+        builder = AgentBuilder()
+        if name not in ("tools",):
+            assert getattr(builder, name)(None) is builder
 
 
 def test_agent_builder_returns_a_builder() -> None:

@@ -1,0 +1,89 @@
+"""The toolkit's modules import one another in one direction only.
+
+Two graphs: the imports that run when a module is loaded, over the whole package; and
+every import statement (under TYPE_CHECKING and inside functions too) among the modules
+of a run (everything but the batch engines and the command line, which use the agent and
+are imported by it only on demand)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import doc_processing_toolkit
+
+PACKAGE = Path(doc_processing_toolkit.__file__).parent
+NAME = "doc_processing_toolkit"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([NAME, *parts])
+
+
+def imports(path: Path, *, everywhere: bool) -> set[str]:
+    """The toolkit modules `path` imports: when it is loaded (not under TYPE_CHECKING,
+    not inside a function), or `everywhere`."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree) if everywhere else tree.body:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if target.startswith(NAME):
+                found.add(target)
+                found.update(f"{target}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith(NAME))
+    return found
+
+
+def find_cycle(modules: dict[str, Path], *, everywhere: bool) -> None:
+    graph = {
+        name: {
+            target
+            for target in imports(path, everywhere=everywhere)
+            if target in modules and target != name
+        }
+        for name, path in modules.items()
+    }
+    # A package's __init__ re-exporting its own submodules is not a cycle of concern;
+    # a submodule importing a sibling goes through the package only by name.
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            cycle = [*visiting[visiting.index(name) :], name]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        visiting.append(name)
+        for target in sorted(graph[name]):
+            if not name.startswith(target + "."):  # a module's own package __init__
+                visit(target)
+        visiting.pop()
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name)
+
+
+def test_module_level_imports_have_no_cycle() -> None:
+    find_cycle({module_name(p): p for p in PACKAGE.rglob("*.py")}, everywhere=False)
+
+
+def test_no_import_of_a_run_module_goes_back_even_for_type_checking() -> None:
+    modules = {
+        module_name(p): p
+        for p in PACKAGE.rglob("*.py")
+        if p.relative_to(PACKAGE).parts[0] not in ("batch", "cli.py")
+    }
+    find_cycle(modules, everywhere=True)
