@@ -16,6 +16,7 @@ import docx
 import docx.oxml
 import openpyxl
 import pytest
+from fpdf import FPDF
 from mcp import Client
 from mcp.types import TextContent
 
@@ -254,3 +255,53 @@ def test_docx_parts_outside_the_body_paragraphs_are_read(scratch: Path) -> None:
         "Comments",
         "Headers and footers",
     ]
+
+
+def _form_pdf(path: Path) -> None:
+    """A one-page PDF with a filled-in text field, as a form filler saves it (fpdf2 writes
+    no form fields)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [4 0 R] >> >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Annots [4 0 R] "
+        b"/Contents 5 0 R /Resources << /Font << /F1 << /Type /Font /Subtype /Type1 "
+        b"/BaseFont /Helvetica >> >> >> >>",
+        b"<< /Type /Annot /Subtype /Widget /FT /Tx /T (customer) /V (Ada Lovelace) "
+        b"/Rect [20 100 200 120] /P 3 0 R >>",
+    ]
+    stream = b"BT /F1 12 Tf 20 150 Td (Order form) Tj ET"
+    objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    data = b"%PDF-1.7\n"
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(data))
+        data += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    table = len(data)
+    data += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    data += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    data += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        table,
+    )
+    path.write_bytes(data)
+
+
+def test_pdf_annotations_and_form_fields_are_read_with_their_page(scratch: Path) -> None:
+    document = FPDF()
+    document.set_font("helvetica", size=12)
+    document.add_page()
+    document.cell(text="Contract draft")
+    document.text_annotation(20, 40, "Reviewer: clause 4 is missing")
+    document.free_text_annotation("Approved by legal", 20, 60, 60, 20)
+    document.output(str(scratch / "draft.pdf"))
+    _form_pdf(scratch / "form.pdf")
+    ws = Workspace.from_settings()
+    draft = api.read_document(ws, "draft.pdf")
+    assert "Contract draft" in draft
+    assert "[note: Reviewer: clause 4 is missing]" in draft
+    assert "[text box: Approved by legal]" in draft
+    found = json.loads(api.search_document(ws, "draft.pdf", "clause 4"))
+    assert [m["page"] for m in found["matches"]] == [1]
+    assert json.loads(api.get_file_overview(ws, "draft.pdf"))["annotations"] == 2
+    form = api.read_document(ws, "form.pdf")
+    assert "Order form" in form and "[form field customer: Ada Lovelace]" in form

@@ -93,6 +93,8 @@ def opened(source: Source) -> Iterator[Any]:
             document = pdfium.PdfDocument(source.file(), autoclose=True)
         except pdfium.PdfiumError:
             raise _refusal(source, pdfium) from None
+        # Before any page is loaded: form field values are read through the form handle.
+        document.init_forms()
         try:
             yield document
         except pdfium.PdfiumError as exc:
@@ -101,8 +103,85 @@ def opened(source: Source) -> Iterator[Any]:
             document.close()
 
 
-def _page_text(document: Any, index: int) -> tuple[str, bool]:
-    """The page's text (with `\\n` line ends) and whether the page holds images."""
+@dataclass(frozen=True, slots=True)
+class _Page:
+    """What one page holds: its text layer, whether it has images, and the text of its
+    annotations (notes, comments, filled-in form fields), which is not in the text layer."""
+
+    text: str
+    has_images: bool
+    annotations: list[str]
+
+    @property
+    def lines(self) -> list[str]:
+        """The text's lines, then one line per annotation."""
+        return [*self.text.splitlines(), *self.annotations]
+
+    @property
+    def markdown(self) -> str:
+        """The text, then the annotations, one per line."""
+        return "\n\n".join(part for part in (self.text, "\n".join(self.annotations)) if part)
+
+
+def _read_utf16(function: Callable[..., int], *arguments: object) -> str:
+    """A string PDFium hands out through a UTF-16 buffer: `function(*arguments, buffer,
+    size)` returns the size it needs in bytes (with the final NUL)."""
+    import pypdfium2.raw as raw  # type: ignore[import-untyped]
+
+    size = function(*arguments, None, 0)
+    if size <= 2:
+        return ""
+    buffer = ctypes.create_string_buffer(size)
+    function(*arguments, ctypes.cast(buffer, ctypes.POINTER(raw.FPDF_WCHAR)), size)
+    return buffer.raw[: size - 2].decode("utf-16-le", errors="replace").strip()
+
+
+_ANNOTATION_WORDS = {
+    "FPDF_ANNOT_TEXT": "note",
+    "FPDF_ANNOT_FREETEXT": "text box",
+    "FPDF_ANNOT_HIGHLIGHT": "comment on highlighted text",
+    "FPDF_ANNOT_UNDERLINE": "comment on underlined text",
+    "FPDF_ANNOT_SQUIGGLY": "comment on marked text",
+    "FPDF_ANNOT_STRIKEOUT": "comment on struck-out text",
+    "FPDF_ANNOT_STAMP": "stamp",
+}
+
+
+def _annotations(document: Any, page: Any) -> list[str]:
+    """One line per annotation of `page` that carries text: ``[note: ...]``, ``[form field
+    Name: value]``; links and pop-ups (a copy of their parent's text) are left out."""
+    import pypdfium2.raw as raw
+
+    words = {getattr(raw, name): word for name, word in _ANNOTATION_WORDS.items()}
+    form = document.formenv.raw if document.formenv is not None else None
+    lines: list[str] = []
+    for index in range(raw.FPDFPage_GetAnnotCount(page.raw)):
+        annotation = raw.FPDFPage_GetAnnot(page.raw, index)
+        if not annotation:
+            continue
+        try:
+            kind = raw.FPDFAnnot_GetSubtype(annotation)
+            if kind in (raw.FPDF_ANNOT_POPUP, raw.FPDF_ANNOT_LINK):
+                continue
+            if kind == raw.FPDF_ANNOT_WIDGET:
+                if form is None:
+                    continue
+                value = _read_utf16(raw.FPDFAnnot_GetFormFieldValue, form, annotation)
+                name = _read_utf16(raw.FPDFAnnot_GetFormFieldName, form, annotation)
+                if value:
+                    lines.append(f"[form field {name or '(unnamed)'}: {value}]")
+                continue
+            contents = _read_utf16(raw.FPDFAnnot_GetStringValue, annotation, b"Contents")
+            if contents:
+                contents = " ".join(contents.split())
+                lines.append(f"[{words.get(kind, 'annotation')}: {contents}]")
+        finally:
+            raw.FPDFPage_CloseAnnot(annotation)
+    return lines
+
+
+def _page_text(document: Any, index: int) -> _Page:
+    """The page's text (with `\n` line ends), whether it holds images, and its annotations."""
     import pypdfium2 as pdfium
 
     try:
@@ -121,7 +200,7 @@ def _page_text(document: Any, index: int) -> tuple[str, bool]:
         if not text:
             images = page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=3)
             has_images = next(iter(images), None) is not None
-        return text, has_images
+        return _Page(text, has_images, _annotations(document, page))
     finally:
         page.close()
 
@@ -178,8 +257,11 @@ def overview(source: Source) -> dict[str, object]:
         no_text: list[int] = []
         scanned: list[int] = []
         preview = ""
+        annotations = 0
         for index in range(sampled):
-            text, has_images = _page_text(document, index)
+            page = _page_text(document, index)
+            text, has_images = page.text, page.has_images
+            annotations += len(page.annotations)
             if not text:
                 no_text.append(index + 1)
                 if has_images:
@@ -200,6 +282,9 @@ def overview(source: Source) -> dict[str, object]:
             result["outline_kind"] = "first line of each page"
         if sampled < count:
             result["pages_examined"] = sampled
+        if annotations:
+            # Read with the page they are on (they are not part of its text layer).
+            result["annotations"] = annotations
     if len(no_text) == sampled:
         result["text_layer"] = (
             "none: the pages examined are scanned images without text; reading them needs OCR"
@@ -219,9 +304,11 @@ def read(document: Any, pages: list[int]) -> Iterator[Chunk]:
     """Each selected page of `document` (from `opened`, and drawn inside its block) as
     Markdown under a `## Page N` heading."""
     for number in pages:
-        text, has_images = _page_text(document, number - 1)
-        if not text:
-            text = (_SCANNED_NOTE if has_images else _BLANK_NOTE).format(n=number)
+        page = _page_text(document, number - 1)
+        text = page.markdown
+        if not page.text:
+            empty = (_SCANNED_NOTE if page.has_images else _BLANK_NOTE).format(n=number)
+            text = f"{empty}\n\n{text}" if text else empty
         yield Chunk(restart=f"{number}-", text=f"## Page {number}\n\n{text}\n\n")
 
 
@@ -359,9 +446,9 @@ def search(
     The numbers of searched pages without any text are appended to `no_text`.
     """
     for number in pages:
-        text, _ = _page_text(document, number - 1)
-        if not text:
+        page = _page_text(document, number - 1)
+        if not page.text:
             no_text.append(number)
-        for line_number, line in enumerate(text.splitlines(), start=1):
+        for line_number, line in enumerate(page.lines, start=1):
             if match(line):
                 yield {"page": number, "line": line_number, "text": line}

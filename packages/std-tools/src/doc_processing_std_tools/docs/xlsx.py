@@ -234,29 +234,35 @@ class Workbook:
                 data = carry + block
                 cut = _last_cell_end(data) if block else len(data)
                 whole, carry = data[:cut], data[cut:]
-                counts[0] += len(_UNCOMPUTED.findall(whole))
-                counts[1] += len(_HIDDEN_ROW.findall(whole))
-                counts[2] += sum(
-                    int(b) - int(a) + 1 for a, b in _HIDDEN_COLUMNS.findall(whole) if a and b
-                )
-                counts[3] += len(_MERGED.findall(whole))
+                for found in _FACTS.finditer(whole):
+                    start = found.start()
+                    if found.group("f"):
+                        counts[0] += _UNCOMPUTED.match(whole, start) is not None
+                    elif found.group("row"):
+                        counts[1] += 1
+                    elif found.group("col"):
+                        columns = _COLUMN_SPAN.match(whole, start)
+                        if columns:
+                            counts[2] += int(columns.group(2)) - int(columns.group(1)) + 1
+                    else:
+                        counts[3] += 1
                 if not block:
                     break
         return SheetFacts(*counts)
 
 
+# One pass finds every element a count needs; the specific patterns then look at each.
+_FACTS = re.compile(
+    rb"<(?:\w+:)?(?:(?P<f>f)[\s>/]|(?P<row>row)\s[^>]*\bhidden=\"(?:1|true)\""
+    rb"|(?P<col>col)\s[^>]*\bhidden=\"(?:1|true)\"|(?P<merged>mergeCell)\b)"
+)
 # A cell whose formula has no cached value: <f>..</f> (or <f .../>) then, at most, an
 # empty <v/>, then the end of the cell.
 _UNCOMPUTED = re.compile(
     rb"<(?:\w+:)?f\b[^>]*(?:/>|>[^<]*</(?:\w+:)?f>)\s*"
     rb"(?:<(?:\w+:)?v\s*/>|<(?:\w+:)?v>\s*</(?:\w+:)?v>)?\s*</(?:\w+:)?c>"
 )
-_HIDDEN_ROW = re.compile(rb"<(?:\w+:)?row\b[^>]*\bhidden=\"(?:1|true)\"")
-_HIDDEN_COLUMNS = re.compile(
-    rb"<(?:\w+:)?col\b(?=[^>]*\bhidden=\"(?:1|true)\")"
-    rb"(?=[^>]*\bmin=\"([0-9]+)\")(?=[^>]*\bmax=\"([0-9]+)\")"
-)
-_MERGED = re.compile(rb"<(?:\w+:)?mergeCell\b")
+_COLUMN_SPAN = re.compile(rb"<(?:\w+:)?col\b(?=[^>]*\bmin=\"([0-9]+)\")(?=[^>]*\bmax=\"([0-9]+)\")")
 _DIMENSION = re.compile(rb"<(?:\w+:)?dimension\s+ref=\"([A-Z]+[0-9]+(?::[A-Z]+[0-9]+)?)\"")
 _HEAD_BYTES = 65536
 
@@ -270,9 +276,11 @@ def _feed(reader: _SheetReader, sheet: SheetPart, block: bytes, *, final: bool) 
 
 
 def _last_cell_end(data: bytes) -> int:
-    """Where the last complete element that a count may end with (a cell, a row start,
-    a column, a merged range) ends in `data`: counting up to there never cuts a match."""
-    return max(data.rfind(b">") + 1, 0)
+    """Where counting may stop in `data` without cutting a match: after the last row end
+    (a formula cell spans several tags and lies inside a row), else after the last tag
+    (the other counts look at one tag each)."""
+    row_end = data.rfind(b"row>")
+    return row_end + 4 if row_end >= 0 else data.rfind(b">") + 1
 
 
 class _SheetReader:
