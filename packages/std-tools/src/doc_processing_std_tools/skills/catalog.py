@@ -400,8 +400,12 @@ def read_skill(
     of `lint.lint` (what the specification does not allow but the catalog accepts).
     """
     name = folder.name if name is None else name
-    base = root if root is not None and folder.is_relative_to(root) else folder.parent
-    where = folder.relative_to(base).as_posix()
+    # Plain string work: this runs once per skill on a cold scan.
+    inside = f"{root}{os.sep}" if root is not None else None
+    if root is not None and inside is not None and str(folder).startswith(inside):
+        base, where = root, str(folder)[len(inside) :].replace(os.sep, "/")
+    else:
+        base, where = folder.parent, folder.name
     skill_md = folder / SKILL_FILE
     if root is not None and skill_md.is_symlink():
         try:
