@@ -527,3 +527,52 @@ async def test_a_script_that_kills_its_supervisor_still_leaves_nothing_running(
         assert processes_with(token) == []
     finally:
         kill_leftovers(token)
+
+
+# Opens every descriptor of its parent (the supervisor) through /proc and writes a false
+# report into each; prints what it could open.
+FORGER = """
+import os
+parent = os.getppid()
+opened = []
+for name in os.listdir(f"/proc/{parent}/fd"):
+    try:
+        with open(f"/proc/{parent}/fd/{name}", "w") as handle:
+            handle.write("stopped=moved\\nexit_code=0\\n")
+        opened.append(name)
+    except OSError:
+        pass
+print("forged" if opened else "refused", opened)
+raise SystemExit(3)
+"""
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param(
+            "none",
+            id="none",
+            marks=pytest.mark.skipif(
+                os.geteuid() == 0,
+                reason="without bubblewrap a script running as root keeps CAP_SYS_PTRACE and "
+                "may open any process's descriptors; run the tests as another user to check it",
+            ),
+        ),
+        pytest.param("bwrap", id="bwrap", marks=needs_bwrap),
+    ],
+)
+async def test_a_script_cannot_write_a_false_report_for_its_supervisor(
+    tmp_path: Path, mode: str
+) -> None:
+    path = tmp_path / "forge.py"
+    path.write_text(FORGER, encoding="utf-8")
+    result = await run_script(
+        path,
+        [],
+        time_limit=20,
+        output_limit=2000,
+        policy=ScriptPolicy(sandbox="bwrap" if mode == "bwrap" else "none"),
+    )
+    assert result.stdout.startswith("refused"), result.stdout
+    assert result.exit_code == 3

@@ -12,24 +12,28 @@ and it never writes to standard output or error, which belong to the script.
 
 What it does:
 
-1. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
+1. Makes itself not dumpable (``PR_SET_DUMPABLE`` 0), so that a script running as the
+   same user cannot open its descriptors through ``/proc`` and write a false report into
+   the status pipe (only a process with ``CAP_SYS_PTRACE`` still can: root without
+   bubblewrap).
+2. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
    under bubblewrap the folder is already the working directory, entered by path. Either
    way the folder it is in must be the one the server checked (same device and inode);
    if it is not (a link swapped in on the way), nothing runs and the report says
    ``stopped=moved``.
-2. Becomes a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): every process the script
+3. Becomes a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): every process the script
    starts, including one that called ``setsid()`` and emptied its environment, is
    re-parented to this process when its own parent dies, instead of escaping to init.
-3. Asks for SIGTERM when the server dies (``PR_SET_PDEATHSIG``), and arms a timer for the
+4. Asks for SIGTERM when the server dies (``PR_SET_PDEATHSIG``), and arms a timer for the
    time limit.
-4. Forks the script: the child resets the signals Python ignores, sets the resource
+5. Forks the script: the child resets the signals Python ignores, sets the resource
    limits (address space, CPU seconds, open files, processes, file size) and execs CMD.
-5. Waits for the script to end, the time limit, or SIGTERM, then kills every process
+6. Waits for the script to end, the time limit, or SIGTERM, then kills every process
    left in its subtree and reaps them until it has no child left: only then is the run
    over, and nothing the script started is running.
-6. Writes its report to STATUS_FD, one ``name=value`` line each: how the script ended
-   (``exit_code`` or ``signal``), or ``stopped`` (``timeout``, ``terminated`` or ``moved``), the CPU
-   seconds it used, and how many leftover processes it had to kill.
+7. Writes its report to STATUS_FD, one ``name=value`` line each: how the script ended
+   (``exit_code`` or ``signal``), or ``stopped`` (``timeout``, ``terminated`` or
+   ``moved``), the CPU seconds it used, and how many leftover processes it had to kill.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _LIMITS = {
     "as": resource.RLIMIT_AS,
@@ -157,6 +162,7 @@ def _kill_subtree(script: int) -> int:
 
 def main(argv: list[str]) -> int:
     """Run the script described by `argv` (see the module docstring); return 0."""
+    _prctl(_PR_SET_DUMPABLE, 0)
     status_fd = int(argv[1])
     settings = dict(pair.split("=", 1) for pair in argv[2].split(","))
     time_limit = float(settings.pop("time_limit"))

@@ -692,7 +692,9 @@ async def _run_checked(
             )
         stderr = f"{stderr}\n{message}" if stderr else message
         return ScriptResult(stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed)
-    if status.get("stopped") == "moved":
+    # Exactly this report, with nothing of a run after it (the supervisor adds
+    # ``subreaper`` and ``killed`` to every report of a script it started).
+    if status == {"stopped": "moved"}:
         raise InvalidArgumentError(
             f"The folder of the script {str(script.path)!r} was replaced (a symbolic link "
             "swapped in) while the script was being started; nothing ran. Try again."
