@@ -402,3 +402,41 @@ def test_every_diagnostic_of_a_nested_skill_names_its_folder_from_the_root(
         ("plugins/p/skills/binary", "binary_skill_md"),
         ("plugins/p/skills/other", "name_mismatch"),
     ]
+
+
+async def test_a_link_from_one_skills_folder_into_another_is_refused(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    """Attack: each skill is confined to the folder it was found in, not to every folder
+    listed; a link (or a '..' path) from a skill of the second folder into the first, or
+    from a nested skill out of its collection, reads nothing."""
+    first, second = tmp_path / "private", tmp_path / "shared"
+    secret = write_skill(first / "private-skill") / "secret.md"
+    secret.write_text("the secret\n", encoding="utf-8")
+    outside = tmp_path / "outside.py"
+    outside.write_text("print('outside ran')\n", encoding="utf-8")
+    shared = write_skill(second / "plugins" / "p" / "skills" / "shared-skill")
+    (shared / "peek.md").symlink_to(secret)
+    (shared / "run.py").symlink_to(outside)
+    use(environment, first, second, depth=4)
+    async with Client(skills_server) as client:
+        await list_then_load_everything(client)
+        linked, linked_failed = await call(
+            client, "load_skill_resource", skill_name="shared-skill", resource_path="peek.md"
+        )
+        climbed, climbed_failed = await call(
+            client,
+            "load_skill_resource",
+            skill_name="shared-skill",
+            resource_path="../../../../../private/private-skill/secret.md",
+        )
+        ran, ran_failed = await call(
+            client, "execute_skill_script", skill_name="shared-skill", script_path="run.py"
+        )
+        own, own_failed = await call(
+            client, "load_skill_resource", skill_name="private-skill", resource_path="secret.md"
+        )
+    assert linked_failed and "the secret" not in linked and "outside" in linked
+    assert climbed_failed and "the secret" not in climbed
+    assert ran_failed and "outside ran" not in ran
+    assert not own_failed and own == "the secret\n"
