@@ -158,10 +158,11 @@ class SkillDiagnostic:
 
 @dataclass(frozen=True)
 class Catalog:
-    """The skills of one folder at one moment, with every diagnostic found."""
+    """The skills of one skills folder (or of several, merged) at one moment, with every
+    diagnostic found."""
 
     skills_dir: Path
-    """The absolute skills folder that was scanned."""
+    """The absolute skills folder that was scanned (the first one, when several were)."""
     skills: tuple[SkillRecord, ...] = ()
     """Listed skills, sorted by name."""
     diagnostics: tuple[SkillDiagnostic, ...] = ()
