@@ -218,6 +218,11 @@ def _handbook(path: Path) -> None:
         docx.oxml.parse_xml(f'<w:footnoteReference {_W} w:id="1"/>')  # type: ignore[attr-defined]
     )
     anchor._p.append(docx.oxml.parse_xml(_TEXT_BOX.replace("<w:r>", f"<w:r {_W}>", 1)))  # type: ignore[attr-defined]
+    control = docx.oxml.parse_xml(  # type: ignore[attr-defined]
+        f"<w:sdt {_W}><w:sdtPr/><w:sdtContent><w:p><w:r><w:t>Inside a content control"
+        "</w:t></w:r></w:p></w:sdtContent></w:sdt>"
+    )
+    document.element.body.insert(len(document.element.body) - 1, control)
     document.save(str(path))
     _add_part(path, "footnote", "Valves are tested yearly.")
     _add_part(path, "endnote", "Source: plant manual.")
@@ -231,6 +236,7 @@ def test_docx_parts_outside_the_body_paragraphs_are_read(scratch: Path) -> None:
     assert text.count("[text box] Boxed warning: check the seals") == 1  # not its fallback
     assert "| Merged area | Merged area | Right |" in text
     assert "Nested left Nested right" in text
+    assert "Inside a content control" in text
     for heading, line in (
         ("# Footnotes", "[^1]: Valves are tested yearly."),
         ("# Endnotes", "[^e1]: Source: plant manual."),

@@ -57,7 +57,7 @@ def _style_name(paragraph: Any) -> str:
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _P, _TBL, _T, _TAB, _BR, _CR = (f"{_W}{n}" for n in ("p", "tbl", "t", "tab", "br", "cr"))
-_SDT_CONTENT, _TXBX = f"{_W}sdtContent", f"{_W}txbxContent"
+_TXBX = f"{_W}txbxContent"
 _FOOTNOTE_REF, _ENDNOTE_REF = f"{_W}footnoteReference", f"{_W}endnoteReference"
 _ID, _AUTHOR, _TYPE = f"{_W}id", f"{_W}author", f"{_W}type"
 _RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
@@ -183,8 +183,8 @@ def _table_rows(table: Any) -> list[list[str]]:
 
 
 def _body(builder: FlowBuilder, container: Any, parent: Any, counts: dict[str, int]) -> None:
-    """Paragraphs and tables of `container` (the body, or a content control in it) in
-    reading order; a paragraph's text boxes follow it."""
+    """Paragraphs and tables of `container` (the body, or an element in it that holds
+    some, such as a content control) in reading order; a paragraph's text boxes follow it."""
     from docx.table import Table as DocxTable
     from docx.text.paragraph import Paragraph
 
@@ -192,12 +192,11 @@ def _body(builder: FlowBuilder, container: Any, parent: Any, counts: dict[str, i
         if element.tag == _TBL:
             builder.table(_table_rows(DocxTable(element, parent)))
             continue
-        if element.tag == f"{_W}sdt":
-            for content in element.iter(_SDT_CONTENT):
-                _body(builder, content, parent, counts)
-                break
-            continue
         if element.tag != _P:
+            # Content controls, custom XML and the like hold paragraphs and tables of
+            # their own; a drawing's fallback copy is skipped.
+            if element.tag != _FALLBACK and isinstance(element.tag, str):
+                _body(builder, element, parent, counts)
             continue
         text = _own_text(element).strip()
         boxes = _text_boxes(element)
