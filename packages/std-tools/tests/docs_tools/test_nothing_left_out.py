@@ -15,6 +15,7 @@ from pathlib import Path
 import docx
 import docx.oxml
 import openpyxl
+import openpyxl.comments
 import pytest
 from fpdf import FPDF
 from mcp import Client
@@ -311,3 +312,29 @@ def test_pdf_annotations_and_form_fields_are_read_with_their_page(scratch: Path)
     assert json.loads(api.get_file_overview(ws, "draft.pdf"))["annotations"] == 2
     form = api.read_document(ws, "form.pdf")
     assert "Order form" in form and "[form field customer: Ada Lovelace]" in form
+
+
+def test_xlsx_cell_comments_are_read_found_and_counted(scratch: Path) -> None:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Costs"
+    sheet.append(["Item", "Amount"])
+    sheet.append(["Rent", 1200])
+    sheet.append(["Power", 300])
+    sheet["B2"].comment = openpyxl.comments.Comment("Includes the garage", "Rita")
+    sheet["A3"].comment = openpyxl.comments.Comment("Winter estimate", "Sam")
+    book.save(str(scratch / "noted.xlsx"))
+    ws = Workspace.from_settings()
+    text = api.read_document(ws, "noted.xlsx")
+    assert "Comments:\n- B2 (Rita): Includes the garage\n- A3 (Sam): Winter estimate\n" in text
+    only_row_2 = api.read_document(ws, "noted.xlsx", "Costs!2-2")
+    assert "garage" in only_row_2 and "Winter" not in only_row_2
+    found = json.loads(api.search_document(ws, "noted.xlsx", "garage"))
+    assert found["matches"] == [
+        {"sheet": "Costs", "cell": "B2", "text": "[comment by Rita] Includes the garage"}
+    ]
+    tables = api.extract_tables(ws, "noted.xlsx", format="csv")
+    assert "garage" not in tables  # a table holds cells only
+    overview = json.loads(api.get_file_overview(ws, "noted.xlsx"))
+    assert overview["outline"][0]["comments"] == 2
+    assert "cell comments are read after each sheet's table" in overview["notes"]

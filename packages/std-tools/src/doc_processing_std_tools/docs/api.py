@@ -169,7 +169,8 @@ def _units(source: Source, pages: str, stack: ExitStack) -> Iterator[Chunk]:
         return pdf.read(document, parse_ranges(pages, len(document), "page"))
     if source.format == "xlsx":
         book = stack.enter_context(sheets.workbook(source))
-        return sheets.xlsx_rows(book, sheets.parse_sheets(pages, sheets.sheet_names(book)))
+        selection = sheets.parse_sheets(pages, sheets.sheet_names(book))
+        return sheets.xlsx_rows(book, selection, with_comments=True)
     if source.format == "csv":
         table = sheets.load_csv(source)
         numbers = parse_ranges(pages, len(table.rows), "row")

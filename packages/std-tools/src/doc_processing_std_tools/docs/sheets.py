@@ -160,6 +160,7 @@ def _sheet_entry(book: Workbook, number: int, sheet: SheetPart) -> dict[str, obj
     entry.update(_size_facts(book.recorded_range(sheet)))
     facts = book.facts(sheet)
     for key, count in (
+        ("comments", len(book.comments(sheet))),
         ("formulas_not_computed", facts.formulas_not_computed),
         ("hidden_rows", facts.hidden_rows),
         ("hidden_columns", facts.hidden_columns),
@@ -188,6 +189,8 @@ def _notes(outline: list[dict[str, object]]) -> list[str]:
         )
     if any("hidden_rows" in e or "hidden_columns" in e for e in outline):
         notes.append("hidden rows and columns are read like visible ones")
+    if any("comments" in e for e in outline):
+        notes.append("cell comments are read after each sheet's table")
     if any("merged_ranges" in e for e in outline):
         notes.append("a merged range's value is shown in its first cell only")
     return notes
@@ -252,11 +255,16 @@ def parse_sheets(spec: str, names: list[str]) -> list[SheetSelection]:
 
 
 def xlsx_rows(
-    book: Workbook, selection: list[SheetSelection], style: str = "markdown"
+    book: Workbook,
+    selection: list[SheetSelection],
+    style: str = "markdown",
+    *,
+    with_comments: bool = False,
 ) -> Iterator[Chunk]:
     """The selected sheets of `book` (from `workbook`, and drawn inside its block) as
     Markdown tables (or CSV when `style` is "csv"); row 1 is the header. `_CHUNK_ROWS`
-    rows per chunk, so reading stops as soon as the output is full."""
+    rows per chunk, so reading stops as soon as the output is full. With `with_comments`,
+    the cell comments on the selected rows follow each sheet's table."""
     render = markdown_row if style == "markdown" else _csv_row
     for chosen in selection:
         sheet = book.sheet(chosen.name)
@@ -288,7 +296,25 @@ def xlsx_rows(
             if count == _CHUNK_ROWS:
                 yield Chunk(restart, pending)
                 pending, count = "", 0
+        comments = _comments(book, sheet, chosen) if with_comments else []
+        if comments:
+            pending += "\nComments:\n" + "".join(
+                f"- {cell}{f' ({author})' if author else ''}: {text}\n"
+                for cell, author, text in comments
+            )
         yield Chunk(restart, pending + "\n")
+
+
+def _comments(
+    book: Workbook, sheet: SheetPart, chosen: SheetSelection
+) -> list[tuple[str, str, str]]:
+    """The cell comments of `sheet` on the rows `chosen` selects."""
+    found: list[tuple[str, str, str]] = []
+    for cell, author, text in book.comments(sheet):
+        _, row = _cell_position(cell)
+        if row >= chosen.first_row and (chosen.last_row is None or row <= chosen.last_row):
+            found.append((cell, author, text))
+    return found
 
 
 def _csv_row(cells: list[str]) -> str:
@@ -299,7 +325,8 @@ def xlsx_search(
     book: Workbook, selection: list[SheetSelection], match: Callable[[str], bool]
 ) -> Iterator[dict[str, object]]:
     """Cells of the selected sheets of `book` (from `workbook`, and drawn inside its block)
-    whose text matches, with sheet name and cell address."""
+    whose text matches, with sheet name and cell address; then the matching cell comments
+    (``[comment by Author] text``)."""
     from openpyxl.utils import get_column_letter  # type: ignore[import-untyped]
 
     for chosen in selection:
@@ -312,6 +339,10 @@ def xlsx_search(
                         "cell": f"{get_column_letter(column)}{number}",
                         "text": text,
                     }
+        for cell, author, text in _comments(book, sheet, chosen):
+            line = f"[comment{f' by {author}' if author else ''}] {text}"
+            if match(line):
+                yield {"sheet": chosen.name, "cell": cell, "text": line}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """An XLSX package read straight from its XML: sheets, their rows as text, and what a
 reader should know is there (formulas without a computed value, hidden sheets, rows and
-columns, merged ranges).
+columns, merged ranges, cell comments).
 
 openpyxl, in read-only mode, offers a cell either its formula or its cached value, never
 both, and builds an object per XML element; this reader streams each worksheet part
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import posixpath
 import re
 import zipfile
 from collections.abc import Iterator
@@ -212,6 +213,38 @@ class Workbook:
             if not reader.done:
                 _feed(reader, sheet, b"", final=True)
             yield from reader.take()
+
+    def comments(self, sheet: SheetPart) -> list[tuple[str, str, str]]:
+        """The cell comments (notes) of `sheet` as (cell, author, text), in the order the
+        file lists them; they live in a part of their own, next to the sheet."""
+        if sheet.part is None:
+            return []
+        folder, _, name = sheet.part.rpartition("/")
+        try:
+            relations = ElementTree.fromstring(self.package.read(f"{folder}/_rels/{name}.rels"))
+        except KeyError:
+            return []
+        found: list[tuple[str, str, str]] = []
+        for relation in relations:
+            if not relation.get("Type", "").endswith("/comments"):
+                continue
+            target = relation.get("Target", "")
+            part = target.lstrip("/") if target.startswith("/") else f"{folder}/{target}"
+            try:
+                root = ElementTree.fromstring(self.package.read(posixpath.normpath(part)))
+            except KeyError:
+                continue
+            authors = [a.text or "" for a in root.iter(f"{_NS}author")]
+            for comment in root.iter(f"{_NS}comment"):
+                number = comment.get("authorId", "")
+                author = (
+                    authors[int(number)] if number.isdigit() and int(number) < len(authors) else ""
+                )
+                text = "".join(t.text or "" for t in comment.iter(f"{_NS}t"))
+                text = " ".join(text.split())
+                if text:
+                    found.append((comment.get("ref", ""), author, text))
+        return found
 
     def recorded_range(self, sheet: SheetPart) -> str | None:
         """The used range `sheet` records at its start (``A1:F50001``), or None."""
