@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 
 import anyio
@@ -30,45 +27,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+# The tests' helper that runs a server as a child process on a free port.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/std-tools/tests/support"))
+from http_child import serving
+
 ISSUER = "https://idp.example.test/"
 TOKEN = "bench-" + "t" * 40
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start(workspace: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("DPTTOOLS_")}
-    environ.update(env)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "doc_processing_std_tools",
-            "--transport",
-            "streamable-http",
-            "--port",
-            str(port),
-            "--workspace",
-            str(workspace),
-        ],
-        env=environ,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return process, f"http://127.0.0.1:{port}/mcp"
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("a server did not start")
 
 
 async def main(calls: int) -> None:
@@ -95,9 +59,12 @@ async def main(calls: int) -> None:
                 "jwt",
             ),
         }
-        started = {name: start(workspace, env) for name, (env, _) in servers.items()}
         samples: dict[str, list[float]] = {name: [] for name in servers}
-        try:
+        with ExitStack() as running:
+            started = {
+                name: running.enter_context(serving("--workspace", str(workspace), env=env))
+                for name, (env, _) in servers.items()
+            }
             async with AsyncExitStack() as stack:
                 clients = {}
                 for name, (_, token) in servers.items():
@@ -116,7 +83,7 @@ async def main(calls: int) -> None:
                     headers = {"Authorization": f"Bearer {token}"} if token else {}
                     http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
                     clients[name] = await stack.enter_async_context(
-                        Client(streamable_http_client(started[name][1], http_client=http))
+                        Client(streamable_http_client(started[name].url, http_client=http))
                     )
                 for _ in range(20):
                     for client in clients.values():
@@ -128,10 +95,6 @@ async def main(calls: int) -> None:
                         result = await client.call_tool("get_file_info", {"path": "notes.txt"})
                         samples[name].append((time.perf_counter() - begin) * 1000)
                         assert not result.is_error
-        finally:
-            for process, _ in started.values():
-                process.terminate()
-                process.wait()
     base = statistics.median(samples["no authentication"])
     print(f"{'server':<26} {'median ms':>10} {'ratio':>7}")
     for name, values in samples.items():

@@ -8,15 +8,12 @@ it was written.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from http_child import serving
 from mcp import Client
 from mcp.types import TextContent
 
@@ -31,57 +28,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def server_url(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The composed server over streamable HTTP on a free local port: (URL, workspace)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (tmp_path / "skills").mkdir()
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "doc_processing_std_tools",
-            "--skills-dir",
-            str(tmp_path / "skills"),
-            "--workspace",
-            str(workspace),
-            "--transport",
-            "streamable-http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, "the HTTP server exited early"
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start in 30 s"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", workspace.resolve()
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with serving("--skills-dir", str(tmp_path / "skills"), "--workspace", str(workspace)) as server:
+        yield server.url, workspace.resolve()
 
 
 @pytest.mark.timeout(90)

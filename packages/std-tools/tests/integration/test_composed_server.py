@@ -4,17 +4,15 @@ stdio and over streamable HTTP."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from http_child import serving
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
@@ -118,16 +116,12 @@ async def test_in_process_composed_server_holds_the_sixteen_tools(
         reset_settings()
 
 
+def folder_options(skills: Path, workspace: Path) -> list[str]:
+    return ["--skills-dir", str(skills), "--workspace", str(workspace)]
+
+
 def server_args(skills: Path, workspace: Path, *extra: str) -> list[str]:
-    return [
-        "-m",
-        "doc_processing_std_tools",
-        "--skills-dir",
-        str(skills),
-        "--workspace",
-        str(workspace),
-        *extra,
-    ]
+    return ["-m", "doc_processing_std_tools", *folder_options(skills, workspace), *extra]
 
 
 async def test_stdio_serves_all_three_tool_sets(folders: tuple[Path, Path]) -> None:
@@ -173,59 +167,11 @@ async def test_environment_alone_configures_the_server(folders: tuple[Path, Path
     assert overview["row_count"] == 2
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@contextmanager
-def serving_http(skills: Path, workspace: Path) -> Iterator[str]:
-    """The composed server over streamable HTTP on a free local port; yields its URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            *server_args(skills, workspace, "--transport", "streamable-http"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                pytest.fail(f"the HTTP server exited early: {stderr}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("the HTTP server did not start listening within 30 s")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr:
-            process.stderr.close()
-
-
 @pytest.fixture
 def http_server(folders: tuple[Path, Path]) -> Iterator[str]:
     """One copy of the composed server over streamable HTTP; yields its URL."""
-    with serving_http(*folders) as url:
-        yield url
+    with serving(*folder_options(*folders)) as server:
+        yield server.url
 
 
 def post(url: str, method: str, params: dict[str, object], request_id: int) -> dict[str, Any]:
@@ -286,7 +232,8 @@ def test_replicas_answer_requests_without_session_affinity(
 ) -> None:
     """Behind a load balancer, a client's requests land on any copy: each copy answers
     a request it has never seen the session of."""
-    with serving_http(*folders) as first, serving_http(*folders) as second:
+    with serving(*folder_options(*folders)) as one, serving(*folder_options(*folders)) as two:
+        first, second = one.url, two.url
         hello = {
             "protocolVersion": "2025-06-18",
             "capabilities": {},

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from http_child import Started, serving, start_server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -28,12 +29,8 @@ from .helpers import (
     ISSUER,
     Folders,
     Keys,
-    Started,
     b64url,
     forged,
-    serving,
-    start_server,
-    stop,
     tool_names,
 )
 
@@ -98,7 +95,7 @@ def jwt_server(
         "DPTTOOLS_AUTH_ISSUER": ISSUER,
         "DPTTOOLS_AUTH_AUDIENCE": AUDIENCE,
     }
-    with serving(module_folders, env=env) as started:
+    with serving(*module_folders.args(), env=env) as started:
         yield started
 
 
@@ -315,7 +312,7 @@ async def test_keys_are_fetched_from_a_jwks_url(keys: Keys, folders: Folders) ->
             "DPTTOOLS_AUTH_ISSUER": ISSUER,
             "DPTTOOLS_AUTH_AUDIENCE": AUDIENCE,
         }
-        with serving(folders, env=env) as server:
+        with serving(*folders.args(), env=env) as server:
             async with session(server.url, keys.token(scope="read")) as client:
                 names = tool_names((await client.list_tools()).tools)
                 await client.list_tools()
@@ -335,7 +332,7 @@ def test_the_audience_defaults_to_the_resource_url(
     jwks = tmp_path / "jwks.json"
     jwks.write_text(json.dumps(keys.jwks()), encoding="utf-8")
     env = {"DPTTOOLS_AUTH_JWKS_FILE": str(jwks), "DPTTOOLS_AUTH_ISSUER": ISSUER}
-    with serving(folders, env=env) as server:
+    with serving(*folders.args(), env=env) as server:
         for_us = raw_post(server.url, keys.token(aud=server.url))
         for_the_default = raw_post(server.url, keys.token())
     assert for_us.status_code == 200
@@ -360,7 +357,7 @@ async def test_static_tokens_from_a_file(folders: Folders, tmp_path: Path) -> No
         tmp_path,
         f"# name  token  scopes\nalice   {ALICE}   read,write,execute\nci-bot  {CI_BOT}  read\n",
     )
-    with serving(folders, env={"DPTTOOLS_AUTH_TOKENS_FILE": str(path)}) as server:
+    with serving(*folders.args(), env={"DPTTOOLS_AUTH_TOKENS_FILE": str(path)}) as server:
         async with session(server.url, ALICE) as client:
             everything = tool_names((await client.list_tools()).tools)
         async with session(server.url, CI_BOT) as client:
@@ -386,9 +383,9 @@ def test_a_world_readable_token_file_stops_the_server_before_it_serves(
     folders: Folders, tmp_path: Path
 ) -> None:
     path = tokens_file(tmp_path, f"alice {ALICE} read\n", 0o644)
-    started = start_server(folders, env={"DPTTOOLS_AUTH_TOKENS_FILE": str(path)})
+    started = start_server(*folders.args(), env={"DPTTOOLS_AUTH_TOKENS_FILE": str(path)})
     code = started.process.wait(timeout=30)
-    stderr = stop(started.process)
+    stderr = started.stop()
     assert code == 2
     assert "DPTTOOLS_AUTH_TOKENS_FILE" in stderr and "chmod 600" in stderr
     assert "Traceback" not in stderr
@@ -400,7 +397,7 @@ def test_a_symmetric_algorithm_in_the_settings_stops_the_server(folders: Folders
         "DPTTOOLS_AUTH_ISSUER": ISSUER,
         "DPTTOOLS_AUTH_ALGORITHMS": "RS256,HS256",
     }
-    started = start_server(folders, env=env)
+    started = start_server(*folders.args(), env=env)
     code = started.process.wait(timeout=30)
-    stderr = stop(started.process)
+    stderr = started.stop()
     assert code == 2 and "only these are accepted" in stderr, stderr

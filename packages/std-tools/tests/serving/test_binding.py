@@ -8,8 +8,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from http_child import serving, start_server
 
-from .helpers import ISSUER, Folders, Keys, serving, start_server, stop
+from .helpers import ISSUER, Folders, Keys
 
 HEADERS = {
     "Content-Type": "application/json",
@@ -23,9 +24,9 @@ LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "par
 def test_a_non_loopback_bind_without_authentication_refuses_to_start(
     folders: Folders, host: str
 ) -> None:
-    started = start_server(folders, host=host)
+    started = start_server(*folders.args(), host=host)
     code = started.process.wait(timeout=30)
-    stderr = stop(started.process)
+    stderr = started.stop()
     assert code == 2
     assert f"refusing to serve HTTP on {host} without authentication" in stderr
     assert "--allow-unauthenticated" in stderr
@@ -34,24 +35,24 @@ def test_a_non_loopback_bind_without_authentication_refuses_to_start(
 
 @pytest.mark.parametrize("host", ["localhost"])
 def test_a_loopback_bind_needs_no_authentication(folders: Folders, host: str) -> None:
-    started = start_server(folders, host=host)
+    started = start_server(*folders.args(), host=host)
     try:
         assert started.process.poll() is None
         reply = httpx2.post(started.url, content=LIST_TOOLS, headers=HEADERS)
         assert reply.status_code == 200
     finally:
-        stop(started.process)
+        started.stop()
 
 
 def test_allow_unauthenticated_serves_on_every_address(folders: Folders) -> None:
-    started = start_server(folders, "--allow-unauthenticated", host="0.0.0.0")
+    started = start_server(*folders.args(), "--allow-unauthenticated", host="0.0.0.0")
     try:
-        assert started.process.poll() is None, stop(started.process)
+        assert started.process.poll() is None, started.stop()
         reply = httpx2.post(started.url, content=LIST_TOOLS, headers=HEADERS)
         assert reply.status_code == 200
         assert "write_file" in reply.text
     finally:
-        stderr = stop(started.process)
+        stderr = started.stop()
     assert "without authentication (--allow-unauthenticated)" in stderr
 
 
@@ -61,14 +62,14 @@ def test_authentication_on_every_address_needs_the_resource_url(
     jwks = tmp_path / "jwks.json"
     jwks.write_text(json.dumps(Keys().jwks()), encoding="utf-8")
     env = {"DPTTOOLS_AUTH_JWKS_FILE": str(jwks), "DPTTOOLS_AUTH_ISSUER": ISSUER}
-    started = start_server(folders, env=env, host="0.0.0.0")
+    started = start_server(*folders.args(), env=env, host="0.0.0.0")
     code = started.process.wait(timeout=30)
-    stderr = stop(started.process)
+    stderr = started.stop()
     assert code == 2 and "DPTTOOLS_AUTH_RESOURCE_URL" in stderr
 
 
 def test_a_foreign_host_header_gets_421_and_a_foreign_origin_403(folders: Folders) -> None:
-    with serving(folders) as server:
+    with serving(*folders.args()) as server:
         local = httpx2.post(server.url, content=LIST_TOOLS, headers=HEADERS)
         rebound = httpx2.post(
             server.url, content=LIST_TOOLS, headers={**HEADERS, "Host": "evil.example:80"}

@@ -12,13 +12,14 @@ import sys
 
 import httpx2
 import pytest
+from http_child import start_server
 from mcp import Client
 
 import doc_processing_std_tools
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.skills.server import new_skills_server
 
-from .helpers import Folders, start_server, stop
+from .helpers import Folders
 
 pytestmark = pytest.mark.anyio
 
@@ -137,11 +138,11 @@ def _one_request(url: str) -> None:
 
 
 def _log_of_one_request(folders: Folders, *args: str) -> str:
-    started = start_server(folders, *args)
+    started = start_server(*folders.args(), *args)
     try:
         _one_request(started.url)
     finally:
-        log = stop(started.process)
+        log = started.stop()
     return log
 
 

@@ -8,10 +8,11 @@ import json
 
 import httpx2
 import pytest
+from http_child import serving
 from mcp import Client
 from mcp.types import TextContent
 
-from .helpers import Folders, serving
+from .helpers import Folders
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +27,7 @@ def text_of(result: object) -> str:
 
 async def test_a_write_of_more_than_four_mebibytes_succeeds_over_http(folders: Folders) -> None:
     content = "0123456789abcdef\n" * (5 * MIB // 17)  # 5 MiB, over the SDK's 4 MiB default
-    with serving(folders, env={"DPTTOOLS_MAX_FILE_SIZE_MB": "8"}) as server:
+    with serving(*folders.args(), env={"DPTTOOLS_MAX_FILE_SIZE_MB": "8"}) as server:
         async with Client(server.url) as client:
             result = await client.call_tool("write_file", {"path": "big.txt", "content": content})
     assert not result.is_error, text_of(result)
@@ -36,7 +37,7 @@ async def test_a_write_of_more_than_four_mebibytes_succeeds_over_http(folders: F
 async def test_content_that_escapes_to_six_times_its_size_still_fits(folders: Folders) -> None:
     # A control character is 1 byte in the file and 6 bytes (\u0001) in the JSON body.
     content = "\x01" * (MIB - 1024)
-    with serving(folders, env={"DPTTOOLS_MAX_FILE_SIZE_MB": "1"}) as server:
+    with serving(*folders.args(), env={"DPTTOOLS_MAX_FILE_SIZE_MB": "1"}) as server:
         async with Client(server.url) as client:
             result = await client.call_tool("write_file", {"path": "ctl.txt", "content": content})
     assert not result.is_error, text_of(result)
@@ -47,7 +48,7 @@ async def test_a_body_over_the_limit_is_refused_with_a_message_naming_the_settin
     folders: Folders,
 ) -> None:
     content = "x" * (8 * MIB)  # over 6 x 1 MiB + 1 MiB
-    with serving(folders, env={"DPTTOOLS_MAX_FILE_SIZE_MB": "1"}) as server:
+    with serving(*folders.args(), env={"DPTTOOLS_MAX_FILE_SIZE_MB": "1"}) as server:
         async with Client(server.url) as client:
             result = await client.call_tool("write_file", {"path": "huge.txt", "content": "ok"})
             assert not result.is_error

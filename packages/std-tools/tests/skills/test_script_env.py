@@ -5,19 +5,15 @@ server says at start-up, once, when scripts run without bubblewrap."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from http_child import Started, serving
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
@@ -126,78 +122,24 @@ async def test_over_stdio_a_script_sees_no_server_secret(setup: Setup) -> None:
         setup.check(await dump(client), allowed=False)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@contextmanager
-def http_server(env: dict[str, str], log: Path) -> Iterator[str]:
-    """The composed server over streamable HTTP on 127.0.0.1; its stderr goes to `log`."""
-    port = free_port()
-    with log.open("wb") as errors:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "doc_processing_std_tools",
-                "--transport",
-                "streamable-http",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the HTTP server exited early: {log.read_text(errors='replace')}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("the HTTP server did not start listening within 30 s")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.mark.parametrize("allow", [False, True], ids=["minimal", "allow-listed"])
-async def test_over_http_a_script_sees_no_server_secret(
-    setup: Setup, tmp_path: Path, allow: bool
-) -> None:
-    env = {**os.environ, **setup.server_env(allow)}
-    if not allow:
-        env.pop("DPTTOOLS_SCRIPT_ENV", None)
-    with http_server(env, tmp_path / "server.log") as url:
-        async with Client(url) as client:
+async def test_over_http_a_script_sees_no_server_secret(setup: Setup, allow: bool) -> None:
+    # The server gets none of this process's DPTTOOLS_* settings (so no allow-list unless
+    # `allow`).
+    with serving(env=setup.server_env(allow)) as server:
+        async with Client(server.url) as client:
             setup.check(await dump(client), allowed=allow)
 
 
-def read_log(log: Path) -> str:
+def read_log(server: Started) -> str:
     """The server's log with runs of white space as one space (the log handler wraps)."""
-    return " ".join(log.read_text(encoding="utf-8", errors="replace").split())
+    return " ".join(server.stderr().split())
 
 
-def wait_for(log: Path, text: str) -> bool:
+def wait_for(server: Started, text: str) -> bool:
     """True once `text` is in the log, False after 10 s without it."""
     deadline = time.monotonic() + 10
-    while text not in read_log(log):
+    while text not in read_log(server):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
@@ -209,17 +151,16 @@ async def test_without_bubblewrap_auto_warns_once_at_start_up_and_still_runs_scr
 ) -> None:
     no_bwrap = tmp_path / "bin"
     no_bwrap.mkdir()
-    # A wide log line, so the handler does not wrap the message.
-    env = {**os.environ, **setup.server_env(), "PATH": str(no_bwrap), "COLUMNS": "1000"}
-    env.pop("DPTTOOLS_SCRIPT_SANDBOX", None)
-    log = tmp_path / "server.log"
-    with http_server(env, log) as url:
+    # A wide log line, so the handler does not wrap the message. No DPTTOOLS_SCRIPT_SANDBOX
+    # reaches the server, so it runs in "auto" mode.
+    env = {**setup.server_env(), "PATH": str(no_bwrap), "COLUMNS": "1000"}
+    with serving(env=env) as server:
         # Said at start-up, before any script is run.
-        assert wait_for(log, WARNING), read_log(log)
-        async with Client(url) as client:
+        assert wait_for(server, WARNING), read_log(server)
+        async with Client(server.url) as client:
             for _ in range(2):
                 setup.check(await dump(client), allowed=False)
-    text = read_log(log)
+    text = read_log(server)
     assert text.count(WARNING) == 1, text
     # Whatever the log format, the level comes shortly before the message.
     assert re.search(f"WARNING .{{0,80}}{WARNING}: bubblewrap is not installed", text), text

@@ -21,17 +21,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import shutil
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from fastmcp import Client as FastMCPClient
 from fastmcp.skills import SkillsClientExtension
+from http_child import free_port, launch, listening, start_server
 from mcp import Client, StdioServerParameters
 from mcp.types import BlobResourceContents, TextResourceContents
 
@@ -206,49 +202,6 @@ async def test_the_sdk_client_reads_the_extension_over_stdio(tmp_path: Path, mod
         await check_wire(client, files)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@contextmanager
-def http_server(args: list[str], port: int, env_skills: Path) -> Iterator[str]:
-    """A server child process listening on `port`; yields its MCP URL."""
-    env = {"PATH": "/usr/bin:/bin", "DPTTOOLS_SKILLS_DIR": str(env_skills)}
-    process = subprocess.Popen(
-        [sys.executable, *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=str(env_skills.parent),
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                pytest.fail(f"the HTTP server exited early: {stderr}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("the HTTP server did not listen within 30 s")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr:
-            process.stderr.close()
-
-
 STANDALONE_HTTP = (
     "import sys; from doc_processing_std_tools.skills.server import new_skills_server; "
     "new_skills_server().run('streamable-http', host='127.0.0.1', port=int(sys.argv[1]), "
@@ -262,12 +215,12 @@ async def test_the_sdk_client_reads_the_extension_over_streamable_http(
 ) -> None:
     skills_dir = tmp_path / "skills"
     files = make_skills(skills_dir)
-    port = free_port()
+    env = {"DPTTOOLS_SKILLS_DIR": str(skills_dir)}
     if kind == "composed":
-        args = ["-m", "doc_processing_std_tools", "--transport", "streamable-http"]
-        args += ["--host", "127.0.0.1", "--port", str(port), "--workspace", str(tmp_path)]
+        started = start_server("--workspace", str(tmp_path), env=env, cwd=tmp_path)
     else:
-        args = ["-c", STANDALONE_HTTP, str(port)]
-    with http_server(args, port, skills_dir) as url:
-        async with Client(url) as client:
+        port = free_port()
+        started = launch(["-c", STANDALONE_HTTP, str(port)], port, env=env, cwd=tmp_path)
+    with listening(started) as server:
+        async with Client(server.url) as client:
             await check_wire(client, files)
