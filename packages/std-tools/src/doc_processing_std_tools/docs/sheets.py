@@ -71,17 +71,18 @@ def workbook(source: Source) -> Iterator[Workbook]:
     """The workbook, open for the block; pass it to `sheet_names`, `xlsx_rows` or
     `xlsx_search`. A damaged package is a `DocumentError`."""
     _openpyxl()
-    try:
-        book = Workbook(source.file())
-    except (zipfile.BadZipFile, KeyError, ValueError, ElementTree.ParseError) as exc:
-        raise DocumentError(
-            f"{source.name!r} could not be read as XLSX: the workbook is damaged or "
-            f"incomplete ({type(exc).__name__})."
-        ) from None
-    try:
-        yield book
-    finally:
-        book.close()
+    with source.file() as stream:
+        try:
+            book = Workbook(stream)
+        except (zipfile.BadZipFile, KeyError, ValueError, ElementTree.ParseError) as exc:
+            raise DocumentError(
+                f"{source.name!r} could not be read as XLSX: the workbook is damaged or "
+                f"incomplete ({type(exc).__name__})."
+            ) from None
+        try:
+            yield book
+        finally:
+            book.close()
 
 
 def _rows(
