@@ -10,14 +10,12 @@ never create anything outside the root.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from link_swapper import swapping
 from mcp import Client
 from mcp.types import TextContent
 
@@ -33,57 +31,6 @@ SECRET = "outside secret: never shown"
 #: calls it makes.
 SECONDS = float(os.environ.get("RACE_SECONDS", "1.5"))
 MAX_CALLS = 20_000
-
-# Swaps `victim` (a file or a folder inside the root) with a symbolic link to `secret`,
-# and back, until killed: renameat2(RENAME_EXCHANGE) exchanges the two names in one step,
-# so the name is never missing and the tools never recreate it.
-_SWAPPER = r"""
-import ctypes, os, sys
-victim, secret = sys.argv[1:3]
-link = victim + ".swaplink"
-os.symlink(secret, link)
-libc = ctypes.CDLL(None, use_errno=True)
-AT_FDCWD, RENAME_EXCHANGE = -100, 2
-def exchange():
-    if libc.renameat2(AT_FDCWD, victim.encode(), AT_FDCWD, link.encode(), RENAME_EXCHANGE):
-        raise OSError(ctypes.get_errno(), "renameat2")
-try:
-    exchange()
-    exchange()
-except (OSError, AttributeError) as exc:
-    print("unsupported", exc, flush=True)
-    sys.exit(0)
-print("ready", flush=True)
-while True:
-    exchange()
-"""
-
-
-@contextmanager
-def swapping(victim: Path, secret: Path) -> Iterator[None]:
-    """Run the swapper child for the duration of the block."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _SWAPPER, str(victim), str(secret)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        first = child.stdout.readline().strip()
-        if first.startswith("unsupported"):
-            pytest.skip(f"renameat2(RENAME_EXCHANGE) is not available here: {first}")
-        assert first == "ready", child.stderr.read() if child.stderr else first
-        yield
-        assert child.poll() is None, (
-            f"the swapper stopped: {child.stderr.read() if child.stderr else ''}"
-        )
-    finally:
-        child.kill()
-        child.wait()
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def hammer(call: Callable[[], str]) -> tuple[int, int, list[str]]:

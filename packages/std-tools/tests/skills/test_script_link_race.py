@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import anyio
 import pytest
+from link_swapper import swapping
 
 from doc_processing_std_tools.config import Settings, load_settings
 from doc_processing_std_tools.errors import InvalidArgumentError, StdToolsError
@@ -54,53 +52,6 @@ UNTIL_ONE_RAN_SECONDS = 6.0
 MAX_CALLS = 5_000
 
 INSIDE = "print('inside ran')\n"
-
-# Exchanges `victim` with a symbolic link to `target`, and back, until killed.
-_SWAPPER = r"""
-import ctypes, os, sys
-victim, target = sys.argv[1:3]
-link = victim + ".swaplink"
-os.symlink(target, link)
-libc = ctypes.CDLL(None, use_errno=True)
-AT_FDCWD, RENAME_EXCHANGE = -100, 2
-def exchange():
-    if libc.renameat2(AT_FDCWD, victim.encode(), AT_FDCWD, link.encode(), RENAME_EXCHANGE):
-        raise OSError(ctypes.get_errno(), "renameat2")
-try:
-    exchange()
-    exchange()
-except (OSError, AttributeError) as exc:
-    print("unsupported", exc, flush=True)
-    sys.exit(0)
-print("ready", flush=True)
-while True:
-    exchange()
-"""
-
-
-@contextmanager
-def swapping(victim: Path, target: Path) -> Iterator[None]:
-    """Run the swapper child for the duration of the block."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _SWAPPER, str(victim), str(target)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        first = child.stdout.readline().strip()
-        if first.startswith("unsupported"):
-            pytest.skip(f"renameat2(RENAME_EXCHANGE) is not available here: {first}")
-        assert first == "ready", child.stderr.read() if child.stderr else first
-        yield
-        assert child.poll() is None, "the swapper stopped before the attack ended"
-    finally:
-        child.kill()
-        child.wait()
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @dataclass
