@@ -5,6 +5,7 @@ client twice: as the text block and as structured content described by an output
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -73,6 +74,17 @@ def _wire_safe_tree(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str) -> object:
+    """`text` parsed as JSON (None when it is not JSON). An unchanged catalog answers with
+    the same text every time, so the warm list_skills parses it once; nothing changes the
+    object afterwards (the SDK validates and serialises copies)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def json_answer(text: str) -> CallToolResult:
     """A JSON tool's answer: `text` (already held to the output limit by `limited` or the
     tool's own fitting) as the one text block, and the object it spells as structured
@@ -83,10 +95,7 @@ def json_answer(text: str) -> CallToolResult:
     surrogate that the text carries as a ``\\udcxx`` escape (a file name that is not
     UTF-8) becomes U+FFFD in the structured content, which must be sendable as UTF-8.
     """
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
+    payload = _parsed(text)
     if not isinstance(payload, dict):
         payload = {TRUNCATED_KEY: text}
     elif _SURROGATE_ESCAPE.search(text):
