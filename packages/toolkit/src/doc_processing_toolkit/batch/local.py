@@ -76,7 +76,13 @@ class LocalEngine:
                         task_group.start_soon(work, send.clone())
                 async with receive:
                     async for result in receive:
-                        yield result
+                        try:
+                            yield result
+                        except GeneratorExit:
+                            # The consumer closed this generator early: end it here, so
+                            # the task group ends by cancellation, not by a GeneratorExit
+                            # it would wrap in an exception group.
+                            break
             finally:
                 # The consumer stopped early (or failed): the workers have nobody to
                 # report to any more.

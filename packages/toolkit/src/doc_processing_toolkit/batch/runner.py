@@ -176,5 +176,13 @@ def iterate_sync(loop_thread: LoopThread, make: Callable[[], AsyncIterator[T]]) 
 
 
 async def _as_generator(values: AsyncIterator[T]) -> AsyncGenerator[T, None]:
-    async for value in values:
-        yield value
+    # Closing this generator closes `values` too, in the same task: left to the event
+    # loop's finaliser, a batch's task group would be exited from another task, which
+    # corrupts the loop thread's cancel scopes and stops it.
+    try:
+        async for value in values:
+            yield value
+    finally:
+        close = getattr(values, "aclose", None)
+        if close is not None:
+            await close()
