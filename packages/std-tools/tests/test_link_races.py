@@ -9,48 +9,22 @@ never create anything outside the root.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from link_swapper import swapping
+from link_swapper import MAX_CALLS, SECONDS, hammer, swapping
 from mcp import Client
 from mcp.types import TextContent
 
 from doc_processing_std_tools import file_system_server
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.errors import StdToolsError
 from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
 
 SECRET = "outside secret: never shown"
-#: How long each attack runs (RACE_SECONDS overrides it for a longer hunt), and the most
-#: calls it makes.
-SECONDS = float(os.environ.get("RACE_SECONDS", "1.5"))
-MAX_CALLS = 20_000
-
-
-def hammer(call: Callable[[], str]) -> tuple[int, int, list[str]]:
-    """Call `call` until time or count runs out: (calls, refusals, answers holding the secret)."""
-    calls = refused = 0
-    leaks: list[str] = []
-    deadline = time.monotonic() + SECONDS
-    while calls < MAX_CALLS and time.monotonic() < deadline:
-        calls += 1
-        try:
-            text = call()
-        except StdToolsError as exc:
-            refused += 1
-            text = str(exc)
-        except OSError as exc:  # the swapper's half-done state: a name briefly missing
-            refused += 1
-            text = str(exc)
-        if "never shown" in text:
-            leaks.append(text)
-    return calls, refused, leaks
 
 
 @pytest.fixture

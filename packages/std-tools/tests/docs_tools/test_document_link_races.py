@@ -1,6 +1,6 @@
 """Attacks: a document swapped for a symbolic link to an outside document during a call.
 
-A swapper child process (the one of `test_link_races`) keeps exchanging a document inside
+A swapper child process (the shared one of the link-race attacks) keeps exchanging a document inside
 the workspace with a symbolic link to a document outside it that holds a secret marker.
 The four document tools are called in a loop meanwhile, bounded in time and count. A call
 may be refused while the link is in place, but no answer may ever hold the marker: the
@@ -9,17 +9,16 @@ file the checks passed is the file the PDF, DOCX and XLSX readers read.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 import docx
 import openpyxl
 import pytest
 from fpdf import FPDF
+from link_swapper import MARKER, SECONDS, hammer, swapping
 from mcp import Client
 from mcp.types import TextContent
 
@@ -27,24 +26,6 @@ from doc_processing_std_tools import docs_server
 from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.filesystem.operations import Workspace
-
-
-def _link_races() -> ModuleType:
-    """The swapper and the call loop of the file tools' link attacks (tests/ is no package)."""
-    path = Path(__file__).parents[1] / "test_link_races.py"
-    spec = importlib.util.spec_from_file_location("link_races_attacks", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_races = _link_races()
-SECONDS: float = _races.SECONDS
-hammer = _races.hammer
-swapping = _races.swapping
-
-MARKER = "never shown"
 
 
 def _pdf(path: Path, text: str) -> None:

@@ -8,13 +8,47 @@ test skips, saying so.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from doc_processing_std_tools.errors import StdToolsError
+
+#: How long each attack runs (RACE_SECONDS overrides it for a longer hunt), and the most
+#: calls it makes.
+SECONDS = float(os.environ.get("RACE_SECONDS", "1.5"))
+MAX_CALLS = 20_000
+
+
+#: What the outside content of every attack holds, and no answer may show.
+MARKER = "never shown"
+
+
+def hammer(call: Callable[[], str], marker: str = MARKER) -> tuple[int, int, list[str]]:
+    """Call `call` until time or count runs out: (calls, refusals, answers holding `marker`)."""
+    calls = refused = 0
+    leaks: list[str] = []
+    deadline = time.monotonic() + SECONDS
+    while calls < MAX_CALLS and time.monotonic() < deadline:
+        calls += 1
+        try:
+            text = call()
+        except StdToolsError as exc:
+            refused += 1
+            text = str(exc)
+        except OSError as exc:  # the swapper's half-done state: a name briefly missing
+            refused += 1
+            text = str(exc)
+        if marker in text:
+            leaks.append(text)
+    return calls, refused, leaks
+
 
 _SWAPPER = r"""
 import ctypes, os, sys
