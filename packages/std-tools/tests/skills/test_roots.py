@@ -312,7 +312,8 @@ async def test_hidden_collection_folders_can_be_listed_as_roots(
     async with Client(skills_server) as client:
         listing = await list_then_load_everything(client)
     assert listing["count"] == len(list(base.rglob("SKILL.md")))
-    assert listing["skills_dirs"] == [str(r) for r in roots]
+    # Folders are reported as the server resolved them (a linked collection by its target).
+    assert listing["skills_dirs"] == [str(r.resolve()) for r in roots]
 
 
 async def test_the_skills_extension_lists_the_same_skills_from_the_same_folders(
