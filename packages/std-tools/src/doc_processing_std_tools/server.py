@@ -14,7 +14,7 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
-__all__ = ["COMPOSED_SERVER_NAME", "make_composed_server"]
+__all__ = ["COMPOSED_SERVER_NAME", "composed_instructions", "make_composed_server"]
 
 COMPOSED_SERVER_NAME: Final = "doc-processing-std-tools"
 """The MCP name of the composed server."""
@@ -46,25 +46,21 @@ def make_composed_server(
             changes something together with `read_only`.
     """
     from ._building import new_server
-    from .access import COMPOSED_TOOLS
+    from .access import COMPOSED_TOOLS, select_tools
     from .docs.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
     from .serving import ScopedServer, restrict_tools
     from .skills.extension import SkillsExtension, register_skill_resources
     from .skills.tools import register_skills_tools
 
+    kept = select_tools(COMPOSED_TOOLS, tools, read_only=read_only)
     skills_extension = SkillsExtension()
     server = new_server(
         ScopedServer,
         COMPOSED_SERVER_NAME,
         extensions=[skills_extension],
         middleware=[skills_extension.mime_types],
-        instructions=(
-            "Tools for document work. Skills: list_skills, then load_skill for a task's "
-            "instructions. Files (inside the workspace folder): read_file, write_file, "
-            "edit_file, list_directory, find_files, search_text, get_file_info. Documents: "
-            "get_file_overview first, then read_document, extract_tables or search_document."
-        ),
+        instructions=composed_instructions(kept),
         token_verifier=token_verifier,
         auth=auth,
     )
@@ -72,5 +68,38 @@ def make_composed_server(
     register_skill_resources(server, skills_extension)
     register_filesystem_tools(server)
     register_docs_tools(server)
-    restrict_tools(server, COMPOSED_TOOLS, tools, read_only=read_only)
+    restrict_tools(server, COMPOSED_TOOLS, kept, read_only=False)
     return server
+
+
+def composed_instructions(tools: Sequence[str]) -> str:
+    """The composed server's instructions, naming only `tools` (those it offers)."""
+    offered = set(tools)
+
+    def named(*names: str) -> list[str]:
+        return [name for name in names if name in offered]
+
+    parts = ["Tools for document work."]
+    skills = named("list_skills", "load_skill")
+    if skills:
+        parts.append(f"Skills: {', then '.join(skills)} for a task's instructions.")
+    files = named(
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_directory",
+        "find_files",
+        "search_text",
+        "get_file_info",
+    )
+    if files:
+        parts.append(f"Files (inside the workspace folder): {', '.join(files)}.")
+    overview, readers = (
+        named("get_file_overview"),
+        named("read_document", "extract_tables", "search_document"),
+    )
+    if overview or readers:
+        first = "get_file_overview first, then " if overview and readers else ""
+        choice = ", ".join(readers[:-1]) + " or " + readers[-1] if len(readers) > 1 else None
+        parts.append(f"Documents: {first}{choice or (readers or overview)[0]}.")
+    return " ".join(parts)

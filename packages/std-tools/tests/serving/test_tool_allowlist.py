@@ -76,6 +76,25 @@ async def test_read_only_leaves_out_every_tool_that_changes_something(
     assert "hello from the script" not in text_of(refused)
 
 
+async def test_the_instructions_name_only_the_tools_offered() -> None:
+    async with Client(make_composed_server()) as client:
+        everything = client.instructions or ""
+    assert all(
+        name in everything
+        for name in COMPOSED_TOOLS
+        if name not in ("create_skill", "load_skill_resource", "execute_skill_script")
+    )
+    async with Client(make_composed_server(read_only=True)) as client:
+        read_only = client.instructions or ""
+    assert not [name for name in CHANGING if name in read_only]
+    assert "read_file" in read_only and "list_skills" in read_only
+    async with Client(make_composed_server(tools=["list_skills", "read_document"])) as client:
+        assert client.instructions == (
+            "Tools for document work. Skills: list_skills for a task's instructions. "
+            "Documents: read_document."
+        )
+
+
 def test_an_unknown_name_is_an_error_listing_the_valid_ones() -> None:
     with pytest.raises(ConfigError) as caught:
         make_composed_server(tools=["list_skills", "delete_everything"])
