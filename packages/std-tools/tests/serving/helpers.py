@@ -30,6 +30,23 @@ class Folders:
         """The command-line options that point a server to these folders."""
         return ["--skills-dir", str(self.skills), "--workspace", str(self.workspace)]
 
+    @classmethod
+    def make(cls, root: Path) -> Folders:
+        """Under `root`: a skill with a script, and a workspace holding notes.txt."""
+        skills = root / "skills"
+        (skills / "invoice-check" / "scripts").mkdir(parents=True)
+        (skills / "invoice-check" / "SKILL.md").write_text(
+            "---\nname: invoice-check\ndescription: Checks invoice totals.\n---\n\n# Steps\n",
+            encoding="utf-8",
+        )
+        (skills / "invoice-check" / "scripts" / "hello.py").write_text(
+            "print('hello from the script')\n", encoding="utf-8"
+        )
+        workspace = root / "workspace"
+        workspace.mkdir()
+        (workspace / "notes.txt").write_text("first line\n", encoding="utf-8")
+        return cls(skills.resolve(), workspace.resolve())
+
 
 def tool_names(tools: Sequence[Tool]) -> set[str]:
     return {tool.name for tool in tools}

@@ -67,20 +67,7 @@ def keys() -> Keys:
 
 @pytest.fixture(scope="module")
 def module_folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
-    root = tmp_path_factory.mktemp("auth")
-    skills = root / "skills"
-    (skills / "invoice-check" / "scripts").mkdir(parents=True)
-    (skills / "invoice-check" / "SKILL.md").write_text(
-        "---\nname: invoice-check\ndescription: Checks invoice totals.\n---\n\n# Steps\n",
-        encoding="utf-8",
-    )
-    (skills / "invoice-check" / "scripts" / "hello.py").write_text(
-        "print('hello from the script')\n", encoding="utf-8"
-    )
-    workspace = root / "workspace"
-    workspace.mkdir()
-    (workspace / "notes.txt").write_text("first line\n", encoding="utf-8")
-    return Folders(skills.resolve(), workspace.resolve())
+    return Folders.make(tmp_path_factory.mktemp("auth"))
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from mcp import Client
 from mcp.types import TextContent
+from skill_collections import COLLECTIONS, corpora, skills_folders
 
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.skills.catalog import Catalog, scan_once
@@ -30,30 +31,7 @@ from doc_processing_std_tools.skills.server import skills_server
 
 pytestmark = pytest.mark.anyio
 
-REPO = Path(__file__).resolve().parents[4]
-CORPORA = REPO.parent / "shared" / "corpora"
-COLLECTIONS = [
-    "anthropics-skills",
-    "openai-skills",
-    "obra-superpowers",
-    "k-dense-scientific-skills",
-]
 MAX = 50 * 1024 * 1024
-
-
-def corpora() -> Path:
-    if not CORPORA.is_dir():
-        pytest.skip(
-            f"the real skill collections are not in {CORPORA} (a folder shared/corpora next "
-            "to the repository checkout); docs/testing.md, section 'Real skill collections', "
-            "says how to get them"
-        )
-    return CORPORA
-
-
-def skills_folders(collection: Path) -> list[Path]:
-    """Every folder that directly holds skill folders (hidden ones included)."""
-    return sorted({p.parent.parent for p in collection.rglob("SKILL.md")})
 
 
 def independent_expectation(skill_md: Path) -> set[str]:

@@ -24,25 +24,13 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.types import TextContent
+from skill_collections import HOW_TO_GET, corpora
 
 from doc_processing_std_tools.config import ConfigError, load_settings, reset_settings
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.server import skills_server
 
 pytestmark = pytest.mark.anyio
-
-CORPORA = Path(__file__).resolve().parents[4].parent / "shared" / "corpora"
-HOW_TO_GET = (
-    f"the real skill collections are not in {CORPORA} (a folder shared/corpora next to the "
-    "repository checkout); docs/testing.md, section 'Real skill collections', says how to "
-    "get them"
-)
-
-
-def corpora() -> Path:
-    if not CORPORA.is_dir():
-        pytest.skip(HOW_TO_GET)
-    return CORPORA
 
 
 def write_skill(folder: Path, name: str | None = None, body: str = "Do it.\n") -> Path:

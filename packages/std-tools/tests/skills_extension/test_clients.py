@@ -30,6 +30,7 @@ from fastmcp.skills import SkillsClientExtension
 from http_child import free_port, launch, listening, start_server
 from mcp import Client, StdioServerParameters
 from mcp.types import BlobResourceContents, TextResourceContents
+from skill_collections import corpora, skills_folders
 
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.skills.extension import LEFT_OUT_META_KEY
@@ -41,7 +42,6 @@ pytestmark = pytest.mark.anyio
 
 REPO = Path(__file__).resolve().parents[4]
 EXAMPLES = REPO / "examples" / "skills"
-CORPORA = REPO.parent / "shared" / "corpora"
 
 
 def add_binaries(folder: Path) -> None:
@@ -103,21 +103,6 @@ async def test_fastmcp_installs_every_example_skill_byte_identical(
     assert left_out == []
     for name in installed:
         assert_identical(skills_dir / name, tmp_path / "installed" / name)
-
-
-def corpora() -> Path:
-    if not CORPORA.is_dir():
-        pytest.skip(
-            f"the real skill collections are not in {CORPORA} (a folder shared/corpora next "
-            "to the repository checkout); docs/testing.md, section 'Real skill collections', "
-            "says how to get them"
-        )
-    return CORPORA
-
-
-def skills_folders(collection: Path) -> list[Path]:
-    """Every folder that directly holds skill folders (hidden ones included)."""
-    return sorted({p.parent.parent for p in collection.rglob("SKILL.md")})
 
 
 @pytest.mark.parametrize(
