@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +35,10 @@ from doc_processing_std_tools.docs import api
 from doc_processing_std_tools.docs.server import docs_server
 from doc_processing_std_tools.docs.worker import run_tool
 from doc_processing_std_tools.filesystem.operations import Workspace
+
+# The tests' helper that measures the CPU time of this process and its document workers.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/std-tools/tests/support"))
+from process_tree import tree_cpu_seconds
 
 
 def make_pdf(path: Path, pages: int) -> None:
@@ -132,28 +136,6 @@ def bench_file(folder: Path, name: str, runs: int, peer_runs: int) -> list[str]:
     return rows
 
 
-def _tree_cpu_seconds() -> float:
-    """User and system CPU seconds of this process and every process below it (the
-    document workers), read from /proc."""
-    root = os.getpid()
-    ticks = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    spent: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        spent[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
-    tree = {root}
-    while below := {pid for pid, parent in parents.items() if parent in tree} - tree:
-        tree |= below
-    return sum(spent.get(pid, 0.0) for pid in tree)
-
-
 async def _three_ways(
     calls: list[tuple[str, dict[str, Any], Callable[[Workspace], object]]],
     ws: Workspace,
@@ -181,11 +163,11 @@ async def _three_ways(
             for run in range(runs):
                 for offset in range(3):
                     index = (run + offset) % 3
-                    cpu = _tree_cpu_seconds()
+                    cpu = tree_cpu_seconds()
                     start = time.perf_counter()
                     await ways[index]()
                     walls[index].append(time.perf_counter() - start)
-                    cpus[index] += _tree_cpu_seconds() - cpu
+                    cpus[index] += tree_cpu_seconds() - cpu
             results.append([(statistics.median(walls[i]), cpus[i] / runs) for i in range(3)])
     return results
 

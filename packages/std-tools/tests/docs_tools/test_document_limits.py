@@ -32,6 +32,7 @@ import openpyxl
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
+from process_tree import tree_cpu_seconds
 
 from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.docs import api
@@ -253,29 +254,6 @@ async def test_a_pdf_page_that_inflates_past_the_memory_limit_costs_one_call(
     assert not after.is_error
 
 
-def _tree_cpu_seconds(root: int) -> float:
-    """User and system CPU seconds of `root` and every process below it, now."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
-    tree = {root}
-    grew = True
-    while grew:
-        below = {pid for pid, parent in parents.items() if parent in tree} - tree
-        tree |= below
-        grew = bool(below)
-    return sum(times.get(pid, 0.0) for pid in tree)
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("route", ["in-memory", "stdio"])
 async def test_a_call_the_client_abandons_stops_using_cpu(folder: Path, route: str) -> None:
@@ -294,9 +272,9 @@ async def test_a_call_the_client_abandons_stops_using_cpu(folder: Path, route: s
             await client.call_tool("search_document", {"path": "strings.xlsx", "query": "zz"})
         assert scope.cancelled_caught
         await anyio.sleep(0.5)
-        before = _tree_cpu_seconds(os.getpid())
+        before = tree_cpu_seconds()
         await anyio.sleep(1.5)
-        used = _tree_cpu_seconds(os.getpid()) - before
+        used = tree_cpu_seconds() - before
         # The server still answers.
         assert not (await client.call_tool("get_file_overview", {"path": "report.pdf"})).is_error
     assert used < 0.5, f"{used:.2f} CPU seconds used after the call was abandoned"
