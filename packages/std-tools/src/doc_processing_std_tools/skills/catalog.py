@@ -17,34 +17,37 @@ file-system clocks could otherwise hide a second edit made in the same tick.
 
 from __future__ import annotations
 
-import errno
-import hashlib
-import json
-import logging
 import os
 import stat
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-from .. import _io
-from .._text import TRUNCATED_KEY, fit_json, wire_safe
-from ..errors import (
-    FileTooLargeError,
-    InvalidArgumentError,
-    NotFoundError,
-    NotRegularFileError,
-    PathOutsideRootError,
-    StdToolsError,
+from .discovery import (
+    LINK_LOOP,
+    RACY_NS,
+    Stamp,
+    deeper_diagnostic,
+    find_deeper,
+    folder_stamps,
+    is_racy,
+    links_moved,
+    list_folders,
+    probe,
+    stamp_of,
 )
-from ..paths import real_path
-from .frontmatter import Diagnostic, Level, check_fields, read_skill_md_text
-from .lint import lint as lint_skill_md
-from .voice import MODEL, Voice
+from .reading import read_skill
+from .records import (
+    SKILL_FILE,
+    Catalog,
+    SkillDiagnostic,
+    SkillRecord,
+    is_hidden_name,
+    missing_note,
+)
+from .voice import MODEL
 
 __all__ = [
     "SKILL_FILE",
@@ -58,508 +61,12 @@ __all__ = [
     "scan_once",
 ]
 
-logger = logging.getLogger(__name__)
-
-SKILL_FILE: Final = "SKILL.md"
-"""The file whose presence makes a folder a skill."""
-
-_SKIPPED_NAMES: Final = frozenset({"__pycache__", "node_modules"})
-# A stamp newer than this, relative to the moment it was taken, is not trusted on the next
-# scan: file-system clocks tick in steps of a few milliseconds.
-_RACY_NS: Final = 100_000_000
 _MAX_CACHED_FOLDERS: Final = 16
-_SEE_WHOLE_CATALOG: Final = (
-    "To see everything, run 'dpt-skills list --json' (and 'dpt-skills validate' on the skills "
-    "folder for every diagnostic) where the server runs, or raise the limit; load_skill "
-    "reads any listed skill in full."
-)
-
-
-def is_hidden_name(name: str) -> bool:
-    """True for names the skills server never lists: dot-names, __pycache__, node_modules."""
-    return name.startswith(".") or name in _SKIPPED_NAMES
-
-
-@dataclass(frozen=True, slots=True)
-class SkillRecord:
-    """One listed skill: what `list_skills` reports about it."""
-
-    name: str
-    """The skill's folder name, which tool calls use."""
-    description: str
-    """What the skill does and when to use it."""
-    path: Path
-    """Absolute path of the skill's SKILL.md."""
-    directory: Path
-    """Absolute path of the skill's folder."""
-    license: str | None = None
-    """The frontmatter's ``license``, when present."""
-    compatibility: str | None = None
-    """The frontmatter's ``compatibility``, when present."""
-    metadata: dict[str, str] | None = None
-    """The frontmatter's ``metadata`` with string values, when present."""
-    root: Path | None = field(default=None, compare=False, repr=False)
-    """The skills folder (root) the skill was found in: paths inside the skill are
-    confined to it, and links may lead anywhere inside it."""
-    folder: str = field(default="", compare=False, repr=False)
-    """The skill's folder relative to `root` with ``/`` separators: the name itself for
-    a skill directly under its root, ``plugins/p/skills/name`` for a nested one."""
-    frontmatter: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-    """Every frontmatter field as parsed (the MCP Skills extension publishes them)."""
-    digest: str | None = field(default=None, compare=False, repr=False)
-    """``sha256:`` digest of the SKILL.md bytes these fields were read from."""
-    size: int | None = field(default=None, compare=False, repr=False)
-    """Length in bytes of those SKILL.md bytes."""
-
-    def to_payload(self) -> dict[str, Any]:
-        """The JSON object `list_skills` shows for this skill."""
-        payload: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "path": str(self.path),
-            "directory": str(self.directory),
-        }
-        if self.license is not None:
-            payload["license"] = self.license
-        if self.compatibility is not None:
-            payload["compatibility"] = self.compatibility
-        if self.metadata is not None:
-            payload["metadata"] = dict(self.metadata)
-        return payload
-
-
-@dataclass(frozen=True, slots=True)
-class SkillDiagnostic:
-    """A `Diagnostic` attributed to the skill folder it was found in."""
-
-    skill: str
-    """The skill's folder relative to its root (its folder name when directly under it)."""
-    level: Level
-    """``"error"`` (the skill is skipped) or ``"warning"`` (it is listed)."""
-    code: str
-    """A stable identifier such as ``missing_description``."""
-    message: str
-    """What is wrong and how to fix it."""
-
-    @classmethod
-    def of(cls, skill: str, diagnostic: Diagnostic) -> SkillDiagnostic:
-        """Attribute `diagnostic` to the skill folder named `skill`."""
-        return cls(skill, diagnostic.level, diagnostic.code, diagnostic.message)
-
-    def to_payload(self) -> dict[str, str]:
-        """The JSON object `list_skills` shows in its ``diagnostics`` array."""
-        return {
-            "skill": self.skill,
-            "level": self.level,
-            "code": self.code,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """The skills of one skills folder (or of several, merged) at one moment, with every
-    diagnostic found."""
-
-    skills_dir: Path
-    """The absolute skills folder that was scanned (the first one, when several were)."""
-    skills: tuple[SkillRecord, ...] = ()
-    """Listed skills, sorted by name."""
-    diagnostics: tuple[SkillDiagnostic, ...] = ()
-    """Problems found, sorted by skill folder; errors mean the skill is not in `skills`."""
-    note: str | None = None
-    """Set when the skills folder does not exist (or is not a folder), in `MODEL` words."""
-    skills_dirs: tuple[Path, ...] = ()
-    """Every root, in order, when there are several (else empty: `skills_dir` is all)."""
-    missing: tuple[tuple[Path, bool], ...] = ()
-    """The roots that could not be searched: (root, True when it is a file)."""
-
-    def note_for(self, voice: Voice) -> str | None:
-        """`note` worded for `voice` (the command line speaks to a person)."""
-        if not self.missing:
-            return self.note
-        return " ".join(_missing_note(root, is_file, voice) for root, is_file in self.missing)
-
-    @property
-    def count(self) -> int:
-        """How many skills are listed."""
-        return len(self.skills)
-
-    def get(self, name: str) -> SkillRecord | None:
-        """The listed skill named `name`, or None."""
-        return self._by_name.get(name)
-
-    @cached_property
-    def _by_name(self) -> dict[str, SkillRecord]:
-        return {record.name: record for record in self.skills}
-
-    def to_payload(self) -> dict[str, Any]:
-        """The `list_skills` JSON object."""
-        payload: dict[str, Any] = {
-            "skills": [record.to_payload() for record in self.skills],
-            "skills_dir": str(self.skills_dir),
-            "count": self.count,
-        }
-        if self.skills_dirs:
-            payload["skills_dirs"] = [str(root) for root in self.skills_dirs]
-        if self.diagnostics:
-            payload["diagnostics"] = [d.to_payload() for d in self.diagnostics]
-        if self.note is not None:
-            payload["note"] = self.note
-        return payload
-
-    @cached_property
-    def json(self) -> str:
-        """`to_payload` serialised once; an unchanged catalog reuses it."""
-        return wire_safe(json.dumps(self.to_payload(), ensure_ascii=False, indent=2))
-
-    @cached_property
-    def _fitted(self) -> dict[int, str]:
-        return {}
-
-    def json_within(self, limit: int) -> str:
-        """`json` when it has at most `limit` characters; else the catalog cut to fit, as
-        valid JSON with a ``truncated`` note saying what was left out and how to see it
-        (see `_fit_catalog`). Computed once per limit for an unchanged catalog."""
-        if len(self.json) <= limit:
-            return self.json
-        fitted = self._fitted.get(limit)
-        if fitted is None:
-            fitted = self._fitted[limit] = wire_safe(_fit_catalog(self.to_payload(), limit))
-        return fitted
-
-
-_OPTIONAL_FIELDS: Final = ("directory", "metadata", "license", "compatibility")
-_SHORTEST_DESCRIPTION: Final = 80
-
-
-def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
-    """The list_skills JSON held to `limit` characters, giving up the least useful first.
-
-    Each step is taken only while the answer is still too long, and each is stated in a
-    ``truncated`` note: the JSON loses its indentation; every skill loses ``directory``
-    (the folder of its ``path``), ``metadata``, ``license`` and ``compatibility``;
-    diagnostics are dropped from the end; descriptions are cut to one common length (not
-    below 80 characters); and last, `fit_json` drops skills from the end of the
-    (name-sorted) list.
-    """
-    done: list[str] = []
-
-    def fits() -> str | None:
-        note = (
-            f"The catalog was longer than the output limit ({limit} characters, "
-            f"DPTTOOLS_OUTPUT_TRUNCATION_LIMIT), so {'; '.join(done)}. {_SEE_WHOLE_CATALOG}"
-        )
-        text = json.dumps({**payload, TRUNCATED_KEY: note}, ensure_ascii=False)
-        return text if len(text) <= limit else None
-
-    skills: list[dict[str, Any]] = payload["skills"]
-    if any(field in skill for skill in skills for field in _OPTIONAL_FIELDS):
-        for skill in skills:
-            for field in _OPTIONAL_FIELDS:
-                skill.pop(field, None)
-        done.append(
-            "every skill's directory (the folder of its path), metadata, license and "
-            "compatibility were left out"
-        )
-        if (text := fits()) is not None:
-            return text
-    diagnostics: list[dict[str, str]] = payload.get("diagnostics", [])
-    if diagnostics:
-        total = len(diagnostics)
-        everything = list(diagnostics)
-        done.append("")
-        # The most diagnostics (kept from the start) that fit, by bisection.
-        low, high = 0, total - 1
-        while low <= high:
-            kept = (low + high) // 2
-            diagnostics[:] = everything[:kept]
-            done[-1] = f"{total - kept} of {total} diagnostics were left out"
-            if fits() is not None:
-                low = kept + 1
-            else:
-                high = kept - 1
-        diagnostics[:] = everything[:high] if high > 0 else []
-        done[-1] = f"{total - len(diagnostics)} of {total} diagnostics were left out"
-        if (text := fits()) is not None:
-            return text
-    longest = max((len(skill["description"]) for skill in skills), default=0)
-    originals = [skill["description"] for skill in skills]
-    if longest > _SHORTEST_DESCRIPTION:
-        done.append("")
-        low, high = _SHORTEST_DESCRIPTION, longest - 1
-        best: str | None = None
-        # The longest common description length that fits, by bisection.
-        while low <= high:
-            cap = (low + high) // 2
-            cut = _cap_descriptions(skills, originals, cap)
-            done[-1] = f"{cut} descriptions were cut to {cap} characters"
-            if (text := fits()) is not None:
-                best, low = text, cap + 1
-            else:
-                high = cap - 1
-        if best is not None:
-            return best
-        cut = _cap_descriptions(skills, originals, _SHORTEST_DESCRIPTION)
-        done[-1] = f"{cut} descriptions were cut to {_SHORTEST_DESCRIPTION} characters"
-    return fit_json(
-        payload, limit, hint=f"Before that, {'; '.join(done)}. {_SEE_WHOLE_CATALOG}", indent=None
-    )
-
-
-def _cap_descriptions(skills: list[dict[str, Any]], originals: list[str], cap: int) -> int:
-    """Cut every description longer than `cap` to `cap` characters (ending in "…")."""
-    cut = 0
-    for skill, original in zip(skills, originals, strict=True):
-        if len(original) > cap:
-            skill["description"] = original[: cap - 1] + "…"
-            cut += 1
-        else:
-            skill["description"] = original
-    return cut
-
-
-def _read_diagnostic(where: str, code: str, message: str) -> list[SkillDiagnostic]:
-    return [SkillDiagnostic(where, "error", code, message)]
-
-
-def _missing_note(skills_dir: Path, is_file: bool, voice: Voice) -> str:
-    if is_file:
-        return (
-            f"The skills path {skills_dir} is a file, not a folder; point "
-            f"{voice.skills_dir_setting} at a folder that holds one subfolder per skill."
-        )
-    return (
-        f"The skills folder {skills_dir} does not exist; create it ({voice.create}) to add "
-        f"skills, or point {voice.skills_dir_setting} at an existing folder."
-    )
-
-
-def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | SkillDiagnostic:
-    """The bytes of the folder's SKILL.md, read through `_io` by the rules load_skill uses
-    (so whatever is listed loads), or the error diagnostic that says why it cannot be."""
-    base = root if root is not None and folder.is_relative_to(root) else folder.parent
-    relative = f"{folder.relative_to(base).as_posix()}/{SKILL_FILE}"
-    gone = NotFoundError("SKILL.md disappeared while it was being read.")
-    not_file = InvalidArgumentError("SKILL.md is a folder, not a file.")
-
-    def problem(code: str, message: str) -> SkillDiagnostic:
-        return SkillDiagnostic(folder.name, "error", code, message)
-
-    try:
-        _, data, _ = _io.read_bytes(
-            base,
-            relative,
-            what="SKILL.md",
-            shown="SKILL.md",
-            limit=max_bytes,
-            missing=gone,
-            folder=not_file,
-            exact=True,
-        )
-    except FileTooLargeError as exc:
-        return problem(
-            "skill_md_too_large", f"{exc} Move long material into files under references/."
-        )
-    except NotRegularFileError as exc:
-        return problem("not_a_file", f"{exc} Replace it with a plain UTF-8 text file.")
-    except PathOutsideRootError as exc:
-        return problem("outside_skills_dir", str(exc))
-    except StdToolsError as exc:
-        return problem("unreadable", f"{exc} Check that it is a readable file.")
-    except OSError as exc:
-        return problem(
-            "unreadable",
-            f"SKILL.md could not be read ({exc.strerror or exc}); check that it is a "
-            "readable file.",
-        )
-    if _io.is_binary(data):
-        return problem(
-            "binary_skill_md",
-            f"SKILL.md holds NUL bytes within its first {_io.SNIFF_BYTES} bytes, so it is a "
-            "binary file, not text, and load_skill could not serve it; save it as plain "
-            "UTF-8 text.",
-        )
-    return data
-
-
-def read_skill(
-    folder: Path,
-    *,
-    max_bytes: int,
-    name: str | None = None,
-    root: Path | None = None,
-    lint: bool = False,
-) -> tuple[SkillRecord | None, list[SkillDiagnostic]]:
-    """Read one skill folder's SKILL.md into a record (None when skipped) and diagnostics.
-
-    `name` is the folder name used for the record and the name checks (default: the last
-    part of `folder`). A SKILL.md larger than `max_bytes` is an error, as is one that
-    cannot be read or is not a regular file (a pipe or a device would never end). When
-    `root` is given, a SKILL.md that is a symbolic link leading outside it is an error.
-    Diagnostics name the folder relative to `root` (or its name). `lint` adds the warnings
-    of `lint.lint` (what the specification does not allow but the catalog accepts).
-    """
-    name = folder.name if name is None else name
-    # Plain string work: this runs once per skill on a cold scan.
-    inside = f"{root}{os.sep}" if root is not None else None
-    if root is not None and inside is not None and str(folder).startswith(inside):
-        base, where = root, str(folder)[len(inside) :].replace(os.sep, "/")
-    else:
-        base, where = folder.parent, folder.name
-    skill_md = folder / SKILL_FILE
-    if root is not None and skill_md.is_symlink():
-        try:
-            target = real_path(skill_md)
-        except OSError:
-            return None, _read_diagnostic(
-                where,
-                "unreadable",
-                "SKILL.md is a symbolic link that leads into a loop of symbolic links; "
-                "replace it with the file itself.",
-            )
-        if not target.is_relative_to(root.resolve()):
-            return None, _read_diagnostic(
-                where,
-                "outside_skills_dir",
-                f"SKILL.md is a symbolic link to {target}, outside the skills folder {root}; "
-                "skills must live inside the skills folder, so copy the file there instead "
-                "of linking it.",
-            )
-    data_or_problem = _read_skill_md(folder, max_bytes, root)
-    if isinstance(data_or_problem, SkillDiagnostic):
-        problem = data_or_problem
-        return None, [SkillDiagnostic(where, problem.level, problem.code, problem.message)]
-    data = data_or_problem
-    parsed = read_skill_md_text(data)
-    diagnostics = [SkillDiagnostic.of(where, d) for d in parsed.diagnostics]
-    if parsed.fields is None:
-        return None, diagnostics
-    fields, field_diagnostics = check_fields(parsed.fields, name)
-    diagnostics.extend(SkillDiagnostic.of(where, d) for d in field_diagnostics)
-    if lint:
-        found = lint_skill_md(parsed.fields, parsed.body, body_line=parsed.body_line)
-        diagnostics.extend(SkillDiagnostic.of(where, d) for d in found)
-    if fields is None:
-        return None, diagnostics
-    directory = folder.absolute()
-    record = SkillRecord(
-        name=fields.name,
-        description=fields.description,
-        path=directory / SKILL_FILE,
-        directory=directory,
-        license=fields.license,
-        compatibility=fields.compatibility,
-        metadata=fields.metadata,
-        root=base,
-        folder=where,
-        frontmatter=parsed.fields,
-        digest="sha256:" + hashlib.sha256(data).hexdigest(),
-        size=len(data),
-    )
-    return record, diagnostics
-
-
-_Stamp = tuple[int, int, int, int]
-
-
-#: The stamp of a skill whose SKILL.md is a loop of symbolic links (it has no real stamp,
-#: but it is reported with a diagnostic rather than silently left out).
-_LINK_LOOP: Final[_Stamp] = (-1, -1, -1, -1)
-
-
-def _stamp(st: os.stat_result) -> _Stamp:
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-
-
-def _probe(skill_md: str) -> _Stamp | None:
-    """The stamp of a SKILL.md (a string path: this call is the whole cost of a warm scan),
-    `_LINK_LOOP` when it is a loop of symbolic links, None when there is no such file."""
-    try:
-        return _stamp(os.stat(skill_md))  # noqa: PTH116
-    except OSError as exc:
-        return _LINK_LOOP if exc.errno == errno.ELOOP else None
-
-
-def _is_racy(st: os.stat_result, taken_ns: int) -> bool:
-    return taken_ns - st.st_mtime_ns < _RACY_NS
-
-
-_MAX_LINK_HOPS: Final = 40
-
-
-def _follow(path: Path, root: Path, consulted: set[Path]) -> Path:
-    """The real path of the absolute `path`, link by link, as the kernel would find it.
-
-    Adds to `consulted` every folder whose entries the walk read, except `root` itself
-    (whose own stamp is checked anyway) and the folders above it as far as they were read
-    to find `root`: while none of those folders changes (a link cannot be re-pointed, nor
-    a folder renamed or replaced, without changing the folder that holds it), `path` leads
-    to the same place. A part that does not exist ends the walk, kept as written.
-
-    Raises:
-        OSError: (errno ``ELOOP``) more than 40 links, as in a loop of links.
-    """
-    if path.parent == root:
-        # `root` is a real path already: only the last part needs following.
-        resolved, pending = root, [path.name]
-    else:
-        resolved, pending = Path(path.anchor), list(reversed(path.parts[1:]))
-    hops = 0
-    while pending:
-        part = pending.pop()
-        if part == "..":
-            resolved = resolved.parent
-            continue
-        candidate = resolved / part
-        if resolved != root and candidate != root and candidate not in root.parents:
-            consulted.add(resolved)
-        try:
-            st = candidate.lstat()
-        except OSError:
-            return candidate.joinpath(*reversed(pending))
-        if not stat.S_ISLNK(st.st_mode):
-            resolved = candidate
-            continue
-        hops += 1
-        if hops > _MAX_LINK_HOPS:
-            raise OSError(errno.ELOOP, f"{path} runs into a loop of symbolic links")
-        target = candidate.readlink()
-        if target.is_absolute():
-            resolved = Path(target.anchor)
-        pending.extend(reversed(target.parts[1:] if target.is_absolute() else target.parts))
-    return resolved
-
-
-def _folder_stamps(folders: set[Path], taken_ns: int) -> tuple[list[tuple[str, _Stamp]], bool]:
-    """The stamps of `folders` (string paths, for `_links_moved`), and whether any of them
-    is too recent to trust."""
-    stamps: list[tuple[str, _Stamp]] = []
-    racy = False
-    for folder in sorted(folders):
-        try:
-            st = folder.stat()
-        except OSError:
-            continue
-        stamps.append((str(folder), _stamp(st)))
-        racy = racy or _is_racy(st, taken_ns)
-    return stamps, racy
-
-
-def _links_moved(stamps: list[tuple[str, _Stamp]]) -> bool:
-    """True when a folder that skill links were resolved through has changed since."""
-    for folder, stamp in stamps:
-        try:
-            if _stamp(os.stat(folder)) != stamp:  # noqa: PTH116
-                return True
-        except OSError:
-            return True
-    return False
 
 
 @dataclass(slots=True)
 class _Entry:
-    stamp: _Stamp | None
+    stamp: Stamp | None
     racy: bool
     record: SkillRecord | None = None
     diagnostics: list[SkillDiagnostic] = field(default_factory=list)
@@ -567,18 +74,18 @@ class _Entry:
 
 @dataclass(slots=True)
 class _FolderCache:
-    stamp: _Stamp
+    stamp: Stamp
     racy: bool
     folders: list[str]
     refused: list[SkillDiagnostic]
     # The folders, besides the skills folder, that the skill links were resolved through,
     # with their stamps: a link re-pointed anywhere along the way changes one of them.
-    link_folders: list[tuple[str, _Stamp]]
+    link_folders: list[tuple[str, Stamp]]
     entries: dict[str, _Entry] = field(default_factory=dict)
     catalog: Catalog | None = None
     # What `peek` compares: each SKILL.md path with the stamp it had when `catalog` was
     # built. None while any entry is racy (it must be read again, not just stat-ed).
-    checks: list[tuple[str, _Stamp | None]] | None = None
+    checks: list[tuple[str, Stamp | None]] | None = None
 
 
 class SkillCatalog:
@@ -669,14 +176,14 @@ class SkillCatalog:
             if cache is None or cache.catalog is None or cache.racy or cache.checks is None:
                 return None
             try:
-                if _stamp(skills_dir.stat()) != cache.stamp:
+                if stamp_of(skills_dir.stat()) != cache.stamp:
                     return None
             except OSError:
                 return None
-            if _links_moved(cache.link_folders):
+            if links_moved(cache.link_folders):
                 return None
             for skill_md, stamp in cache.checks:
-                if _probe(skill_md) != stamp:
+                if probe(skill_md) != stamp:
                     return None
             return cache.catalog
         finally:
@@ -697,17 +204,17 @@ class SkillCatalog:
         if (
             cache is None
             or cache.racy
-            or cache.stamp != _stamp(dir_stat)
-            or _links_moved(cache.link_folders)
+            or cache.stamp != stamp_of(dir_stat)
+            or links_moved(cache.link_folders)
         ):
             changed = True
             taken = time.time_ns()
-            folders, refused, consulted = _list_folders(skills_dir, depth)
-            link_folders, links_racy = _folder_stamps(consulted, taken)
+            folders, refused, consulted = list_folders(skills_dir, depth)
+            link_folders, links_racy = folder_stamps(consulted, taken)
             old_entries = cache.entries if cache is not None else {}
             cache = _FolderCache(
-                _stamp(dir_stat),
-                _is_racy(dir_stat, taken) or links_racy,
+                stamp_of(dir_stat),
+                is_racy(dir_stat, taken) or links_racy,
                 folders,
                 refused,
                 link_folders,
@@ -717,7 +224,7 @@ class SkillCatalog:
         prefix = f"{skills_dir}{os.sep}"
         for name in cache.folders:
             entry = cache.entries.get(name)
-            stamp = _probe(f"{prefix}{name}{os.sep}{SKILL_FILE}")
+            stamp = probe(f"{prefix}{name}{os.sep}{SKILL_FILE}")
             if entry is not None and not entry.racy and entry.stamp == stamp:
                 continue
             changed = True
@@ -732,7 +239,7 @@ class SkillCatalog:
                 root=skills_dir,
                 lint=self._lint,
             )
-            racy = stamp != _LINK_LOOP and taken - stamp[0] < _RACY_NS
+            racy = stamp != LINK_LOOP and taken - stamp[0] < RACY_NS
             cache.entries[name] = _Entry(stamp, racy, record, diagnostics)
         if changed or cache.catalog is None:
             cache.catalog = _assemble(skills_dir, cache, depth)
@@ -755,90 +262,6 @@ class SkillCatalog:
         self._folders[key] = cache
 
 
-def _list_folders(
-    skills_dir: Path, depth: int = 1
-) -> tuple[list[str], list[SkillDiagnostic], set[Path]]:
-    """Candidate skill folders (relative, ``/``-separated), errors for skill folders that
-    cannot be served, and the folders (besides `skills_dir`) whose entries decide the
-    list: those that symbolic links were resolved through and, with `depth` above 1, those
-    searched on the way down (a skill added there changes their stamp).
-
-    Refused: a symbolic link leading outside `skills_dir`, and a folder whose name is not
-    valid UTF-8 (no client could send that name back, and the reply could not be encoded).
-    """
-    folders: list[str] = []
-    refused: list[SkillDiagnostic] = []
-    consulted: set[Path] = set()
-    _list_level(skills_dir, skills_dir.resolve(), "", depth, folders, refused, consulted)
-    return folders, refused, consulted
-
-
-def _list_level(
-    skills_dir: Path,
-    real_root: Path,
-    prefix: str,
-    depth: int,
-    folders: list[str],
-    refused: list[SkillDiagnostic],
-    consulted: set[Path],
-) -> None:
-    """`_list_folders` for the folder `prefix` (relative to `skills_dir`), `depth` levels
-    still to search."""
-    here = skills_dir / prefix if prefix else skills_dir
-    try:
-        entries = list(os.scandir(here))
-    except OSError as exc:
-        logger.warning("cannot list the skills folder %s: %s", here, exc)
-        return
-    for entry in entries:
-        if is_hidden_name(entry.name):
-            continue
-        try:
-            # Every link is followed here, even a broken one: a change along its way
-            # (watched through `consulted`) may make it a skill, or take one away.
-            target = _follow(Path(entry.path), real_root, consulted) if entry.is_symlink() else None
-            if not entry.is_dir():
-                continue
-            if target is not None and not target.is_relative_to(real_root):
-                if (target / SKILL_FILE).is_file():
-                    refused.append(_outside_diagnostic(prefix + entry.name, skills_dir))
-                continue
-            if entry.name != wire_safe(entry.name):
-                if (Path(entry.path) / SKILL_FILE).exists():
-                    refused.append(_undecodable_name_diagnostic(prefix + entry.name))
-                continue
-            if depth > 1 and not os.path.lexists(f"{entry.path}{os.sep}{SKILL_FILE}"):
-                # Not a skill: search it, and watch it for a skill added later.
-                consulted.add(Path(entry.path) if target is None else target)
-                inner = f"{prefix}{entry.name}/"
-                _list_level(skills_dir, real_root, inner, depth - 1, folders, refused, consulted)
-                continue
-        except OSError:
-            continue
-        folders.append(prefix + entry.name)
-
-
-def _outside_diagnostic(name: str, skills_dir: Path) -> SkillDiagnostic:
-    return SkillDiagnostic(
-        name,
-        "error",
-        "outside_skills_dir",
-        f"'{name}' is a symbolic link to a folder outside {skills_dir}; skills must live "
-        "inside the skills folder, so copy the skill there instead of linking it.",
-    )
-
-
-def _undecodable_name_diagnostic(name: str) -> SkillDiagnostic:
-    shown = wire_safe(name)
-    return SkillDiagnostic(
-        shown,
-        "error",
-        "folder_name_not_utf8",
-        f"The folder name {shown!r} is not valid UTF-8, so no client can name this skill; "
-        "rename the folder with lowercase letters, digits and hyphens.",
-    )
-
-
 def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
     records: list[SkillRecord] = []
     diagnostics: list[SkillDiagnostic] = []
@@ -855,7 +278,7 @@ def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
     diagnostics.extend(cache.refused)
     kept = _first_of_each_name(records, diagnostics)
     if found == 0 and not cache.refused:
-        deeper = _deeper_diagnostic(skills_dir, depth)
+        deeper = deeper_diagnostic(skills_dir, depth)
         if deeper is not None:
             diagnostics.append(deeper)
     kept.sort(key=lambda r: r.name)
@@ -898,7 +321,7 @@ def _merge_roots(parts: tuple[Catalog, ...]) -> Catalog:
         parts[0].skills_dir,
         tuple(kept),
         tuple(diagnostics),
-        note=" ".join(_missing_note(root, is_file, MODEL) for root, is_file in missing) or None,
+        note=" ".join(missing_note(root, is_file, MODEL) for root, is_file in missing) or None,
         skills_dirs=tuple(part.skills_dir for part in parts),
         missing=missing,
     )
@@ -907,61 +330,8 @@ def _merge_roots(parts: tuple[Catalog, ...]) -> Catalog:
 def _missing_catalog(skills_dir: Path, *, is_file: bool) -> Catalog:
     return Catalog(
         skills_dir,
-        note=_missing_note(skills_dir, is_file, MODEL),
+        note=missing_note(skills_dir, is_file, MODEL),
         missing=((skills_dir, is_file),),
-    )
-
-
-_DEEPEST_SEARCH: Final = 6
-_MOST_FOLDERS_SEARCHED: Final = 5_000
-
-
-def find_deeper(skills_dir: Path, depth: int) -> list[str]:
-    """Folders (relative, ``/``-separated) holding a SKILL.md more than `depth` levels
-    under `skills_dir`, up to 6 levels and 5,000 folders searched (a hint, not a scan)."""
-    found: list[str] = []
-    level = [("", skills_dir)]
-    searched = 0
-    for current in range(1, _DEEPEST_SEARCH + 1):
-        below: list[tuple[str, Path]] = []
-        for prefix, folder in level:
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
-                continue
-            for entry in entries:
-                searched += 1
-                if searched > _MOST_FOLDERS_SEARCHED:
-                    return found
-                try:
-                    if is_hidden_name(entry.name) or entry.is_symlink() or not entry.is_dir():
-                        continue
-                except OSError:
-                    continue
-                relative = prefix + entry.name
-                if os.path.lexists(f"{entry.path}{os.sep}{SKILL_FILE}"):
-                    if current > depth:
-                        found.append(relative)
-                    continue
-                below.append((relative + "/", Path(entry.path)))
-        level = below
-    return found
-
-
-def _deeper_diagnostic(skills_dir: Path, depth: int) -> SkillDiagnostic | None:
-    found = find_deeper(skills_dir, depth)
-    if not found:
-        return None
-    needed = max(part.count("/") + 1 for part in found)
-    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-    return SkillDiagnostic(
-        skills_dir.name,
-        "warning",
-        "skills_deeper",
-        f"No skill was found within {depth} folder level(s) of {skills_dir}, but SKILL.md "
-        f"files are deeper: {shown}. Set DPTTOOLS_SKILLS_DEPTH={needed} (the server's "
-        f"--skills-depth {needed}) to search that deep, or add the folders that hold the "
-        "skills to DPTTOOLS_SKILLS_DIR.",
     )
 
 

@@ -1,0 +1,156 @@
+"""One skill folder -> its record and diagnostics: SKILL.md read link-safely, then parsed.
+
+The SKILL.md is read through `_io` by the rules load_skill uses, so whatever is listed
+loads; its frontmatter is parsed and checked by `frontmatter` (and, for validate, linted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .. import _io
+from ..errors import (
+    FileTooLargeError,
+    InvalidArgumentError,
+    NotFoundError,
+    NotRegularFileError,
+    PathOutsideRootError,
+    StdToolsError,
+)
+from ..paths import real_path
+from .frontmatter import check_fields, read_skill_md_text
+from .lint import lint as lint_skill_md
+from .records import SKILL_FILE, SkillDiagnostic, SkillRecord
+
+__all__ = ["read_skill"]
+
+
+def _read_diagnostic(where: str, code: str, message: str) -> list[SkillDiagnostic]:
+    return [SkillDiagnostic(where, "error", code, message)]
+
+
+def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | SkillDiagnostic:
+    """The bytes of the folder's SKILL.md, read through `_io` by the rules load_skill uses
+    (so whatever is listed loads), or the error diagnostic that says why it cannot be."""
+    base = root if root is not None and folder.is_relative_to(root) else folder.parent
+    relative = f"{folder.relative_to(base).as_posix()}/{SKILL_FILE}"
+    gone = NotFoundError("SKILL.md disappeared while it was being read.")
+    not_file = InvalidArgumentError("SKILL.md is a folder, not a file.")
+
+    def problem(code: str, message: str) -> SkillDiagnostic:
+        return SkillDiagnostic(folder.name, "error", code, message)
+
+    try:
+        _, data, _ = _io.read_bytes(
+            base,
+            relative,
+            what="SKILL.md",
+            shown="SKILL.md",
+            limit=max_bytes,
+            missing=gone,
+            folder=not_file,
+            exact=True,
+        )
+    except FileTooLargeError as exc:
+        return problem(
+            "skill_md_too_large", f"{exc} Move long material into files under references/."
+        )
+    except NotRegularFileError as exc:
+        return problem("not_a_file", f"{exc} Replace it with a plain UTF-8 text file.")
+    except PathOutsideRootError as exc:
+        return problem("outside_skills_dir", str(exc))
+    except StdToolsError as exc:
+        return problem("unreadable", f"{exc} Check that it is a readable file.")
+    except OSError as exc:
+        return problem(
+            "unreadable",
+            f"SKILL.md could not be read ({exc.strerror or exc}); check that it is a "
+            "readable file.",
+        )
+    if _io.is_binary(data):
+        return problem(
+            "binary_skill_md",
+            f"SKILL.md holds NUL bytes within its first {_io.SNIFF_BYTES} bytes, so it is a "
+            "binary file, not text, and load_skill could not serve it; save it as plain "
+            "UTF-8 text.",
+        )
+    return data
+
+
+def read_skill(
+    folder: Path,
+    *,
+    max_bytes: int,
+    name: str | None = None,
+    root: Path | None = None,
+    lint: bool = False,
+) -> tuple[SkillRecord | None, list[SkillDiagnostic]]:
+    """Read one skill folder's SKILL.md into a record (None when skipped) and diagnostics.
+
+    `name` is the folder name used for the record and the name checks (default: the last
+    part of `folder`). A SKILL.md larger than `max_bytes` is an error, as is one that
+    cannot be read or is not a regular file (a pipe or a device would never end). When
+    `root` is given, a SKILL.md that is a symbolic link leading outside it is an error.
+    Diagnostics name the folder relative to `root` (or its name). `lint` adds the warnings
+    of `lint.lint` (what the specification does not allow but the catalog accepts).
+    """
+    name = folder.name if name is None else name
+    # Plain string work: this runs once per skill on a cold scan.
+    inside = f"{root}{os.sep}" if root is not None else None
+    if root is not None and inside is not None and str(folder).startswith(inside):
+        base, where = root, str(folder)[len(inside) :].replace(os.sep, "/")
+    else:
+        base, where = folder.parent, folder.name
+    skill_md = folder / SKILL_FILE
+    if root is not None and skill_md.is_symlink():
+        try:
+            target = real_path(skill_md)
+        except OSError:
+            return None, _read_diagnostic(
+                where,
+                "unreadable",
+                "SKILL.md is a symbolic link that leads into a loop of symbolic links; "
+                "replace it with the file itself.",
+            )
+        if not target.is_relative_to(root.resolve()):
+            return None, _read_diagnostic(
+                where,
+                "outside_skills_dir",
+                f"SKILL.md is a symbolic link to {target}, outside the skills folder {root}; "
+                "skills must live inside the skills folder, so copy the file there instead "
+                "of linking it.",
+            )
+    data_or_problem = _read_skill_md(folder, max_bytes, root)
+    if isinstance(data_or_problem, SkillDiagnostic):
+        problem = data_or_problem
+        return None, [SkillDiagnostic(where, problem.level, problem.code, problem.message)]
+    data = data_or_problem
+    parsed = read_skill_md_text(data)
+    diagnostics = [SkillDiagnostic.of(where, d) for d in parsed.diagnostics]
+    if parsed.fields is None:
+        return None, diagnostics
+    fields, field_diagnostics = check_fields(parsed.fields, name)
+    diagnostics.extend(SkillDiagnostic.of(where, d) for d in field_diagnostics)
+    if lint:
+        found = lint_skill_md(parsed.fields, parsed.body, body_line=parsed.body_line)
+        diagnostics.extend(SkillDiagnostic.of(where, d) for d in found)
+    if fields is None:
+        return None, diagnostics
+    directory = folder.absolute()
+    record = SkillRecord(
+        name=fields.name,
+        description=fields.description,
+        path=directory / SKILL_FILE,
+        directory=directory,
+        license=fields.license,
+        compatibility=fields.compatibility,
+        metadata=fields.metadata,
+        root=base,
+        folder=where,
+        frontmatter=parsed.fields,
+        digest="sha256:" + hashlib.sha256(data).hexdigest(),
+        size=len(data),
+    )
+    return record, diagnostics
