@@ -96,15 +96,19 @@ class RunSetup:
         return [route.spec() for route in self.tools.values()]
 
 
-async def prepare(toolset: SkillsToolset, plan: RunPlan) -> RunSetup:
-    """Ask every server (through the skills wrapper) for its tools and instructions once.
+async def prepare(toolset: SkillsToolset, plan: RunPlan, prompt: str = "") -> RunSetup:
+    """Ask every server (through the skills wrapper) for its tools and instructions once;
+    `prompt`, the run's user text, picks the skills shown when not all of them can be.
 
     Raises:
         ToolServerError: a required server could not be reached.
         ToolNameConflictError: two servers expose the same tool name.
     """
     tools, outcome = await toolset.run_tools(
-        plan.skills, plan.instructions, notify_unavailable=plan.notify_unavailable
+        plan.skills,
+        plan.instructions,
+        notify_unavailable=plan.notify_unavailable,
+        request=prompt,
     )
     routes = build_routes(tools.servers)
     if plan.gate is not None:

@@ -76,8 +76,9 @@ class Agent:
         connect_timeout: seconds a server may take to start and answer.
         skills_catalog_budget: the most characters the skill catalog block may take
             (about four a token). Over it, descriptions are shortened evenly at a word
-            boundary (marked ``…``), then skills are left out from the end, and the block
-            says how many are not shown. None (the default): no limit.
+            boundary (marked ``…``), then the skills that best match the run's prompt are
+            kept and the others left out, and the block says how many are not shown and
+            how to find them. None (the default): no limit.
         skills_stale_after: when the catalog call fails, inject the last catalog fetched
             from the same server the same way, if it is at most this many seconds old,
             with a one-line notice that it may be out of date (``RunResult.skills.status``
@@ -360,7 +361,7 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         plan = self._plan()
         self._bind_loop()
-        setup = await prepare(self._skills, plan)
+        setup = await prepare(self._skills, plan, prompt)
         async with aclosing(iterate(plan, setup, prompt, history, stream=stream)) as events:
             async for event in events:
                 yield event

@@ -117,11 +117,26 @@ async def test_a_small_budget_leaves_skills_out_and_says_how_many(skills_server:
     shown = len(skill_lines(block))
     left_out = result.skills.left_out
     assert 0 < shown < 129
-    assert len(left_out) == 129 - shown
-    assert [s.name for s in result.skills.skills][shown:] == list(left_out)
+    assert len(left_out) == 129 - shown == result.skills.left_out_count
+    assert result.skills.total == 129
+    names = [s.name for s in result.skills.skills]
+    assert set(names) - set(left_out) == {line.split('"', 2)[1] for line in skill_lines(block)}
     assert (
-        f"{129 - shown} of the 129 skills are not shown here, to keep this list short; call "
-        "`list_skills` to see them all."
+        f"{129 - shown} of the 129 skills are not shown here; those shown are the ones that "
+        "best match this request. Call `list_skills` to see them all; `load_skill` loads any "
+        "skill by its exact name."
     ) in block
     for name in left_out:
         assert f'name="{name}"' not in block
+
+
+async def test_a_small_budget_keeps_the_skills_that_match_the_prompt(skills_server: Any) -> None:
+    model = TestModel(answer)
+    async with Agent(model=model, tools=[skills_server], skills_catalog_budget=6000) as agent:
+        last = (await agent.run("go")).skills.skills[-1]
+        result = await agent.run(f"I need help with {last.description}")
+    block = result.skills.prompt_block or ""
+    # The last skill of the list, left out for a prompt that matches nothing, is shown
+    # first once the prompt is about it.
+    assert skill_lines(block)[0].startswith(f'  <skill name="{last.name}"')
+    assert last.name not in result.skills.left_out

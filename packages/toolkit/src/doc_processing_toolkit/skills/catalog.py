@@ -2,15 +2,21 @@
 model reads, and what the skills step reports for a run.
 
 Nothing here touches a session: `parse_catalog` reads a tool result, `render_catalog`
-writes the block appended to the system prompt.
+writes the block appended to the system prompt, `render_for` writes it within a budget and
+`render_selected` writes it when not every skill can be shown (the server cut its list, or
+the budget is too small): then the block holds the skills that best match the run's
+request, from the server's ``search_skills`` answer (`parse_search`) and the catalog's own
+full-text index (`ranking.SkillIndex`), and says how many skills it does not show and how
+to find them.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from xml.sax.saxutils import escape
@@ -18,15 +24,19 @@ from xml.sax.saxutils import escape
 from mcp.types import CallToolResult
 
 from ..tools.routing import result_text
+from .ranking import SkillIndex
 
 __all__ = [
     "ACTIVATION_TOOLS",
     "CATALOG_HEADING",
     "DETECTION_TOOLS",
     "LOGGER_NAME",
+    "SEARCH_TOOL",
     "SHORTENED_MARK",
     "CatalogReplyError",
+    "Ranking",
     "Rendered",
+    "Selected",
     "SkillEntry",
     "SkillsCatalog",
     "SkillsOutcome",
@@ -34,8 +44,10 @@ __all__ = [
     "describe_diagnostic",
     "has_own_catalog",
     "parse_catalog",
+    "parse_search",
     "render_catalog",
     "render_for",
+    "render_selected",
 ]
 
 LOGGER_NAME = "doc_processing_toolkit.skills"
@@ -44,9 +56,11 @@ logger = logging.getLogger(LOGGER_NAME)
 
 #: A server is a skills server when it exposes both of these tools itself.
 DETECTION_TOOLS: frozenset[str] = frozenset({"list_skills", "load_skill"})
+#: The server's tool that finds skills by a request's words (called only when listed).
+SEARCH_TOOL = "search_skills"
 #: Hidden from the model for a run whose catalog is empty; list_skills and create_skill stay.
 ACTIVATION_TOOLS: frozenset[str] = frozenset(
-    {"load_skill", "load_skill_resource", "execute_skill_script"}
+    {"load_skill", "load_skill_resource", "execute_skill_script", SEARCH_TOOL}
 )
 #: The first line of the block appended to the system prompt.
 CATALOG_HEADING = "## Available Agent Skills"
@@ -98,18 +112,41 @@ class SkillsCatalog:
         skills: the entries, in the server's order.
         skills_dir: the folder the server read (std-tools' tools).
         diagnostics: the server's diagnostics entries (std-tools' tools).
+        count: how many skills the server says it has (std-tools' ``count``), None when
+            it does not say. More than ``len(skills)`` when the server cut its list.
+        truncated: the server's note when it cut its answer to fit its output limit
+            (std-tools' ``truncated``), else None.
         rendered: blocks already rendered from this catalog, by how they were rendered
             (a catalog read again unchanged is rendered once).
+        lines: each skill's ``<skill>`` line, by the description limit it was rendered
+            with (0: in full), aligned with `skills`.
+        index: the full-text index over the skills, built the first time it ranks.
     """
 
     skills: tuple[SkillEntry, ...]
     skills_dir: str | None = None
     diagnostics: tuple[Mapping[str, Any], ...] = ()
+    count: int | None = None
+    truncated: str | None = None
     rendered: dict[Any, Rendered] = field(default_factory=dict, compare=False, repr=False)
+    lines: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    index: SkillIndex = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", SkillIndex(self.skills))
+
+    @property
+    def unlisted(self) -> int | None:
+        """How many skills the server has but did not list: 0 for a whole list, None when
+        it cut its list without saying how many skills it has."""
+        if self.count is not None:
+            return max(self.count - len(self.skills), 0)
+        return None if self.truncated is not None else 0
 
 
 Status = Literal["disabled", "own_catalog", "no_server", "injected", "stale", "empty", "failed"]
 Source = Literal["tools", "extension"]
+Ranking = Literal["search_skills", "local"]
 
 
 @dataclass(slots=True)
@@ -125,16 +162,29 @@ class SkillsOutcome:
         server: the name of the detected skills server, if any.
         prompt_block: the text appended to the system prompt, or None.
         hidden_tools: tool names of the detected server hidden from the model this run.
-        skills: the catalog's skills (empty unless ``injected``).
-        warning: what went wrong, when ``failed``.
+        skills: the skills known this run, shown or not: the catalog's, then those only
+            ``search_skills`` found (empty unless ``injected`` or ``stale``).
+        warning: the WARNING logged for this step, if any: what went wrong when
+            ``failed`` or ``stale``, else the one that says skills were left out.
         diagnostics: the catalog's diagnostics entries (already logged).
         source: how the catalog was had: ``tools`` (the server's list_skills and
             load_skill tools) or ``extension`` (the MCP Skills extension), None when no
             server was detected.
         shortened: the skills whose description was shortened to fit
             ``skills_catalog_budget``.
-        left_out: the skills left out of the block to fit ``skills_catalog_budget`` (the
-            model is told how many, and that list_skills lists them all).
+        left_out: the names of the skills the toolkit knows of (listed by the server, or
+            found by its ``search_skills``) that the block does not show. A server that
+            cut its list names no more, so this can be fewer than `left_out_count`.
+        left_out_count: how many of the server's skills the block does not show: those
+            of `left_out` and those the server did not list (its ``count`` minus the
+            skills known). The model is told this number and how to find them.
+        total: how many skills the server has: its ``count`` when it gives one, else the
+            number of skills known; None when it cut its list without saying (then
+            `left_out_count` counts only `left_out`).
+        ranking: how the shown skills were chosen when some are left out:
+            ``search_skills`` (the server's search, then the toolkit's own index) or
+            ``local`` (the toolkit's index over the skills known); None when every skill
+            is shown.
         stale_age: when ``stale``, the age in seconds of the catalog injected.
     """
 
@@ -148,6 +198,9 @@ class SkillsOutcome:
     source: Source | None = None
     shortened: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
+    left_out_count: int = 0
+    total: int | None = None
+    ranking: Ranking | None = None
     stale_age: float | None = None
 
 
@@ -185,17 +238,9 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
         raise CatalogReplyError(
             f"list_skills did not return JSON (it began {text[:60]!r})"
         ) from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("skills"), list):
+    if not isinstance(payload, dict):
         raise CatalogReplyError("list_skills returned JSON without a 'skills' array")
-    skills: list[SkillEntry] = []
-    for index, item in enumerate(payload["skills"]):
-        if not isinstance(item, dict):
-            raise CatalogReplyError(f"skills[{index}] is not an object")
-        name, description = item.get("name"), item.get("description")
-        if not isinstance(name, str) or not isinstance(description, str):
-            raise CatalogReplyError(f"skills[{index}] lacks a string 'name' and 'description'")
-        path = item.get("path")
-        skills.append(SkillEntry(name, description, path if isinstance(path, str) else None))
+    skills = _entries(payload.get("skills"), "list_skills")
     raw_diagnostics = payload.get("diagnostics")
     diagnostics = tuple(
         d if isinstance(d, dict) else {"message": str(d)}
@@ -203,11 +248,55 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
         if d
     )
     skills_dir = payload.get("skills_dir")
+    count = payload.get("count")
+    truncated = payload.get("truncated")
     return SkillsCatalog(
-        skills=tuple(skills),
+        skills=skills,
         skills_dir=skills_dir if isinstance(skills_dir, str) else None,
         diagnostics=diagnostics,
+        count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+        truncated=truncated if isinstance(truncated, str) else None,
     )
+
+
+def _entries(items: Any, tool: str) -> tuple[SkillEntry, ...]:
+    if not isinstance(items, list):
+        raise CatalogReplyError(f"{tool} returned JSON without a 'skills' array")
+    skills: list[SkillEntry] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise CatalogReplyError(f"{tool}: skills[{index}] is not an object")
+        name, description = item.get("name"), item.get("description")
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise CatalogReplyError(
+                f"{tool}: skills[{index}] lacks a string 'name' and 'description'"
+            )
+        path = item.get("path")
+        skills.append(SkillEntry(name, description, path if isinstance(path, str) else None))
+    return tuple(skills)
+
+
+def parse_search(result: CallToolResult) -> tuple[SkillEntry, ...]:
+    """Read a ``search_skills`` result: its skills, best match first (a reply cut by the
+    server's output limit gives the entries it kept).
+
+    Raises:
+        CatalogReplyError: the call failed or the reply is not the search JSON.
+    """
+    text = result_text(result)
+    if result.is_error:
+        raise CatalogReplyError(f"{SEARCH_TOOL} returned an error: {text or 'no message'}")
+    payload: Any = result.structured_content
+    if not isinstance(payload, dict) or "skills" not in payload:
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            raise CatalogReplyError(
+                f"{SEARCH_TOOL} did not return JSON (it began {text[:60]!r})"
+            ) from None
+    if not isinstance(payload, dict):
+        raise CatalogReplyError(f"{SEARCH_TOOL} returned JSON that is not an object")
+    return _entries(payload.get("skills"), SEARCH_TOOL)
 
 
 def _attr(value: str) -> str:
@@ -232,22 +321,27 @@ def render_catalog(skills: Sequence[SkillEntry]) -> str:
     return _render(skills, guide=_GUIDE + _GUIDE_PATH, notes=())
 
 
-def _render(skills: Sequence[SkillEntry], *, guide: str, notes: Sequence[str]) -> str:
-    lines = [CATALOG_HEADING, "", guide, ""]
+def _line(skill: SkillEntry) -> str:
+    where = ""
+    if skill.uri is not None:
+        where = f' uri="{_attr(skill.uri)}"'
+    elif skill.path is not None:
+        where = f' path="{_attr(skill.path)}"'
+    return f'  <skill name="{_attr(skill.name)}"{where}>{escape(skill.description)}</skill>'
+
+
+def _assemble(lines: Sequence[str], guide: str, notes: Sequence[str]) -> str:
+    parts = [CATALOG_HEADING, "", guide, ""]
     for note in notes:
-        lines.extend([note, ""])
-    lines.append(_OWN_CATALOG_TAG)
-    for skill in skills:
-        where = ""
-        if skill.uri is not None:
-            where = f' uri="{_attr(skill.uri)}"'
-        elif skill.path is not None:
-            where = f' path="{_attr(skill.path)}"'
-        lines.append(
-            f'  <skill name="{_attr(skill.name)}"{where}>{escape(skill.description)}</skill>'
-        )
-    lines.append("</available_skills>")
-    return "\n".join(lines)
+        parts.extend([note, ""])
+    parts.append(_OWN_CATALOG_TAG)
+    parts.extend(lines)
+    parts.append("</available_skills>")
+    return "\n".join(parts)
+
+
+def _render(skills: Sequence[SkillEntry], *, guide: str, notes: Sequence[str]) -> str:
+    return _assemble([_line(skill) for skill in skills], guide, notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,58 +375,131 @@ def _shorten(text: str, limit: int) -> str:
     return head.rstrip(" ,;:.-") + SHORTENED_MARK
 
 
-def _budget_notes(shortened: int, left_out: int, total: int) -> tuple[str, ...]:
-    notes = []
-    if shortened:
-        notes.append(
-            f"Descriptions ending in {SHORTENED_MARK} are shortened to fit; `list_skills` "
-            "gives them in full."
+def _short_line(skill: SkillEntry, limit: int) -> str:
+    """The skill's line with its description shortened to `limit` (0: in full)."""
+    if limit and len(skill.description) > limit:
+        skill = replace(skill, description=_shorten(skill.description, limit))
+    return _line(skill)
+
+
+def _catalog_lines(catalog: SkillsCatalog, limit: int) -> tuple[str, ...]:
+    """Every skill's line of `catalog` at description `limit`, rendered once per catalog."""
+    lines = catalog.lines.get(limit)
+    if lines is None:
+        lines = catalog.lines[limit] = tuple(_short_line(s, limit) for s in catalog.skills)
+    return lines
+
+
+# How the model reaches the skills a block does not show, by what the server offers.
+_FIND_BY_SEARCH = (
+    f"To find another, call `{SEARCH_TOOL}` with a few words about what you need; "
+    "`load_skill` loads any skill by its exact name."
+)
+_FIND_BY_LIST = (
+    "Call `list_skills` to see them all; `load_skill` loads any skill by its exact name."
+)
+_FIND_BY_NAME = (
+    "`list_skills` cannot list them all either (its answer is cut short too), but "
+    "`load_skill` loads any skill by its exact name."
+)
+_FIND_BY_URI = "Call `list_skills` to see them all; `load_skill` loads any of them by its `uri`."
+
+
+@dataclass(frozen=True, slots=True)
+class _Notes:
+    """The lines above the list: `notices` first, then what was shortened or left out.
+
+    `total` is how many skills the server has (None: unknown, its list was cut); `picked`
+    says the skills shown were chosen for the request rather than taken from the top."""
+
+    notices: tuple[str, ...]
+    total: int | None
+    finder: str
+    picked: bool = False
+
+    def __call__(self, shortened: int, shown: int) -> tuple[str, ...]:
+        notes = list(self.notices)
+        if shortened:
+            notes.append(
+                f"Descriptions ending in {SHORTENED_MARK} are shortened to fit; `list_skills` "
+                "gives them in full."
+            )
+        why = (
+            "those shown are the ones that best match this request"
+            if self.picked
+            else "to keep this list short"
         )
-    if left_out:
-        notes.append(
-            f"{left_out} of the {total} skills are not shown here, to keep this list short; "
-            "call `list_skills` to see them all."
-        )
-    return tuple(notes)
+        if self.total is None:
+            notes.append(
+                "Not every skill is shown here: the server cut its list short, so more "
+                f"skills exist than are listed; {why}. {self.finder}"
+            )
+        elif self.total > shown:
+            sep = ";" if self.picked else ","
+            notes.append(
+                f"{self.total - shown} of the {self.total} skills are not shown here{sep} "
+                f"{why}. {self.finder}"
+            )
+        return tuple(notes)
 
 
 def _fit(
-    skills: tuple[SkillEntry, ...], guide: str, budget: int, notices: tuple[str, ...]
+    skills: tuple[SkillEntry, ...],
+    full: Sequence[str],
+    short: Callable[[], Sequence[str]],
+    guide: str,
+    budget: int | None,
+    notes: _Notes,
 ) -> Rendered:
-    """The block within `budget` characters: descriptions shortened evenly first, then
-    skills left out from the end of the list (`notices` come first, always)."""
-    full = _render(skills, guide=guide, notes=notices)
-    if len(full) <= budget:
-        return Rendered(full)
-    longest = max((len(s.description) for s in skills), default=0)
+    """The block of `skills` (their lines `full`, and `short` at the shortest description)
+    within `budget` characters: descriptions shortened evenly first, then skills left out
+    from the end of the list."""
+    count = len(skills)
+    block = _assemble(full, guide, notes(0, count))
+    if budget is None or len(block) <= budget:
+        return Rendered(block)
+    brief = short()
+    cut = [a != b for a, b in zip(full, brief, strict=True)]
+    if len(_assemble(brief, guide, notes(sum(cut), count))) <= budget:
+        # The longest common description limit that fits, by bisection.
+        best, best_cut = _assemble(brief, guide, notes(sum(cut), count)), cut
+        low = _MIN_DESCRIPTION + 1
+        high = max((len(s.description) for s in skills), default=0)
+        while low <= high:
+            middle = (low + high) // 2
+            lines = [_short_line(skill, middle) for skill in skills]
+            tried = [a != b for a, b in zip(full, lines, strict=True)]
+            block = _assemble(lines, guide, notes(sum(tried), count))
+            if len(block) <= budget:
+                best, best_cut, low = block, tried, middle + 1
+            else:
+                high = middle - 1
+        shortened = tuple(s.name for s, c in zip(skills, best_cut, strict=True) if c)
+        return Rendered(best, shortened=shortened)
+    # Even the shortest descriptions do not fit: the most skills from the top that do
+    # (the block's length grows with every skill added, so by bisection).
+    sizes = [0, *itertools.accumulate(len(line) + 1 for line in brief)]
+    cuts = [0, *itertools.accumulate(cut)]
 
-    def attempt(limit: int, keep: int) -> tuple[str, tuple[str, ...]]:
-        shown = tuple(replace(s, description=_shorten(s.description, limit)) for s in skills[:keep])
-        cut = tuple(a.name for a, b in zip(skills, shown, strict=False) if a != b)
-        notes = _budget_notes(len(cut), len(skills) - keep, len(skills))
-        return _render(shown, guide=guide, notes=(*notices, *notes)), cut
+    def size(keep: int) -> int:
+        return len(_assemble((), guide, notes(cuts[keep], keep))) + sizes[keep]
 
-    # The longest description limit that fits, by bisection.
-    low, high = _MIN_DESCRIPTION, longest
-    best: tuple[str, tuple[str, ...]] | None = None
+    keep, low, high = 0, 1, count - 1
     while low <= high:
         middle = (low + high) // 2
-        block, cut = attempt(middle, len(skills))
-        if len(block) <= budget:
-            best, low = (block, cut), middle + 1
+        if size(middle) <= budget:
+            keep, low = middle, middle + 1
         else:
             high = middle - 1
-    if best is not None:
-        return Rendered(best[0], shortened=best[1])
-    # Even the shortest descriptions do not fit: leave skills out, from the end.
-    keep = len(skills)
-    while keep > 0:
-        keep -= 1
-        block, cut = attempt(_MIN_DESCRIPTION, keep)
-        if len(block) <= budget:
-            break
-    left_out = tuple(s.name for s in skills[keep:])
-    return Rendered(block, shortened=cut, left_out=left_out)
+    block = _assemble(brief[:keep], guide, notes(cuts[keep], keep))
+    shortened = tuple(s.name for s, c in zip(skills[:keep], cut, strict=False) if c)
+    return Rendered(block, shortened=shortened, left_out=tuple(s.name for s in skills[keep:]))
+
+
+def _guide(source: Source, server: str) -> str:
+    if source == "tools":
+        return _GUIDE + _GUIDE_PATH
+    return _EXTENSION_GUIDE.format(server=_attr(repr(server)))
 
 
 def render_for(
@@ -345,6 +512,8 @@ def render_for(
 ) -> Rendered:
     """The block for `catalog` as had from `server` through `source`, within `budget`
     characters when one is given, with `notice` (one line for the model) above the list.
+    Over the budget the skills at the end of the list are left out (`render_selected`
+    chooses them for a request instead).
 
     Memoized on the catalog when there is no notice: a catalog had again unchanged costs
     a dictionary lookup."""
@@ -365,14 +534,103 @@ def _render_with(
     budget: int | None,
     notices: tuple[str, ...],
 ) -> Rendered:
-    guide = (
-        _GUIDE + _GUIDE_PATH
-        if source == "tools"
-        else _EXTENSION_GUIDE.format(server=_attr(repr(server)))
-    )
+    guide = _guide(source, server)
     if budget is None:
         return Rendered(_render(catalog.skills, guide=guide, notes=notices))
-    return _fit(catalog.skills, guide, budget, notices)
+    finder = _FIND_BY_LIST if source == "tools" else _FIND_BY_URI
+    return _fit(
+        catalog.skills,
+        _catalog_lines(catalog, 0),
+        lambda: _catalog_lines(catalog, _MIN_DESCRIPTION),
+        guide,
+        budget,
+        _Notes(notices, len(catalog.skills), finder),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """A block that cannot show every skill, holding those that best match a request.
+
+    Attributes:
+        rendered: the block, the known skills it shortened and those it left out.
+        skills: every skill known: the catalog's, then those only the search found.
+        left_out_count: how many of the server's skills the block does not show (those
+            of ``rendered.left_out`` and those the server did not list).
+        total: how many skills the server has, None when it cut its list without saying.
+    """
+
+    rendered: Rendered
+    skills: tuple[SkillEntry, ...]
+    left_out_count: int
+    total: int | None
+
+
+def render_selected(
+    catalog: SkillsCatalog,
+    source: Source,
+    server: str,
+    budget: int | None,
+    *,
+    request: str,
+    found: Sequence[SkillEntry] = (),
+    searchable: bool = False,
+    notice: str | None = None,
+) -> Selected:
+    """The block for `catalog` when not every skill can be shown (the server did not list
+    them all, or they do not fit `budget`): the skills in order of relevance to `request`,
+    as many as fit, under a line that says how many are not shown and how to find them.
+
+    The order: `found` (the server's ``search_skills`` answer, best first; a skill the
+    catalog lacks is added to what is known), then the catalog's skills that share a
+    word with `request`, best first (`SkillsCatalog.index`), then the others in the
+    catalog's order. `searchable` says that the server offers ``search_skills``, so the
+    model is told to use it.
+    """
+    listed = catalog.skills
+    positions = {skill.name: index for index, skill in enumerate(listed)}
+    extra: list[SkillEntry] = []
+    order: dict[int, None] = {}
+    for hit in found:
+        index = positions.get(hit.name)
+        if index is None:
+            index = positions[hit.name] = len(listed) + len(extra)
+            extra.append(hit)
+        order.setdefault(index, None)
+    for index in catalog.index.rank(request):
+        order.setdefault(index, None)
+    for index in range(len(listed)):
+        order.setdefault(index, None)
+    known = (*listed, *extra)
+    full = (*_catalog_lines(catalog, 0), *(_line(skill) for skill in extra))
+
+    def short() -> list[str]:
+        lines = (
+            *_catalog_lines(catalog, _MIN_DESCRIPTION),
+            *(_short_line(skill, _MIN_DESCRIPTION) for skill in extra),
+        )
+        return [lines[index] for index in order]
+
+    unlisted = catalog.unlisted
+    total = None if unlisted is None else max(len(listed) + unlisted, len(known))
+    if searchable:
+        finder = _FIND_BY_SEARCH
+    elif source == "extension":
+        finder = _FIND_BY_URI
+    else:
+        finder = _FIND_BY_NAME if unlisted != 0 else _FIND_BY_LIST
+    notices = () if notice is None else (notice,)
+    rendered = _fit(
+        tuple(known[index] for index in order),
+        [full[index] for index in order],
+        short,
+        _guide(source, server),
+        budget,
+        _Notes(notices, total, finder, picked=True),
+    )
+    shown = len(known) - len(rendered.left_out)
+    left_out_count = len(rendered.left_out) if total is None else total - shown
+    return Selected(rendered, known, left_out_count, total)
 
 
 def describe_diagnostic(diagnostic: Mapping[str, Any]) -> str:

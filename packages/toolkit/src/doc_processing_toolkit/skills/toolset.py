@@ -10,9 +10,16 @@ then, in this order:
 2. fetches its catalog within ``skills_timeout``: ``list_skills`` (no argument), or every
    page of ``skills/list``, reused without asking while the server's ``ttlMs`` allows;
 3. renders it as that server's instructions for the run. On an empty catalog it hides the
-   server's three activation tools (tools source); an extension source gets the
-   wrapper's own ``list_skills``, ``load_skill`` and ``load_skill_resource`` (see
+   server's activation tools (tools source: ``load_skill``, ``load_skill_resource``,
+   ``execute_skill_script``, ``search_skills``); an extension source gets the wrapper's
+   own ``list_skills``, ``load_skill`` and ``load_skill_resource`` (see
    `skills.extension`), the last two only when there is a skill to load.
+4. when not every skill can be shown (the server cut its list at its output limit, or
+   the catalog does not fit ``skills_catalog_budget``), shows those that best match the
+   run's request: it asks the server's ``search_skills`` with the request when the server
+   lists that tool (a failure only costs the search), ranks the rest with the catalog's
+   own index (`ranking.SkillIndex`), and logs one WARNING that says how many skills the
+   block leaves out and why.
 
 It keeps what must outlive a run: the server that was the source last time, so that for a
 server out of process the catalog call starts while the tool lists are still being
@@ -37,14 +44,21 @@ from .catalog import (
     ACTIVATION_TOOLS,
     DETECTION_TOOLS,
     LOGGER_NAME,
+    SEARCH_TOOL,
     CatalogReplyError,
+    Ranking,
+    Rendered,
+    Selected,
+    SkillEntry,
     SkillsCatalog,
     SkillsOutcome,
     Source,
     describe_diagnostic,
     has_own_catalog,
     parse_catalog,
+    parse_search,
     render_for,
+    render_selected,
 )
 from .extension import (
     ExtensionCatalog,
@@ -56,6 +70,11 @@ from .extension import (
 __all__ = ["SkillsOptions", "SkillsToolset"]
 
 logger = logging.getLogger(LOGGER_NAME)
+
+#: The most skills asked of ``search_skills`` (the contract's upper bound).
+SEARCH_LIMIT = 50
+#: The most characters of the request sent to ``search_skills`` as its query.
+MAX_QUERY = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +127,132 @@ def _tools_fetch(offer: ServerTools, timeout: float) -> Fetch:
             raise _CatalogFailure(f"list_skills raised {type(exc).__name__}: {exc}") from None
 
     return fetch
+
+
+def _query(request: str) -> str:
+    """The request as a ``search_skills`` query: stripped, at most `MAX_QUERY`
+    characters, cut at a space when it is longer."""
+    text = " ".join(request.split())
+    if len(text) > MAX_QUERY:
+        text = text[:MAX_QUERY].rsplit(" ", 1)[0]
+    return text
+
+
+async def _search(offer: ServerTools, query: str, time_limit: float) -> tuple[SkillEntry, ...]:
+    """The server's ``search_skills`` answer for `query`, best match first.
+
+    Raises:
+        _CatalogFailure: the call failed, timed out or answered something else.
+    """
+    try:
+        with anyio.fail_after(time_limit if math.isfinite(time_limit) else None):
+            result = await offer.session.call_tool(
+                SEARCH_TOOL, {"query": query, "limit": SEARCH_LIMIT}
+            )
+        return parse_search(result)
+    except TimeoutError:
+        raise _CatalogFailure(f"{SEARCH_TOOL} did not answer within {time_limit:g} s") from None
+    except CatalogReplyError as exc:
+        raise _CatalogFailure(str(exc)) from None
+    except Exception as exc:  # a broken search must never take the run down
+        raise _CatalogFailure(f"{SEARCH_TOOL} raised {type(exc).__name__}: {exc}") from None
+
+
+def _left_out_warning(
+    server: str,
+    catalog: SkillsCatalog,
+    selected: Selected,
+    budget: int | None,
+    ranking: Ranking,
+    search_failure: str | None,
+) -> str:
+    """The one WARNING of a run whose block does not show every skill."""
+    reasons = []
+    if catalog.unlisted != 0:
+        listed = len(catalog.skills)
+        of = f"of {catalog.count}" if catalog.count is not None else "of an unknown number of"
+        reasons.append(
+            f"its list_skills answer was cut at its output limit ({listed} {of} skills listed)"
+        )
+    if selected.rendered.left_out:
+        reasons.append(f"the block is held to skills_catalog_budget={budget} characters")
+    shown = len(selected.skills) - len(selected.rendered.left_out)
+    if selected.total is None:
+        missing = f"an unknown number of its skills ({selected.left_out_count} known)"
+    else:
+        missing = f"{selected.left_out_count} of its {selected.total} skills"
+    if search_failure is not None:
+        how = f"{SEARCH_TOOL} failed ({search_failure}), so ranked by the toolkit's own index"
+    elif ranking == "search_skills":
+        how = f"ranked by its {SEARCH_TOOL}, then by the toolkit's own index"
+    else:
+        how = "ranked by the toolkit's own index"
+    return (
+        f"skills: server {server!r}: {missing} are not shown in the catalog block "
+        f"({'; '.join(reasons)}); it shows the {shown} that best match the request, {how}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """The block of a run and what it shows of the catalog (see `SkillsOutcome`)."""
+
+    rendered: Rendered
+    skills: tuple[SkillEntry, ...]
+    left_out_count: int = 0
+    total: int | None = None
+    ranking: Ranking | None = None
+    warning: str | None = None
+
+
+async def _show(
+    catalog: SkillsCatalog,
+    offer: ServerTools,
+    kind: Source,
+    options: SkillsOptions,
+    request: str,
+    notice: str | None,
+) -> _Shown:
+    """The block for a non-empty `catalog`: the whole catalog when every skill can be
+    shown (within the budget), else the skills that best match `request`, with one
+    WARNING."""
+    name = offer.server.name
+    if catalog.unlisted == 0:
+        rendered = render_for(catalog, kind, name, options.budget, notice=notice)
+        if not rendered.left_out:
+            return _Shown(rendered, catalog.skills, total=len(catalog.skills))
+    searchable = kind == "tools" and any(t.name == SEARCH_TOOL for t in offer.tools)
+    query = _query(request)
+    found: tuple[SkillEntry, ...] = ()
+    failure: str | None = None
+    ranking: Ranking = "local"
+    if searchable and query:
+        try:
+            found = await _search(offer, query, options.timeout)
+            ranking = "search_skills"
+        except _CatalogFailure as exc:
+            failure = str(exc)
+    selected = render_selected(
+        catalog,
+        kind,
+        name,
+        options.budget,
+        request=request,
+        found=found,
+        searchable=searchable,
+        notice=notice,
+    )
+    shown = _Shown(
+        selected.rendered,
+        selected.skills,
+        left_out_count=selected.left_out_count,
+        total=selected.total,
+    )
+    if not selected.left_out_count and selected.total is not None:
+        return shown  # the search found every skill the server's list lacked
+    warning = _left_out_warning(name, catalog, selected, options.budget, ranking, failure)
+    logger.warning("%s", warning)
+    return replace(shown, ranking=ranking, warning=warning)
 
 
 class _EarlyFetch:
@@ -187,10 +332,17 @@ class SkillsToolset:
         self._good: dict[ToolServer, _Good] = {}
 
     async def run_tools(
-        self, options: SkillsOptions, instructions: str | None, *, notify_unavailable: bool
+        self,
+        options: SkillsOptions,
+        instructions: str | None,
+        *,
+        notify_unavailable: bool,
+        request: str = "",
     ) -> tuple[RunTools, SkillsOutcome]:
         """The servers' offers for one run with the skills step applied, and what the
-        step decided. Never raises for a bad skills server.
+        step decided. `request` is the run's user text: when not every skill can be
+        shown, the block holds those that best match it. Never raises for a bad skills
+        server.
 
         Raises:
             ToolServerError: a required server could not be reached (from the inner
@@ -209,7 +361,7 @@ class SkillsToolset:
         early = self._early_fetch(options)
         if early is None:
             tools = await self.inner.run_tools(notify_unavailable=notify_unavailable)
-            return await self._apply(tools, options, None)
+            return await self._apply(tools, options, None, request)
         # The error of a failed listing is raised after the task group, so that it reaches
         # the caller as itself and not inside an exception group.
         failure: Exception | None = None
@@ -218,7 +370,7 @@ class SkillsToolset:
             group.start_soon(early.run)
             try:
                 tools = await self.inner.run_tools(notify_unavailable=notify_unavailable)
-                result = await self._apply(tools, options, early)
+                result = await self._apply(tools, options, early, request)
             except Exception as exc:
                 failure = exc
             finally:
@@ -289,14 +441,19 @@ class SkillsToolset:
                     reason,
                 )
             skills = tuple(skill.entry() for skill in extension.skills)
-            fetched = _Fetched(SkillsCatalog(skills), extension)
+            catalog = SkillsCatalog(skills)
+            if held is not None and held.fetched.catalog.skills == skills:
+                # Unchanged: the same catalog object, so its rendered blocks and its
+                # index are reused instead of being made again.
+                catalog = held.fetched.catalog
+            fetched = _Fetched(catalog, extension)
             self._held[offer.server] = _Held(offer.session, fetched)
             return fetched
 
         return fetch
 
     async def _apply(
-        self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None
+        self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None, request: str
     ) -> tuple[RunTools, SkillsOutcome]:
         found = _find_source(tools.servers)
         self._last_source = found
@@ -348,7 +505,8 @@ class SkillsToolset:
                 source, fetched.extension, with_loaders=bool(catalog.skills)
             )
         if not catalog.skills:
-            hidden = ACTIVATION_TOOLS if kind == "tools" else frozenset()
+            offered = frozenset(t.name for t in offer.tools)
+            hidden = ACTIVATION_TOOLS & offered if kind == "tools" else frozenset()
             visible = tuple(t for t in offer.tools if t.name not in hidden)
             offer = replace(offer, tools=visible)
             outcome = SkillsOutcome(
@@ -366,19 +524,23 @@ class SkillsToolset:
                     f"this is the catalog read {stale_age:.0f} s ago, and it may be out of "
                     "date."
                 )
-            rendered = render_for(catalog, kind, name, options.budget, notice=notice)
+            shown = await _show(catalog, offer, kind, options, request, notice)
+            rendered = shown.rendered
             offer = replace(offer, instructions=rendered.block)
             outcome = SkillsOutcome(
                 status="stale" if stale_age is not None else "injected",
                 stale_age=stale_age,
-                warning=tools.warnings[-1] if stale_age is not None else None,
+                warning=tools.warnings[-1] if stale_age is not None else shown.warning,
                 server=name,
                 prompt_block=rendered.block,
-                skills=catalog.skills,
+                skills=shown.skills,
                 diagnostics=catalog.diagnostics,
                 source=kind,
                 shortened=rendered.shortened,
                 left_out=rendered.left_out,
+                left_out_count=shown.left_out_count,
+                total=shown.total,
+                ranking=shown.ranking,
             )
         servers = tuple(offer if s is source else s for s in tools.servers)
         return replace(tools, servers=servers), outcome
