@@ -25,7 +25,7 @@ from doc_processing_std_tools.skills.extension import (
     SkillsExtension,
     register_skill_resources,
 )
-from doc_processing_std_tools.skills.published import MAX_PAGE_SKILLS, SkillPublisher
+from doc_processing_std_tools.skills.publisher import MAX_PAGE_SKILLS, SkillPublisher
 from doc_processing_std_tools.skills.server import new_skills_server
 from doc_processing_std_tools.skills.tools import register_skills_tools
 
@@ -485,7 +485,7 @@ async def test_each_diagnostic_maps_to_the_extension_as_the_documentation_says(
 
 def test_the_documentation_maps_every_diagnostic_code_to_the_extension() -> None:
     from doc_processing_std_tools.skills.diagnostics import CODES
-    from doc_processing_std_tools.skills.published import LEFT_OUT_CODES
+    from doc_processing_std_tools.skills.publishable import LEFT_OUT_CODES
 
     docs = Path(__file__).resolve().parents[4] / "docs" / "std-tools" / "skills-extension.md"
     text = docs.read_text("utf-8")
@@ -497,7 +497,7 @@ def test_the_documentation_maps_every_diagnostic_code_to_the_extension() -> None
 def test_results_are_json_all_the_way_down(skills: SkillsFolder) -> None:
     """The listing is plain JSON data (so any transport carries it unchanged)."""
     from doc_processing_std_tools.config import get_settings
-    from doc_processing_std_tools.skills.published import SkillPublisher
+    from doc_processing_std_tools.skills.publisher import SkillPublisher
 
     rich_skill(skills)
     page = SkillPublisher().page(get_settings())

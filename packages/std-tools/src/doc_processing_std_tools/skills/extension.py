@@ -1,6 +1,7 @@
 """The MCP Skills extension (``io.modelcontextprotocol/skills``) on any `MCPServer`.
 
-Thin glue over `skills.published`, which holds the logic and never imports MCP:
+Thin glue over `skills.publisher` (with `skills.uris`), which hold the logic and never
+import MCP:
 
 - `SkillsExtension` goes into ``MCPServer(extensions=[...])``: it advertises the extension
   with ``directoryRead: true`` and serves ``skills/list``, ``skills/get`` and
@@ -31,15 +32,8 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, PaginatedRequestParams, Re
 from .._text import wire_safe
 from ..config import Settings, get_settings
 from ..errors import StdToolsError
-from .published import (
-    SCHEME,
-    InvalidCursorError,
-    PublishedSkill,
-    SkillPublisher,
-    UnknownResourceError,
-    mime_type,
-    parse_skill_uri,
-)
+from .publisher import PublishedSkill, SkillPublisher
+from .uris import SCHEME, InvalidCursorError, UnknownResourceError, mime_type, parse_skill_uri
 
 __all__ = [
     "CACHE_SCOPE",

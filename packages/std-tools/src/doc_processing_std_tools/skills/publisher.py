@@ -1,0 +1,566 @@
+"""The skills catalog as the MCP Skills extension publishes it, free of MCP.
+
+The extension (``io.modelcontextprotocol/skills``) describes each skill by the URI of its
+SKILL.md, its frontmatter verbatim as JSON, and every file it holds with a SHA-256 digest
+and a size. `SkillPublisher` turns the catalog the five tools use (`actions.scan`) into
+those descriptions, a `Page` of ``skills/list`` at a time, and locates the file behind a
+``skill://`` URI for a read.
+
+Data flow of a listing: the first page takes the catalog (`actions.scan`: one ``stat``
+per SKILL.md while nothing changed) and sorts it by URI into a *listing*; each page then
+publishes its range of that listing: per skill, the walk of its folder and the digests of
+its files (`skill_files`), after the extension's rules (`publishable`) -> `Page`, whose
+``nextCursor`` names the listing and the last skill listed (`uris.CursorSigner`). The
+pages after the first, reached by a cursor this publisher signed, reuse their listing's
+catalog, so a listing checks the catalog once, however many pages it has: a skill added
+or removed meanwhile shows in the next listing, and the files of each skill are checked
+when its page is served. A few listings are remembered (`MAX_LISTINGS`); a cursor of a
+forgotten one takes the catalog anew and goes on after the skill it names.
+
+On a local Linux file system the kernel reports which skill folders changed (`watch`),
+so an unchanged skill costs nothing but a look-up, and a page whose skills were all
+unchanged is answered as it was (a few pages per listing are kept); elsewhere a listing
+of an unchanged skill costs one ``stat`` per folder and per file and reads nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Final
+
+from ..config import Settings
+from ..errors import StdToolsError
+from . import actions
+from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord
+from .publishable import (
+    UNPUBLISHABLE_WARNINGS,
+    frontmatter_of,
+    limits_problem,
+    unreadable,
+)
+from .skill_files import (
+    RACY_NS,
+    PublishedFile,
+    SkillFiles,
+    SkillReader,
+    Stamp,
+    Tree,
+    Watching,
+    read_published,
+    unchanged,
+)
+from .uris import (
+    CursorSigner,
+    SkillUri,
+    UnknownResourceError,
+    file_uri,
+    mime_type,
+)
+from .watch import EVERYTHING, FolderWatch
+
+__all__ = [
+    "DIRECTORY_MIME_TYPE",
+    "MAX_CACHED_PAGES",
+    "MAX_LISTINGS",
+    "MAX_PAGE_RESOURCES",
+    "MAX_PAGE_SKILLS",
+    "DirectoryChild",
+    "Page",
+    "PublishedSkill",
+    "SkillPublisher",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_PAGE_SKILLS: Final = 1000
+"""At most this many skills on one ``skills/list`` page."""
+MAX_PAGE_RESOURCES: Final = 8192
+"""A page stops growing once it lists this many files (it always holds one skill)."""
+DIRECTORY_MIME_TYPE: Final = "inode/directory"
+"""The MIME type the extension gives a folder."""
+MAX_LISTINGS: Final = 4
+"""How many listings (catalog snapshots) the cursors handed out may refer to."""
+MAX_CACHED_PAGES: Final = 16
+"""How many answered pages one listing keeps, least recently used dropped first."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryChild:
+    """One direct child of a published folder, as ``resources/directory/read`` lists it."""
+
+    uri: str
+    """The child's ``skill://`` URI."""
+    name: str
+    """The child's own name (its last path segment); for the skill's own SKILL.md, the
+    skill's name, as the extension asks."""
+    mime_type: str
+    """``inode/directory`` for a folder, else the file's MIME type."""
+    description: str | None = None
+    """For the skill's own SKILL.md: the frontmatter ``description``."""
+
+
+@dataclass(frozen=True)
+class PublishedSkill:
+    """A skill as the extension serves it: URI, verbatim frontmatter and every file."""
+
+    name: str
+    """The skill's name: its folder name, equal to its frontmatter ``name``."""
+    frontmatter: Mapping[str, Any]
+    """The SKILL.md frontmatter as JSON values, every field the author wrote."""
+    files: tuple[PublishedFile, ...]
+    """Every file, sorted by path, SKILL.md included."""
+
+    @property
+    def uri(self) -> str:
+        """The URI of the skill's SKILL.md, which names the skill."""
+        return file_uri(self.name, SKILL_FILE)
+
+    @cached_property
+    def entry(self) -> dict[str, Any]:
+        """The extension's ``Skill`` object for this skill (built once, then reused)."""
+        return {
+            "uri": self.uri,
+            "frontmatter": self.frontmatter,
+            "resources": [
+                {"uri": file_uri(self.name, f.relative), "digest": f.digest, "size": f.size}
+                for f in self.files
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One ``skills/list`` page: entries, the cursor of the next page, what was left out."""
+
+    entries: list[dict[str, Any]]
+    """The extension's ``Skill`` objects, sorted by URI."""
+    next_cursor: str | None
+    """Pass it back for the next page; None on the last page."""
+    left_out: list[SkillDiagnostic]
+    """Why each skill of this page's range is not published. The first page also carries
+    the catalog's errors (folders that are not skills at all)."""
+
+
+@dataclass(slots=True)
+class _Listing:
+    """One catalog in URI order, as the pages of a listing walk it."""
+
+    number: int
+    key: tuple[Any, ...]
+    catalog: Catalog
+    uris: list[str]
+    records: list[SkillRecord]
+    blocked: dict[str, SkillDiagnostic]
+    # Pages answered while every skill on them was watched, by the URI they start after
+    # ("" for the first): valid until the kernel reports a change.
+    pages: OrderedDict[str, Page] = field(default_factory=OrderedDict)
+
+
+@dataclass(slots=True)
+class _Shape:
+    """What is known about one skill folder before any file is hashed."""
+
+    folder: Path
+    tree: Tree
+    frontmatter: dict[str, Any] | None
+    problem: SkillDiagnostic | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Last:
+    """The outcome of the last publication of a skill under one size limit, the stamps it
+    was built from, and whether any of them was too recent to be trusted."""
+
+    record: SkillRecord
+    max_bytes: int
+    checks: list[tuple[str, Stamp]]
+    outcome: PublishedSkill | SkillDiagnostic
+    recent: bool
+
+
+@dataclass(slots=True)
+class _Remembered:
+    """Everything remembered about one skill folder."""
+
+    files: SkillFiles = field(default_factory=SkillFiles)
+    # The catalog record last checked, with its frontmatter as JSON and why it cannot be
+    # published (None when it can).
+    frontmatter: tuple[SkillRecord, dict[str, Any] | None, SkillDiagnostic | None] | None = None
+    published: tuple[tuple[Any, ...], PublishedSkill] | None = None
+    last: _Last | None = None
+    checks: list[tuple[str, Stamp]] = field(default_factory=list)
+    # True while the kernel watches every path of the last walk and no event came since.
+    watched: bool = False
+
+
+def _listing_key(settings: Settings) -> tuple[Any, ...]:
+    """What a listing depends on besides the catalog itself."""
+    return (settings.skill_roots, settings.skills_dir, settings.max_file_size_bytes)
+
+
+class SkillPublisher:
+    """Publishes the catalog of the five tools for the MCP Skills extension.
+
+    One instance serves every skills folder of the process and is safe to share between
+    threads; the calls that may read files are meant for a worker thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        watch: bool = True,
+        page_skills: int = MAX_PAGE_SKILLS,
+        page_resources: int = MAX_PAGE_RESOURCES,
+    ) -> None:
+        """Start with nothing remembered. With `watch` (the default), the kernel reports
+        changes where it can (see `watch`); without, every call compares ``stat`` stamps.
+        A page holds at most `page_skills` skills and stops growing at `page_resources`
+        files (it always holds one skill)."""
+        self._page_skills = page_skills
+        self._page_resources = page_resources
+        self._lock = threading.Lock()
+        self._folders: dict[str, _Remembered] = {}
+        self._reported: set[SkillDiagnostic] = set()
+        self._watching = watch
+        # Opened on first use, so that building a server opens no inotify instance.
+        self._watch: FolderWatch | None = None
+        self._cursors = CursorSigner()
+        self._listings: OrderedDict[int, _Listing] = OrderedDict()
+        self._numbered = 0
+
+    def clear(self) -> None:
+        """Forget everything; the next call walks and hashes every skill again."""
+        with self._lock:
+            self._folders.clear()
+            self._listings.clear()
+
+    def page(self, settings: Settings, cursor: str | None = None) -> Page:
+        """The ``skills/list`` page that starts after `cursor` (None: the first page).
+
+        The first page takes the catalog; the pages after it reuse that listing's (see the
+        module text). Only the skills of this page are checked and, where they changed,
+        hashed again.
+
+        Raises:
+            InvalidCursorError: `cursor` was not handed out by this publisher.
+        """
+        number, after = (0, "") if cursor is None else self._cursors.open(cursor)
+        with self._lock:
+            quiet = self._take_events()
+            key = _listing_key(settings)
+            listing = self._listings.get(number) if cursor is not None else None
+            if listing is None or listing.key != key:
+                listing = self._listing_of(actions.scan(settings), key)
+            else:
+                self._listings.move_to_end(number)
+            known = listing.pages.get(after) if quiet else None
+            if known is not None:
+                listing.pages.move_to_end(after)
+                return known  # the kernel reported no change in any skill of this page
+            page, all_watched = self._build(listing, after, settings)
+            if all_watched:
+                listing.pages[after] = page
+                while len(listing.pages) > MAX_CACHED_PAGES:
+                    listing.pages.popitem(last=False)
+            return page
+
+    def _listing_of(self, catalog: Catalog, key: tuple[Any, ...]) -> _Listing:
+        """The listing of `catalog`: the newest one when it was made of the same catalog,
+        else a new one (the oldest forgotten past `MAX_LISTINGS`)."""
+        if self._listings:
+            newest = next(reversed(self._listings.values()))
+            if newest.catalog is catalog and newest.key == key:
+                return newest
+        by_uri = sorted((file_uri(r.name, SKILL_FILE), r) for r in catalog.skills)
+        blocked = {d.skill: d for d in catalog.diagnostics if d.code in UNPUBLISHABLE_WARNINGS}
+        self._numbered += 1
+        listing = _Listing(
+            self._numbered,
+            key,
+            catalog,
+            [uri for uri, _ in by_uri],
+            [record for _, record in by_uri],
+            blocked,
+        )
+        self._listings[listing.number] = listing
+        while len(self._listings) > MAX_LISTINGS:
+            self._listings.popitem(last=False)
+        if len(self._folders) > len(catalog.skills):
+            present = {str(r.directory) for r in catalog.skills}
+            self._folders = {k: v for k, v in self._folders.items() if k in present}
+        return listing
+
+    def _build(self, listing: _Listing, after: str, settings: Settings) -> tuple[Page, bool]:
+        """The page of `listing` after the URI `after` ("" for the first), and whether
+        every skill on it is watched by the kernel."""
+        catalog = listing.catalog
+        max_bytes = settings.max_file_size_bytes
+        real_root = settings.skills_dir.resolve()
+        left_out = [] if after else [d for d in catalog.diagnostics if d.level == "error"]
+        entries: list[dict[str, Any]] = []
+        listed = 0
+        following: str | None = None
+        last_uri = ""
+        all_watched = self._watch is not None and self._watch.active
+        start = bisect.bisect_right(listing.uris, after) if after else 0
+        for index in range(start, len(listing.records)):
+            uri, record = listing.uris[index], listing.records[index]
+            if len(entries) >= self._page_skills:
+                following = self._cursors.issue(listing.number, last_uri)
+                break
+            blocked = listing.blocked.get(record.name)
+            outcome = (
+                blocked
+                or self._unchanged_outcome(record, max_bytes)
+                or self._publish_one(record, settings, real_root)
+            )
+            if all_watched and blocked is None:
+                folder = self._folders.get(str(record.directory))
+                all_watched = folder is not None and folder.watched
+            if isinstance(outcome, SkillDiagnostic):
+                left_out.append(outcome)
+            elif entries and listed + len(outcome.files) > self._page_resources:
+                following = self._cursors.issue(listing.number, last_uri)
+                break
+            else:
+                entries.append(outcome.entry)
+                listed += len(outcome.files)
+            last_uri = uri
+        self._report(left_out)
+        return Page(entries, following, left_out), all_watched
+
+    def _take_events(self) -> bool:
+        """Mark the skill folders the kernel reported a change in as to be walked again;
+        True when the kernel watches and reported nothing at all."""
+        if self._watch is None:
+            self._watch = FolderWatch(enabled=self._watching)
+        if not self._watch.active:
+            self._forget_pages()
+            return False
+        changed = self._watch.changed()
+        if not changed:
+            return True
+        self._forget_pages()
+        if EVERYTHING in changed:
+            for remembered in self._folders.values():
+                remembered.watched = False
+            return False
+        for key in changed:
+            if (folder := self._folders.get(key)) is not None:
+                folder.watched = False
+        return False
+
+    def _forget_pages(self) -> None:
+        for listing in self._listings.values():
+            listing.pages.clear()
+
+    def _report(self, left_out: list[SkillDiagnostic]) -> None:
+        for diagnostic in left_out:
+            if diagnostic not in self._reported:
+                self._reported.add(diagnostic)
+                logger.info(
+                    "skill %r is not published by the MCP Skills extension: %s (%s)",
+                    diagnostic.skill,
+                    diagnostic.code,
+                    diagnostic.message,
+                )
+
+    def skill(self, settings: Settings, name: str) -> PublishedSkill | SkillDiagnostic | None:
+        """One skill as published now (hashing only its files); a diagnostic when it is
+        left out; None when the catalog has no such skill."""
+        with self._lock:
+            self._take_events()
+            record, diagnostic = self._record(settings, name)
+            if record is None:
+                return diagnostic
+            return self._publish_one(record, settings, settings.skills_dir.resolve())
+
+    def locate(self, settings: Settings, uri: SkillUri) -> Path:
+        """The folder of the published skill that holds the file `uri` names.
+
+        Nothing is hashed: the skill's frontmatter and limits are checked from what is
+        remembered and from ``stat`` sizes.
+
+        Raises:
+            UnknownResourceError: no published skill holds such a file.
+        """
+        with self._lock:
+            self._take_events()
+            shape = self._published_shape(settings, uri)
+            if uri.relative not in shape.tree.files:
+                raise _not_served(uri, "there is no such file in the skill")
+            return shape.folder
+
+    def read(self, settings: Settings, uri: SkillUri) -> str | bytes:
+        """The exact content of the published file `uri` names, read now (see
+        `skill_files.read_published`).
+
+        Raises:
+            UnknownResourceError: no published skill holds such a file (any more).
+            StdToolsError: the file grew over the limit, or a link now leads outside.
+        """
+        folder = self.locate(settings, uri)
+        shown = file_uri(uri.skill, uri.relative)
+        return read_published(folder, uri.relative, shown, settings.max_file_size_bytes)
+
+    def directory(self, settings: Settings, uri: SkillUri) -> list[DirectoryChild]:
+        """The direct children of the published folder `uri` names, sorted by name.
+
+        Raises:
+            UnknownResourceError: `uri` names no folder of a published skill.
+        """
+        with self._lock:
+            self._take_events()
+            shape = self._published_shape(settings, uri)
+            names = shape.tree.folders.get(uri.relative)
+            if names is None:
+                what = "a file" if uri.relative in shape.tree.files else "not there"
+                raise _not_served(uri, f"it is {what}, not a folder")
+            prefix = f"{uri.relative}/" if uri.relative else ""
+            children = []
+            for name in sorted(names):
+                relative = prefix + name
+                kind = DIRECTORY_MIME_TYPE if relative in shape.tree.folders else mime_type(name)
+                child = file_uri(uri.skill, relative)
+                if relative == SKILL_FILE and shape.frontmatter is not None:
+                    about = shape.frontmatter.get("description")
+                    text = about if isinstance(about, str) else None
+                    children.append(DirectoryChild(child, uri.skill, kind, text))
+                else:
+                    children.append(DirectoryChild(child, name, kind))
+            return children
+
+    def _record(
+        self, settings: Settings, name: str
+    ) -> tuple[SkillRecord | None, SkillDiagnostic | None]:
+        catalog = actions.scan(settings)
+        record = catalog.get(name)
+        if record is None:
+            return None, None
+        for diagnostic in catalog.diagnostics:
+            if diagnostic.skill == name and diagnostic.code in UNPUBLISHABLE_WARNINGS:
+                return None, diagnostic
+        return record, None
+
+    def _published_shape(self, settings: Settings, uri: SkillUri) -> _Shape:
+        record, diagnostic = self._record(settings, uri.skill)
+        if record is None:
+            reason = "the skill is not published" if diagnostic else "there is no such skill"
+            raise _not_served(uri, reason)
+        real_root = settings.skills_dir.resolve()
+        shape = self._shape(self._remembered(record), record, settings, real_root)
+        if shape.problem is not None:
+            raise _not_served(uri, f"the skill is not published ({shape.problem.code})")
+        return shape
+
+    def _remembered(self, record: SkillRecord) -> _Remembered:
+        key = str(record.directory)
+        remembered = self._folders.get(key)
+        if remembered is None:
+            remembered = self._folders[key] = _Remembered()
+        return remembered
+
+    def _shape(
+        self,
+        remembered: _Remembered,
+        record: SkillRecord,
+        settings: Settings,
+        real_root: Path,
+        watching: Watching | None = None,
+    ) -> _Shape:
+        tree = remembered.files.tree(record.directory, real_root, watching)
+        found = tree.files.get(SKILL_FILE)
+        if found is None:
+            gone = unreadable(record.name, SKILL_FILE, "it is gone or leads elsewhere")
+            return _Shape(record.directory, tree, None, gone)
+        checked = remembered.frontmatter
+        if checked is None or checked[0] is not record:
+            checked = remembered.frontmatter = (record, *frontmatter_of(record))
+        _, fields, problem = checked
+        if problem is None:
+            problem = limits_problem(record.name, tree, settings.max_file_size_bytes)
+        return _Shape(record.directory, tree, fields, problem)
+
+    def _unchanged_outcome(
+        self, record: SkillRecord, max_bytes: int
+    ) -> PublishedSkill | SkillDiagnostic | None:
+        """The last outcome for `record` when nothing changed since, else None."""
+        remembered = self._folders.get(str(record.directory))
+        last = None if remembered is None else remembered.last
+        if remembered is None or last is None or last.max_bytes != max_bytes:
+            return None
+        if last.record is not record:
+            return None  # the catalog read SKILL.md again: walk the folder again too
+        if remembered.watched and self._watch is not None and self._watch.active:
+            return last.outcome  # no event since the walk: nothing changed
+        if not last.recent and unchanged(last.checks):
+            return last.outcome
+        return None
+
+    def _publish_one(
+        self, record: SkillRecord, settings: Settings, real_root: Path
+    ) -> PublishedSkill | SkillDiagnostic:
+        known = self._unchanged_outcome(record, settings.max_file_size_bytes)
+        if known is not None:
+            return known
+        remembered = self._remembered(record)
+        taken = time.time_ns()
+        outcome = self._publish_walked(remembered, record, settings, real_root)
+        checks = remembered.checks
+        recent = any(taken - stamp[0] < RACY_NS for _, stamp in checks)
+        remembered.last = _Last(record, settings.max_file_size_bytes, checks, outcome, recent)
+        return outcome
+
+    def _publish_walked(
+        self, remembered: _Remembered, record: SkillRecord, settings: Settings, real_root: Path
+    ) -> PublishedSkill | SkillDiagnostic:
+        watch = self._watch
+        device = None if watch is None else watch.covers(real_root)
+        watching = (
+            None
+            if watch is None or device is None
+            else Watching(watch, str(record.directory), device)
+        )
+        shape = self._shape(remembered, record, settings, real_root, watching)
+        remembered.checks = shape.tree.checks
+        remembered.watched = shape.tree.watched
+        if shape.problem is not None:
+            return shape.problem
+        files: list[PublishedFile] = []
+        hasher = remembered.files
+        with SkillReader(record.directory, settings.max_file_size_bytes) as reader:
+            for relative, (path, st) in sorted(shape.tree.files.items()):
+                if relative == SKILL_FILE and record.digest is not None and record.size is not None:
+                    # The bytes the catalog parsed the frontmatter from: the two agree.
+                    files.append(PublishedFile(SKILL_FILE, record.size, record.digest))
+                    continue
+                try:
+                    digest = hasher.digest(path, st, relative, reader)
+                except (OSError, StdToolsError) as exc:
+                    return unreadable(record.name, relative, str(exc))
+                files.append(PublishedFile(relative, st.st_size, digest))
+        hasher.keep_only(path for path, _ in shape.tree.files.values())
+        key = (id(shape.frontmatter), *files)
+        known = remembered.published
+        if known is not None and known[0] == key:
+            return known[1]
+        assert shape.frontmatter is not None
+        published = PublishedSkill(record.name, shape.frontmatter, tuple(files))
+        remembered.published = (key, published)
+        return published
+
+
+def _not_served(uri: SkillUri, reason: str) -> UnknownResourceError:
+    shown = file_uri(uri.skill, uri.relative)
+    return UnknownResourceError(
+        f"No resource is served at {shown}: {reason}. Call skills/list for the published "
+        "skills and the URIs of their files."
+    )

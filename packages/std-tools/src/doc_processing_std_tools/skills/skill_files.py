@@ -1,0 +1,382 @@
+"""The files of one published skill: the walk of its folder, their digests, and a read.
+
+Data flow: a skill folder -> `SkillFiles.tree` (every visible regular file and folder,
+each with its ``stat`` stamp; what the tools' rules skip is left out: hidden names,
+``__pycache__``, ``node_modules``, symbolic links leading outside the skills folder,
+anything that is not a regular file or folder) -> `SkillFiles.digest` for each file (the
+SHA-256 of its bytes, read through the one I/O layer, `_io`, by the tools' rules:
+`SkillReader`); `read_published` reads one file back for ``resources/read``.
+
+Everything is remembered by ``stat`` stamps (modification and change times, size, inode),
+so a file is read again only when its stamp changed. A stamp taken within moments of its
+file's last write is not trusted on the next call (`RACY_NS`), because coarse file-system
+clocks could hide a second edit in the same tick.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from .. import _io
+from .._text import wire_safe
+from ..errors import InvalidArgumentError, StdToolsError
+from ..paths import is_inside
+from .catalog import is_hidden_name
+from .uris import UnknownResourceError
+from .watch import FolderWatch
+
+__all__ = [
+    "RACY_NS",
+    "PublishedFile",
+    "SkillFiles",
+    "SkillReader",
+    "Stamp",
+    "Tree",
+    "Watching",
+    "read_published",
+    "stamp_of",
+    "unchanged",
+]
+
+RACY_NS: Final = 100_000_000
+"""A stamp taken this close (ns) to its file's last modification is not trusted later."""
+
+Stamp = tuple[int, int, int, int]
+"""What a file is recognised by: (mtime_ns, ctime_ns, size, inode)."""
+
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    """The stamp of a ``stat`` result."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def unchanged(checks: Iterable[tuple[str, Stamp]]) -> bool:
+    """True when every path still has its stamp (one ``stat`` each, nothing read)."""
+    for path, stamp in checks:
+        try:
+            st = os.stat(path)  # noqa: PTH116
+        except OSError:
+            return False
+        if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != stamp:
+            return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedFile:
+    """One file of a published skill, as the extension lists it."""
+
+    relative: str
+    """Path inside the skill's folder, ``/``-separated."""
+    size: int
+    """Length in bytes."""
+    digest: str
+    """``sha256:`` and 64 lowercase hexadecimal digits."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """Every visible file and folder of a skill folder, as one walk found them."""
+
+    files: dict[str, tuple[str, os.stat_result]]
+    """Relative path (``/``-separated) -> (absolute path, its ``stat``)."""
+    folders: dict[str, list[str]]
+    """Relative folder ("" for the skill's own) -> its visible children's names."""
+    checks: list[tuple[str, Stamp]]
+    """Every folder and file walked, with its stamp: what a later call compares."""
+    watched: bool = False
+    """True when every folder and file was watched (by inotify) before it was read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watching:
+    """The kernel watch to put on every path of one skill folder's walk."""
+
+    watch: FolderWatch
+    """The publisher's watch."""
+    key: str
+    """Whom the watches belong to: the skill folder's path."""
+    device: int
+    """The skills folder's device; a path on another one cannot be vouched for."""
+
+    def add(self, path: str) -> bool:
+        """Watch `path`; False when it cannot be watched."""
+        return self.watch.watch(path, self.key)
+
+
+@dataclass(slots=True)
+class _Listing:
+    """The visible children of one folder, remembered under the folder's stamp."""
+
+    stamp: Stamp
+    racy: bool
+    files: list[str]
+    folders: list[str]
+
+
+@dataclass(slots=True)
+class _Digest:
+    stamp: Stamp
+    racy: bool
+    digest: str
+
+
+def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[str]]:
+    """Names of the regular files and folders in `directory` that the tools' rules show."""
+    files: list[str] = []
+    folders: list[str] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            name = entry.name
+            if is_hidden_name(name) or name != wire_safe(name):
+                continue
+            try:
+                if entry.is_symlink() and not is_inside(Path(entry.path), real_root):
+                    continue
+                if entry.is_dir():
+                    folders.append(name)
+                elif entry.is_file():
+                    files.append(name)
+            except OSError:
+                continue
+    files.sort()
+    folders.sort()
+    return files, folders
+
+
+class SkillFiles:
+    """Walks one skill folder and hashes its files, remembering both by ``stat`` stamps.
+
+    Not thread-safe: the publisher serialises every call.
+    """
+
+    __slots__ = ("_digests", "_listings")
+
+    def __init__(self) -> None:
+        """Start with nothing remembered."""
+        self._listings: dict[str, _Listing] = {}
+        self._digests: dict[str, _Digest] = {}
+
+    def tree(self, folder: Path, real_root: Path, watch: Watching | None = None) -> Tree:
+        """The visible files and folders of `folder`; a folder reached twice (through a
+        link) is walked once. With `watch`, every path is watched before it is read."""
+        watched = watch is not None
+        files: dict[str, tuple[str, os.stat_result]] = {}
+        folders: dict[str, list[str]] = {}
+        seen: set[tuple[int, int]] = set()
+        pending: list[tuple[str, str]] = [(str(folder), "")]
+        listings: dict[str, _Listing] = {}
+        checks: list[tuple[str, Stamp]] = []
+        while pending:
+            directory, relative = pending.pop()
+            if watch is not None and not watch.add(directory):
+                watched = False
+            try:
+                st = os.stat(directory)  # noqa: PTH116
+            except OSError:
+                continue
+            if watch is not None and st.st_dev != watch.device:
+                watched = False
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            checks.append((directory, stamp_of(st)))
+            listing = self._listing(directory, st, real_root)
+            if listing is None:
+                continue
+            listings[directory] = listing
+            folders[relative] = [*listing.folders, *listing.files]
+            prefix = f"{relative}/" if relative else ""
+            for name in listing.files:
+                path = f"{directory}{os.sep}{name}"
+                if watch is not None and not watch.add(path):
+                    watched = False
+                try:
+                    file_st = os.stat(path)  # noqa: PTH116
+                except OSError:
+                    continue
+                files[prefix + name] = (path, file_st)
+                checks.append((path, stamp_of(file_st)))
+            for name in listing.folders:
+                pending.append((f"{directory}{os.sep}{name}", prefix + name))
+        self._listings = listings
+        return Tree(files, folders, checks, watched)
+
+    def _listing(self, directory: str, st: os.stat_result, real_root: Path) -> _Listing | None:
+        stamp = stamp_of(st)
+        known = self._listings.get(directory)
+        if known is not None and known.stamp == stamp and not known.racy:
+            return known
+        taken = time.time_ns()
+        try:
+            files, folders = _visible_children(directory, real_root)
+        except OSError:
+            return None
+        return _Listing(stamp, taken - st.st_mtime_ns < RACY_NS, files, folders)
+
+    def known(self, path: str, st: os.stat_result) -> str | None:
+        """The digest remembered for the file at `path` when its stamp is still `st`'s."""
+        known = self._digests.get(path)
+        if known is not None and not known.racy and known.stamp == stamp_of(st):
+            return known.digest
+        return None
+
+    def digest(self, path: str, st: os.stat_result, relative: str, reader: SkillReader) -> str:
+        """The ``sha256:`` digest of the file at `path` (`relative` in the skill folder),
+        hashed again only when its stamp changed or was too recent to be trusted; `reader`
+        reads it when it must be.
+
+        Raises:
+            StdToolsError: a link leads outside the skills folder, or over the limit.
+            OSError: the file cannot be read.
+        """
+        known = self.known(path, st)
+        if known is not None:
+            return known
+        taken = time.time_ns()
+        digest = "sha256:" + hashlib.sha256(reader.read(relative)).hexdigest()
+        self.remember(path, stamp_of(st), taken, digest)
+        return digest
+
+    def remember(self, path: str, stamp: Stamp, taken: int, digest: str) -> None:
+        """Keep the digest of the bytes read at `taken` from a file with `stamp`."""
+        self._digests[path] = _Digest(stamp, taken - stamp[0] < RACY_NS, digest)
+
+    def keep_only(self, paths: Iterable[str]) -> None:
+        """Forget the digests of files other than `paths` (removed or renamed files)."""
+        kept = set(paths)
+        if len(kept) != len(self._digests):
+            self._digests = {p: d for p, d in self._digests.items() if p in kept}
+
+
+class SkillReader:
+    """Reads the files of one skill folder for hashing, by the tools' rules, cheaply.
+
+    The skill folder is opened once through `_io` (`_io.locate`, `_io.open_folder`), each
+    folder below it once, relative to its parent and without following a link
+    (``O_NOFOLLOW``); each file is then opened by `_io.read_at` on its folder's
+    descriptor, which refuses a link and checks the open file (a regular file, under the
+    limit). Where a link stands on the way, the file is read by `_io.read_bytes` instead,
+    which walks the whole path and follows a link only while it stays inside the folder
+    that holds the skill. Either way no link leads the read outside. Use it as a context
+    manager: it closes the folders it opened.
+    """
+
+    __slots__ = ("_fds", "_limit", "_name", "_root")
+
+    def __init__(self, folder: Path, limit: int) -> None:
+        """Read from the skill `folder` (absolute), no file over `limit` bytes."""
+        self._root = folder.parent
+        self._name = folder.name
+        self._limit = limit
+        self._fds: dict[str, int | None] = {}
+
+    def __enter__(self) -> SkillReader:
+        """Open nothing yet: folders are opened on the first read inside them."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close every folder opened."""
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+        self._fds.clear()
+
+    def _folder_fd(self, relative: str) -> int | None:
+        """A descriptor of the folder `relative` ("" for the skill's own) when no link
+        stands on the way below the skill folder, else None."""
+        if relative in self._fds:
+            return self._fds[relative]
+        fd: int | None = None
+        try:
+            if not relative:
+                with _io.locate(self._root, self._name, what="skill", exact=True) as location:
+                    fd = _io.open_folder(location)
+            else:
+                parent, _, name = relative.rpartition("/")
+                above = self._folder_fd(parent)
+                if above is not None:
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=above)
+        except (OSError, StdToolsError):
+            fd = None
+        self._fds[relative] = fd
+        return fd
+
+    def read(self, relative: str) -> bytes:
+        """The bytes of the file at `relative` (``/``-separated) in the skill folder.
+
+        Raises:
+            UnknownResourceError: nothing is there, or a folder is.
+            StdToolsError: a link leads outside, not a regular file, over the limit.
+            OSError: the file cannot be read.
+        """
+        shown = f"{self._name}/{relative}"
+        where, _, name = relative.rpartition("/")
+        fd = self._folder_fd(where)
+        if fd is not None:
+            gone = UnknownResourceError(f"{shown} is not a file of the skill (any more).")
+            try:
+                data, _ = _io.read_at(
+                    _io.Location(self._root, fd, name),
+                    shown=shown,
+                    limit=self._limit,
+                    missing=gone,
+                    folder=gone,
+                )
+            except InvalidArgumentError:
+                pass  # a link (or no regular file): the full walk follows or refuses it
+            else:
+                return data
+        return _read_file(self._root, shown, shown, self._limit)
+
+
+def _read_file(skills_dir: Path, relative: str, shown: str, max_bytes: int) -> bytes:
+    """The bytes of `relative` (``<skill>/<path>``, as a listing names it), read through the
+    one I/O layer of std-tools (`_io`): a link on the way is followed only while it stays
+    inside the skills folder, the file is checked on its open descriptor (a regular file,
+    at most `max_bytes`), exactly as the five tools read.
+
+    Raises:
+        UnknownResourceError: nothing is there, or a folder is.
+        StdToolsError: a link leads outside, not a regular file, over the limit.
+        OSError: the file cannot be read.
+    """
+    gone = UnknownResourceError(f"{shown} is not a file of the skill (any more).")
+    _, data, _ = _io.read_bytes(
+        skills_dir,
+        relative,
+        what=shown,
+        shown=shown,
+        limit=max_bytes,
+        missing=gone,
+        folder=gone,
+        exact=True,
+    )
+    return data
+
+
+def read_published(folder: Path, relative: str, shown: str, max_bytes: int) -> str | bytes:
+    """The exact content of the file at `relative` in the skill `folder`, read now: text
+    when it is UTF-8 without NUL in its first 8 KiB (what load_skill_resource shows as
+    text), else bytes. Links are followed inside the folder that holds the skill.
+
+    Raises:
+        UnknownResourceError: the file is gone or is no longer a regular file.
+        StdToolsError: it grew over DPTTOOLS_MAX_FILE_SIZE_MB, or a link on its path now
+            leads outside the skills folder.
+    """
+    data = _read_file(folder.parent, f"{folder.name}/{relative}", shown, max_bytes)
+    if _io.is_binary(data):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
