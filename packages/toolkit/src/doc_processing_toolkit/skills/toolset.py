@@ -169,10 +169,10 @@ def _left_out_warning(
     """The one WARNING of a run whose block does not show every skill."""
     reasons = []
     if catalog.unlisted != 0:
-        listed = len(catalog.skills)
-        of = f"of {catalog.count}" if catalog.count is not None else "of an unknown number of"
+        of = str(catalog.count) if catalog.count is not None else "an unknown number of"
         reasons.append(
-            f"its list_skills answer was cut at its output limit ({listed} {of} skills listed)"
+            f"its list_skills answer, cut at its output limit, listed {len(catalog.skills)} "
+            f"of {of} skills"
         )
     if selected.rendered.left_out:
         reasons.append(f"the block is held to skills_catalog_budget={budget} characters")
