@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from doc_processing_std_tools.config import reset_settings
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the persistent skills index of every server the tests start (in process and
+    in child processes) in a folder of this run, not in the user's cache folder."""
+    if "DPTTOOLS_CACHE_DIR" not in os.environ:
+        os.environ["DPTTOOLS_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpttools-cache-")
 
 
 @pytest.fixture

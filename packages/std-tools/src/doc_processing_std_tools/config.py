@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+import platformdirs
+
 from .errors import ConfigError
 
 __all__ = [
@@ -39,6 +41,8 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_SANDBOX_TIMEOUT": "30",
     "DPTTOOLS_MAX_FILE_SIZE_MB": "50",
     "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT": "50000",
+    # The persistent skills index: empty means the platform's user cache folder.
+    "DPTTOOLS_CACHE_DIR": "",
     # Skill scripts: what a script may see and use (see skills/sandbox.py).
     "DPTTOOLS_SCRIPT_SANDBOX": "auto",
     "DPTTOOLS_SCRIPT_ENV": "",
@@ -110,6 +114,8 @@ class Settings:
     """Every skills folder, in order, when DPTTOOLS_SKILLS_DIR lists several."""
     skills_depth: int = 1
     """How many folder levels under each skills folder are searched for skills."""
+    cache_dir: Path | None = None
+    """Where the persistent skills index is kept (DPTTOOLS_CACHE_DIR); None: no index."""
 
     @property
     def skill_roots(self) -> tuple[Path, ...]:
@@ -219,6 +225,17 @@ def _switch(name: str, raw: str) -> bool:
     raise ConfigError(f"{name}={raw!r} is not a switch; set it to 1 (on) or 0 (off).")
 
 
+def _cache_dir(raw: str) -> Path | None:
+    """DPTTOOLS_CACHE_DIR: a folder (made absolute), ``off`` for none, or empty for the
+    platform's user cache folder."""
+    value = raw.strip()
+    if value.lower() in ("off", "none", "0", "false", "no"):
+        return None
+    if not value:
+        return Path(platformdirs.user_cache_dir("doc-processing-std-tools", appauthor=False))
+    return Path(value).expanduser().absolute()
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build settings from `environ` (default: `os.environ`) without caching them.
 
@@ -236,6 +253,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         skills_dir=roots[0],
         skills_dirs=roots if len(roots) > 1 else (),
         skills_depth=_positive_int("DPTTOOLS_SKILLS_DEPTH", raw("DPTTOOLS_SKILLS_DEPTH")),
+        cache_dir=_cache_dir(raw("DPTTOOLS_CACHE_DIR")),
         workspace_dir=_folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR")),
         sandbox_timeout=_positive_number(
             "DPTTOOLS_SANDBOX_TIMEOUT", raw("DPTTOOLS_SANDBOX_TIMEOUT")

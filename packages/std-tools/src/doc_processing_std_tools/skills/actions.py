@@ -55,13 +55,22 @@ __all__ = [
 MAX_LISTED_RESOURCES: Final = 50
 """At most this many files are named in load_skill's resource list."""
 
-_catalog = SkillCatalog()
+# The process-wide, stamp-keyed catalogs, one per persistent index folder (None: none).
+_catalogs: dict[Path | None, SkillCatalog] = {}
+
+
+def _catalog(settings: Settings) -> SkillCatalog:
+    found = _catalogs.get(settings.cache_dir)
+    if found is None:
+        found = _catalogs.setdefault(settings.cache_dir, SkillCatalog(cache_dir=settings.cache_dir))
+    return found
 
 
 def scan(settings: Settings) -> Catalog:
     """The catalog of every skills folder (``settings.skill_roots``, searched
-    ``settings.skills_depth`` levels down) from the process-wide, mtime-keyed cache."""
-    return _catalog.scan_roots(
+    ``settings.skills_depth`` levels down) from the process-wide, stamp-keyed cache, which
+    starts from the persistent index under ``settings.cache_dir`` (see `index`)."""
+    return _catalog(settings).scan_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
     )
 
@@ -71,7 +80,7 @@ def cached(settings: Settings) -> Catalog | None:
 
     Costs only ``stat`` calls; see `SkillCatalog.peek`.
     """
-    return _catalog.peek_roots(
+    return _catalog(settings).peek_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
     )
 
@@ -94,7 +103,8 @@ def find_skill(settings: Settings, skill_name: str) -> SkillRecord:
 
 def clear_cache() -> None:
     """Forget every catalog read so far; the next `scan` reads every SKILL.md again."""
-    _catalog.clear()
+    for catalog in list(_catalogs.values()):
+        catalog.clear()
 
 
 def check_skill_name(skill_name: str, voice: Voice = MODEL) -> str:

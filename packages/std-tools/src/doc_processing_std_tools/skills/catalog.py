@@ -38,6 +38,7 @@ from .discovery import (
     probe,
     stamp_of,
 )
+from .index import IndexedSkill, RootIndex, open_index
 from .reading import read_skill
 from .records import (
     SKILL_FILE,
@@ -94,11 +95,16 @@ class SkillCatalog:
     One instance can serve several skills folders; it is safe to share between threads.
     """
 
-    def __init__(self, *, lint: bool = False) -> None:
+    def __init__(self, *, lint: bool = False, cache_dir: Path | None = None) -> None:
         """Start with an empty cache; `lint` adds `lint.lint`'s warnings to each skill's
-        diagnostics (``dpt-skills validate``; the servers never lint)."""
+        diagnostics (``dpt-skills validate``; the servers never lint). With `cache_dir`,
+        a folder seen for the first time is looked up in its persistent index there
+        (`index`), and what is read is stored in it; a linting catalog keeps no index."""
         self._lock = threading.Lock()
         self._lint = lint
+        self._cache_dir = None if lint else cache_dir
+        # The open persistent indexes, by skills folder (None: it could not be had).
+        self._indexes: dict[Path, RootIndex | None] = {}
         # Keyed by folder, SKILL.md size limit and search depth: a new limit must re-judge
         # every file, a new depth finds other folders.
         self._folders: dict[tuple[Path, int, int], _FolderCache] = {}
@@ -111,6 +117,10 @@ class SkillCatalog:
         """Forget everything read so far; the next scan reads every SKILL.md again."""
         with self._lock:
             self._folders.clear()
+            for root_index in self._indexes.values():
+                if root_index is not None:
+                    root_index.close()
+            self._indexes.clear()
 
     def scan(self, skills_dir: Path, *, max_bytes: int, depth: int = 1) -> Catalog:
         """The catalog of `skills_dir` (absolute), re-reading only what changed on disk.
@@ -201,6 +211,13 @@ class SkillCatalog:
             return _missing_catalog(skills_dir, is_file=True)
         cache = self._folders.get(key)
         changed = False
+        root_index: RootIndex | None = None
+        indexed: dict[str, IndexedSkill] = {}
+        if cache is None and self._cache_dir is not None:
+            # First sight of this folder in this process: start from what others read.
+            root_index = self._index(self._cache_dir, skills_dir)
+            if root_index is not None:
+                indexed = root_index.skills(skills_dir, max_bytes)
         if (
             cache is None
             or cache.racy
@@ -222,6 +239,8 @@ class SkillCatalog:
             )
             self._remember(key, cache)
         prefix = f"{skills_dir}{os.sep}"
+        fresh: dict[str, IndexedSkill] = {}
+        gone: list[str] = []
         for name in cache.folders:
             entry = cache.entries.get(name)
             stamp = probe(f"{prefix}{name}{os.sep}{SKILL_FILE}")
@@ -230,6 +249,11 @@ class SkillCatalog:
             changed = True
             if stamp is None:
                 cache.entries[name] = _Entry(None, False)
+                gone.append(name)
+                continue
+            known = indexed.get(name)
+            if known is not None and known.stamp == stamp and stamp != LINK_LOOP:
+                cache.entries[name] = _Entry(stamp, False, known.record, list(known.diagnostics))
                 continue
             taken = time.time_ns()
             record, diagnostics = read_skill(
@@ -241,6 +265,10 @@ class SkillCatalog:
             )
             racy = stamp != LINK_LOOP and taken - stamp[0] < RACY_NS
             cache.entries[name] = _Entry(stamp, racy, record, diagnostics)
+            if not racy and stamp != LINK_LOOP:
+                fresh[name] = IndexedSkill(stamp, record, tuple(diagnostics))
+        if self._cache_dir is not None and (fresh or gone or indexed):
+            self._save(skills_dir, max_bytes, cache.folders, fresh, gone, indexed)
         if changed or cache.catalog is None:
             cache.catalog = _assemble(skills_dir, cache, depth)
             entries = [(name, cache.entries.get(name)) for name in cache.folders]
@@ -254,6 +282,38 @@ class SkillCatalog:
                 ]
             )
         return cache.catalog
+
+    def _index(self, cache_dir: Path, skills_dir: Path) -> RootIndex | None:
+        """The persistent index of `skills_dir` (opened once per process)."""
+        if skills_dir not in self._indexes:
+            self._indexes[skills_dir] = open_index(cache_dir, skills_dir.resolve())
+        return self._indexes[skills_dir]
+
+    def _save(
+        self,
+        skills_dir: Path,
+        max_bytes: int,
+        folders: list[str],
+        fresh: dict[str, IndexedSkill],
+        gone: list[str],
+        indexed: dict[str, IndexedSkill],
+    ) -> None:
+        """Store what this scan read in the index; forget skills whose SKILL.md is gone
+        (on first sight, those indexed but no longer found, unless another search depth
+        would still find them)."""
+        assert self._cache_dir is not None
+        root_index = self._index(self._cache_dir, skills_dir)
+        if root_index is None:
+            return
+        if indexed:
+            listed = set(folders)
+            gone.extend(
+                name
+                for name in indexed
+                if name not in listed
+                and not os.path.lexists(f"{skills_dir}{os.sep}{name}{os.sep}{SKILL_FILE}")
+            )
+        root_index.save_skills(max_bytes, fresh, gone)
 
     def _remember(self, key: tuple[Path, int, int], cache: _FolderCache) -> None:
         self._folders.pop(key, None)

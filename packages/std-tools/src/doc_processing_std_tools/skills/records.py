@@ -33,9 +33,10 @@ SKILL_FILE: Final = "SKILL.md"
 
 _SKIPPED_NAMES: Final = frozenset({"__pycache__", "node_modules"})
 _SEE_WHOLE_CATALOG: Final = (
-    "To see everything, run 'dpt-skills list --json' (and 'dpt-skills validate' on the skills "
-    "folder for every diagnostic) where the server runs, or raise the limit; load_skill "
-    "reads any listed skill in full."
+    "To find a skill that is not shown, call search_skills with words from the task: it "
+    "searches every listed skill. load_skill reads any listed skill by its exact name. To "
+    "see everything, run 'dpt-skills list --json' (and 'dpt-skills validate' on the skills "
+    "folder for every diagnostic) where the server runs, or raise the limit."
 )
 
 
@@ -197,6 +198,10 @@ _OPTIONAL_FIELDS: Final = ("directory", "metadata", "license", "compatibility")
 _SHORTEST_DESCRIPTION: Final = 80
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
     """The list_skills JSON held to `limit` characters, giving up the least useful first.
 
@@ -204,20 +209,40 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
     ``truncated`` note: the JSON loses its indentation; every skill loses ``directory``
     (the folder of its ``path``), ``metadata``, ``license`` and ``compatibility``;
     diagnostics are dropped from the end; descriptions are cut to one common length (not
-    below 80 characters); and last, `fit_json` drops skills from the end of the
-    (name-sorted) list.
+    below 80 characters); and last, skills are dropped from the end of the (name-sorted)
+    list. The note then names search_skills, which finds every listed skill.
+
+    Sizes are added up from each entry's own JSON length (compact JSON is the entries
+    joined by ``", "``), so a catalog of thousands of skills is serialised once, not once
+    per step tried.
     """
     done: list[str] = []
+    skills: list[dict[str, Any]] = payload["skills"]
+    diagnostics: list[dict[str, str]] = payload.get("diagnostics", [])
+    everything = list(diagnostics)
 
-    def fits() -> str | None:
-        note = (
+    def note() -> str:
+        return (
             f"The catalog was longer than the output limit ({limit} characters, "
             f"DPTTOOLS_OUTPUT_TRUNCATION_LIMIT), so {'; '.join(done)}. {_SEE_WHOLE_CATALOG}"
         )
-        text = json.dumps({**payload, TRUNCATED_KEY: note}, ensure_ascii=False)
+
+    def length(skill_sizes: list[int], kept_diagnostics: int, *, noted: bool = True) -> int:
+        """Characters of the answer holding these skills and the first diagnostics."""
+        shell = {**payload, "skills": [], **({TRUNCATED_KEY: note()} if noted else {})}
+        if "diagnostics" in payload:
+            shell["diagnostics"] = []
+        return (
+            len(_dumps(shell)) + _joined(skill_sizes) + _joined(diagnostic_sizes[:kept_diagnostics])
+        )
+
+    def answer(kept_skills: int, kept_diagnostics: int) -> str | None:
+        shown = {**payload, "skills": skills[:kept_skills], TRUNCATED_KEY: note()}
+        if "diagnostics" in payload:
+            shown["diagnostics"] = everything[:kept_diagnostics]
+        text = _dumps(shown)
         return text if len(text) <= limit else None
 
-    skills: list[dict[str, Any]] = payload["skills"]
     if any(field in skill for skill in skills for field in _OPTIONAL_FIELDS):
         for skill in skills:
             for field in _OPTIONAL_FIELDS:
@@ -226,49 +251,90 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
             "every skill's directory (the folder of its path), metadata, license and "
             "compatibility were left out"
         )
-        if (text := fits()) is not None:
-            return text
-    diagnostics: list[dict[str, str]] = payload.get("diagnostics", [])
-    if diagnostics:
-        total = len(diagnostics)
-        everything = list(diagnostics)
+    sizes = [len(_dumps(skill)) for skill in skills]
+    diagnostic_sizes = [len(_dumps(d)) for d in everything]
+    kept_diagnostics = len(everything)
+    if not done and length(sizes, kept_diagnostics, noted=False) <= limit:
+        return _dumps(payload)  # only the indentation had to go
+    if done and length(sizes, kept_diagnostics) <= limit:
+        return answer(len(skills), kept_diagnostics) or _fit_generic(payload, limit, done)
+    if everything:
+        total = len(everything)
         done.append("")
-        # The most diagnostics (kept from the start) that fit, by bisection.
-        low, high = 0, total - 1
-        while low <= high:
-            kept = (low + high) // 2
-            diagnostics[:] = everything[:kept]
-            done[-1] = f"{total - kept} of {total} diagnostics were left out"
-            if fits() is not None:
-                low = kept + 1
-            else:
-                high = kept - 1
-        diagnostics[:] = everything[:high] if high > 0 else []
-        done[-1] = f"{total - len(diagnostics)} of {total} diagnostics were left out"
-        if (text := fits()) is not None:
-            return text
-    longest = max((len(skill["description"]) for skill in skills), default=0)
+        # The most diagnostics (kept from the start) that fit.
+        kept_diagnostics = total
+        while kept_diagnostics > 0:
+            done[-1] = f"{total - kept_diagnostics} of {total} diagnostics were left out"
+            if length(sizes, kept_diagnostics) <= limit:
+                break
+            room = limit - length(sizes, 0)
+            kept_diagnostics = _prefix_within(diagnostic_sizes, room, below=kept_diagnostics)
+        done[-1] = f"{total - kept_diagnostics} of {total} diagnostics were left out"
+        if length(sizes, kept_diagnostics) <= limit:
+            return answer(len(skills), kept_diagnostics) or _fit_generic(payload, limit, done)
     originals = [skill["description"] for skill in skills]
+    longest = max((len(text) for text in originals), default=0)
     if longest > _SHORTEST_DESCRIPTION:
+        bare = [size - len(_dumps(text)) for size, text in zip(sizes, originals, strict=True)]
+
+        def capped(cap: int) -> tuple[list[int], int]:
+            cut = 0
+            result = list(sizes)
+            for index, text in enumerate(originals):
+                if len(text) > cap:
+                    result[index] = bare[index] + len(_dumps(text[: cap - 1] + "…"))
+                    cut += 1
+            return result, cut
+
         done.append("")
-        low, high = _SHORTEST_DESCRIPTION, longest - 1
-        best: str | None = None
-        # The longest common description length that fits, by bisection.
-        while low <= high:
-            cap = (low + high) // 2
-            cut = _cap_descriptions(skills, originals, cap)
-            done[-1] = f"{cut} descriptions were cut to {cap} characters"
-            if (text := fits()) is not None:
-                best, low = text, cap + 1
-            else:
-                high = cap - 1
-        if best is not None:
-            return best
-        cut = _cap_descriptions(skills, originals, _SHORTEST_DESCRIPTION)
+        shortest, cut = capped(_SHORTEST_DESCRIPTION)
         done[-1] = f"{cut} descriptions were cut to {_SHORTEST_DESCRIPTION} characters"
-    return fit_json(
-        payload, limit, hint=f"Before that, {'; '.join(done)}. {_SEE_WHOLE_CATALOG}", indent=None
-    )
+        if length(shortest, kept_diagnostics) <= limit:
+            # The longest common description length that fits, by bisection.
+            low, high, best = _SHORTEST_DESCRIPTION + 1, longest - 1, _SHORTEST_DESCRIPTION
+            while low <= high:
+                cap = (low + high) // 2
+                trial, cut = capped(cap)
+                done[-1] = f"{cut} descriptions were cut to {cap} characters"
+                if length(trial, kept_diagnostics) <= limit:
+                    best, low = cap, cap + 1
+                else:
+                    high = cap - 1
+            cut = _cap_descriptions(skills, originals, best)
+            done[-1] = f"{cut} descriptions were cut to {best} characters"
+            return answer(len(skills), kept_diagnostics) or _fit_generic(payload, limit, done)
+        _cap_descriptions(skills, originals, _SHORTEST_DESCRIPTION)
+        sizes = shortest
+    # Last, skills from the end of the list: the most that fit with the note saying so.
+    count = len(skills)
+    kept = count
+    done.append("")
+    while kept > 0:
+        last = skills[kept - 1]["name"]
+        done[-1] = (
+            f"{count - kept} of the {count} skills were left out (the list is sorted by "
+            f"name and stops at '{last}')"
+        )
+        if length(sizes[:kept], kept_diagnostics) <= limit:
+            return answer(kept, kept_diagnostics) or _fit_generic(payload, limit, done[:-1])
+        kept = _prefix_within(sizes, limit - length([], kept_diagnostics), below=kept)
+    del done[-1]
+    return _fit_generic(payload, limit, done)
+
+
+def _joined(sizes: list[int]) -> int:
+    """Characters of JSON values of these sizes in a compact array, less its brackets."""
+    return sum(sizes) + 2 * (len(sizes) - 1) if sizes else 0
+
+
+def _prefix_within(sizes: list[int], room: int, *, below: int) -> int:
+    """The most leading entries (fewer than `below`) whose compact array fits `room`."""
+    used = -2
+    for index, size in enumerate(sizes[:below]):
+        used += size + 2
+        if used > room:
+            return index
+    return max(below - 1, 0)
 
 
 def _cap_descriptions(skills: list[dict[str, Any]], originals: list[str], cap: int) -> int:
@@ -281,6 +347,13 @@ def _cap_descriptions(skills: list[dict[str, Any]], originals: list[str], cap: i
         else:
             skill["description"] = original
     return cut
+
+
+def _fit_generic(payload: dict[str, Any], limit: int, done: list[str]) -> str:
+    """What no step above could fit (a limit too small for even one skill): the general
+    JSON fitter of every tool, with what was already done in its note."""
+    hint = f"Before that, {'; '.join(done)}. {_SEE_WHOLE_CATALOG}" if done else _SEE_WHOLE_CATALOG
+    return fit_json(payload, limit, hint=hint, indent=None)
 
 
 def missing_note(skills_dir: Path, is_file: bool, voice: Voice) -> str:
