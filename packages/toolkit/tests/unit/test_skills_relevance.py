@@ -503,3 +503,54 @@ async def test_a_warm_run_over_budget_stays_cheap(catalog: Catalog) -> None:
     assert skill_names(result.skills.prompt_block)[0] == "skill-0905"
     # A generous bound (a shared machine): the selection itself is a few milliseconds.
     assert per_run < 0.5, per_run
+
+
+# --- std-tools itself ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def std_tools_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """std-tools' own skills server over 1,000 skill folders, with an output limit that
+    cuts its list_skills answer."""
+    settings = pytest.importorskip("doc_processing_std_tools.config")
+    from doc_processing_std_tools.skills.server import new_skills_server
+
+    root = tmp_path / "skills"
+    for entry in SKILLS:
+        folder = root / entry["name"]
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(
+            f"---\nname: {entry['name']}\ndescription: {entry['description']}\n---\n# Body\n",
+            encoding="utf-8",
+        )
+    monkeypatch.setenv("DPTTOOLS_SKILLS_DIR", str(root))
+    monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "20000")
+    settings.reset_settings()
+    try:
+        yield new_skills_server()
+    finally:
+        settings.reset_settings()
+
+
+async def test_std_tools_cut_list_is_never_injected_silently(
+    std_tools_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger=SKILLS_LOGGER):
+        (result,), model = await run(std_tools_server)
+    skills = result.skills
+    block = skills.prompt_block or ""
+    names = skill_names(block)
+    assert skills.status == "injected"
+    assert skills.total == 1000
+    assert 0 < len(names) < 1000
+    assert skills.left_out_count == 1000 - len(names)
+    assert f"{1000 - len(names)} of the 1000 skills are not shown here" in block
+    assert len(warnings_of(caplog)) == 1
+    offered = [spec.name for spec in model.requests[0].tools]
+    if "search_skills" in offered:
+        assert skills.ranking == "search_skills"
+        assert names[0] == "skill-0905"
+        assert "call `search_skills`" in block
+    else:
+        assert skills.ranking == "local"
+        assert "`load_skill` loads any skill by its exact name" in block
