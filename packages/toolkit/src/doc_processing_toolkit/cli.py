@@ -77,9 +77,17 @@ def run_result_json(result: RunResult) -> dict[str, Any]:
 
 def _skills_line(skills: SkillsOutcome) -> str | None:
     """The ``skills:`` progress line, or None when there is nothing to say."""
-    if skills.status == "injected":
+    if skills.status == "injected" and skills.ranking is None:
         names = ", ".join(skill.name for skill in skills.skills)
         return f"skills: {len(skills.skills)} from {skills.server!r}: {names}"
+    if skills.status == "injected":
+        left_out = set(skills.left_out)
+        shown = [skill.name for skill in skills.skills if skill.name not in left_out]
+        total = skills.total if skills.total is not None else "more"
+        return (
+            f"skills: {len(shown)} of {total} from {skills.server!r} (the best match for the "
+            f"prompt; {skills.left_out_count} not shown): {', '.join(shown)}"
+        )
     if skills.status == "empty":
         return f"skills: none yet in {skills.server!r}"
     return None

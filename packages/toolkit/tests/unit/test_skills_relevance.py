@@ -554,3 +554,17 @@ async def test_std_tools_cut_list_is_never_injected_silently(
     else:
         assert skills.ranking == "local"
         assert "`load_skill` loads any skill by its exact name" in block
+
+
+async def test_the_cli_skills_line_says_how_many_are_shown(catalog: Catalog) -> None:
+    from doc_processing_toolkit.cli import _skills_line
+
+    catalog.set(cut_payload())
+    (result,), _ = await run(standin.build_server("std_tools", search=True))
+    line = _skills_line(result.skills)
+    shown = len(result.skills.skills)
+    assert line is not None
+    assert line.startswith(
+        f"skills: {shown} of 1000 from 'std_tools' (the best match for the prompt; "
+        f"{1000 - shown} not shown): skill-0000, "
+    )
