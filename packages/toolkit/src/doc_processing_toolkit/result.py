@@ -61,7 +61,7 @@ class RunResult:
         warnings: what went wrong without failing the run (an optional server that could
             not connect, a server that had to be reconnected, ...).
         skills: what skills auto-injection did in this run (status, server, the skills
-            injected, the tools hidden).
+            injected, the tools hidden, and how many skills the block left out).
         system_prompt: the system prompt the model received in this run (the
             instructions with the skill catalog, when one was injected).
         model_name: the model that answered.

@@ -568,3 +568,8 @@ async def test_the_cli_skills_line_says_how_many_are_shown(catalog: Catalog) -> 
         f"skills: {shown} of 1000 from 'std_tools' (the best match for the prompt; "
         f"{1000 - shown} not shown): skill-0000, "
     )
+
+
+def test_only_the_start_of_a_long_prompt_is_read() -> None:
+    document = "seismograph " + "word " * 300_000 + "earthquake"
+    assert match_expression(document) == '"seismograph" OR "word"'

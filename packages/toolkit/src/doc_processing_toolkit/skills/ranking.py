@@ -21,12 +21,14 @@ import threading
 from collections.abc import Sequence
 from typing import Final, Protocol
 
-__all__ = ["MAX_TERMS", "NAME_WEIGHT", "Rankable", "SkillIndex", "match_expression"]
+__all__ = ["MAX_CHARS", "MAX_TERMS", "NAME_WEIGHT", "Rankable", "SkillIndex", "match_expression"]
 
 #: How much more a word in a skill's name counts than the same word in its description.
 NAME_WEIGHT: Final = 5.0
 #: The most distinct words of a request that are searched (the first ones).
 MAX_TERMS: Final = 64
+#: Only the start of a request is read for its words (a prompt may hold a whole document).
+MAX_CHARS: Final = 10_000
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -45,11 +47,11 @@ class Rankable(Protocol):
 
 
 def match_expression(text: str) -> str | None:
-    """`text` as an FTS5 query: its first `MAX_TERMS` distinct words, each quoted, joined
-    with OR; None when it has no word."""
+    """`text` as an FTS5 query: the first `MAX_TERMS` distinct words of its first
+    `MAX_CHARS` characters, each quoted, joined with OR; None when it has no word."""
     terms: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        terms.setdefault(word, None)
+    for match in _WORD.finditer(text, 0, MAX_CHARS):
+        terms.setdefault(match.group().lower(), None)
         if len(terms) == MAX_TERMS:
             break
     if not terms:

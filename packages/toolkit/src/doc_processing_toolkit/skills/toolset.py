@@ -132,7 +132,7 @@ def _tools_fetch(offer: ServerTools, timeout: float) -> Fetch:
 def _query(request: str) -> str:
     """The request as a ``search_skills`` query: stripped, at most `MAX_QUERY`
     characters, cut at a space when it is longer."""
-    text = " ".join(request.split())
+    text = " ".join(request[: 4 * MAX_QUERY].split())
     if len(text) > MAX_QUERY:
         text = text[:MAX_QUERY].rsplit(" ", 1)[0]
     return text
