@@ -47,10 +47,12 @@ class Rankable(Protocol):
 
 
 def match_expression(text: str) -> str | None:
-    """`text` as an FTS5 query: the first `MAX_TERMS` distinct words of its first
-    `MAX_CHARS` characters, each quoted, joined with OR; None when it has no word."""
+    """`text` as an FTS5 query: the first `MAX_TERMS` distinct words that start within
+    its first `MAX_CHARS` characters, each quoted, joined with OR; None when it has no word."""
     terms: dict[str, None] = {}
-    for match in _WORD.finditer(text, 0, MAX_CHARS):
+    for match in _WORD.finditer(text):
+        if match.start() >= MAX_CHARS:
+            break
         terms.setdefault(match.group().lower(), None)
         if len(terms) == MAX_TERMS:
             break
