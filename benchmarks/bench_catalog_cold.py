@@ -126,10 +126,12 @@ def child(src: Path, root: Path, repeat: int) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, "-c", code, str(Path(__file__).parent), str(root), str(repeat)],
         env=environ,
-        check=True,
+        check=False,
         capture_output=True,
         text=True,
     )
+    if done.returncode:
+        raise SystemExit(f"the measurement of {src} failed:\n{done.stderr}")
     result: dict[str, float] = json.loads(done.stdout)
     return result
 

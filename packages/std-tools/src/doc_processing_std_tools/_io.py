@@ -23,6 +23,11 @@ advisory ``flock`` on the file's folder across processes sharing it. Temporary f
 a pattern of their own (``.<name>.dpt-<host>-<pid>-<random>.tmp``); a write sweeps those
 of dead writers from its folder (`sweep_stale_temporaries`), nothing else.
 
+A reader of many small files (the skills catalog) first tries `read_plain`: the same
+descriptor walk and checks in a few system calls, for the common case where nothing is
+unusual; anything else (a link on the way, a missing or odd file, one over the limit)
+makes it step aside, and `read_bytes` then follows the links or words the refusal.
+
 The refusals every reader shares are worded here: `too_large`, `not_regular`, `decode_utf8`.
 Needs POSIX descriptor-relative calls (``dir_fd``), as Linux and macOS have.
 """
@@ -70,6 +75,7 @@ __all__ = [
     "open_folder",
     "read_at",
     "read_bytes",
+    "read_plain",
     "stat_at",
     "sweep_stale_temporaries",
     "temporary_name",
@@ -442,6 +448,48 @@ def read_bytes(
         if names_nothing(exc):
             raise missing from None
         raise
+
+
+def read_plain(root: Path, parts: list[str], *, limit: int) -> bytes | None:
+    """The bytes of the file at `parts` (folder names, then the file's name) inside `root`
+    when the way there is plain; else None, and nothing was read.
+
+    Plain means: each folder opens relative to the one before it with ``O_NOFOLLOW``
+    (no symbolic link, nothing missing), and the file is a regular file, not a link, that
+    opens and holds at most `limit` bytes, checked on the open file as `read_at` does.
+    A None says nothing about why; `read_bytes` on the same path follows the links
+    allowed and raises the refusal that applies. The names are used as given: they come
+    from a listing, not from a caller (see `paths.check_relative` for what a caller's
+    path must pass first).
+    """
+    try:
+        folder = os.open(root, _ROOT_FLAGS)
+    except OSError:
+        return None
+    try:
+        for name in parts[:-1]:
+            inner = os.open(name, _DIR_FLAGS, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        fd = os.open(parts[-1], _READ_FLAGS, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    try:
+        status = os.fstat(fd)
+        size = status.st_size
+        if not stat.S_ISREG(status.st_mode) or size > limit:
+            return None
+        # One read of the size the file has, plus one byte that tells whether it grew.
+        data = os.read(fd, size + 1)
+        if (len(data) > size and size < limit) or len(data) < size:
+            data += _read_upto(fd, limit + 1 - len(data))
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def new_file_mode() -> int:

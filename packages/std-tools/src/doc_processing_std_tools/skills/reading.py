@@ -27,8 +27,8 @@ from .records import SKILL_FILE, SkillDiagnostic, SkillRecord
 __all__ = ["read_skill"]
 
 
-def _read_diagnostic(where: str, code: str, message: str) -> list[SkillDiagnostic]:
-    return [SkillDiagnostic(where, "error", code, message)]
+def _read_diagnostic(where: str, code: str, message: str) -> SkillDiagnostic:
+    return SkillDiagnostic(where, "error", code, message)
 
 
 def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | SkillDiagnostic:
@@ -79,6 +79,49 @@ def _read_skill_md(folder: Path, max_bytes: int, root: Path | None) -> bytes | S
     return data
 
 
+def _read_plain(base: Path, where: str, max_bytes: int) -> bytes | None:
+    """The SKILL.md of the skill folder `where` (``/``-separated) under `base`, read by
+    `_io.read_plain` when the way there is plain; None when `_read_checked` must read it
+    (a link on the way, any problem, a folder name a path check would refuse, or bytes
+    that are not text)."""
+    if "\\" in where or ":" in where or where[:1].isspace():
+        return None
+    parts = where.split("/")
+    parts.append(SKILL_FILE)
+    data = _io.read_plain(base, parts, limit=max_bytes)
+    return None if data is None or _io.is_binary(data) else data
+
+
+def _read_checked(
+    folder: Path, where: str, max_bytes: int, root: Path | None
+) -> bytes | SkillDiagnostic:
+    """The SKILL.md of `folder`, its links judged and followed as load_skill would, or
+    the error diagnostic (attributed to `where`) that says why it cannot be read."""
+    skill_md = folder / SKILL_FILE
+    if root is not None and skill_md.is_symlink():
+        try:
+            target = real_path(skill_md)
+        except OSError:
+            return _read_diagnostic(
+                where,
+                "unreadable",
+                "SKILL.md is a symbolic link that leads into a loop of symbolic links; "
+                "replace it with the file itself.",
+            )
+        if not target.is_relative_to(root.resolve()):
+            return _read_diagnostic(
+                where,
+                "outside_skills_dir",
+                f"SKILL.md is a symbolic link to {target}, outside the skills folder {root}; "
+                "skills must live inside the skills folder, so copy the file there instead "
+                "of linking it.",
+            )
+    problem = _read_skill_md(folder, max_bytes, root)
+    if isinstance(problem, SkillDiagnostic):
+        return SkillDiagnostic(where, problem.level, problem.code, problem.message)
+    return problem
+
+
 def read_skill(
     folder: Path,
     *,
@@ -103,30 +146,12 @@ def read_skill(
         base, where = root, str(folder)[len(inside) :].replace(os.sep, "/")
     else:
         base, where = folder.parent, folder.name
-    skill_md = folder / SKILL_FILE
-    if root is not None and skill_md.is_symlink():
-        try:
-            target = real_path(skill_md)
-        except OSError:
-            return None, _read_diagnostic(
-                where,
-                "unreadable",
-                "SKILL.md is a symbolic link that leads into a loop of symbolic links; "
-                "replace it with the file itself.",
-            )
-        if not target.is_relative_to(root.resolve()):
-            return None, _read_diagnostic(
-                where,
-                "outside_skills_dir",
-                f"SKILL.md is a symbolic link to {target}, outside the skills folder {root}; "
-                "skills must live inside the skills folder, so copy the file there instead "
-                "of linking it.",
-            )
-    data_or_problem = _read_skill_md(folder, max_bytes, root)
-    if isinstance(data_or_problem, SkillDiagnostic):
-        problem = data_or_problem
-        return None, [SkillDiagnostic(where, problem.level, problem.code, problem.message)]
-    data = data_or_problem
+    data = _read_plain(base, where, max_bytes)
+    if data is None:
+        data_or_problem = _read_checked(folder, where, max_bytes, root)
+        if isinstance(data_or_problem, SkillDiagnostic):
+            return None, [data_or_problem]
+        data = data_or_problem
     parsed = read_skill_md_text(data)
     diagnostics = [SkillDiagnostic.of(where, d) for d in parsed.diagnostics]
     if parsed.fields is None:

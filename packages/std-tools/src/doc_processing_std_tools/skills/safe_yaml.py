@@ -1,12 +1,22 @@
 """YAML text -> Python value, hardened against documents built to hurt the reader.
 
 `load_yaml` parses with PyYAML's safe loader (the C one when PyYAML was built with libyaml),
-with YAML 1.1 timestamps kept as plain strings. Before anything is built, one streaming
-pass over the parser's events bounds the nesting depth and the alias-expanded node count
-("billion laughs"), and refuses an alias that stands inside the very value its anchor names
-(``&m {k: *m}``): such a value never ends, so no consumer could print or serialise it.
-A hostile document therefore costs bounded time and memory, and whatever comes back is a
-finite tree.
+with YAML 1.1 timestamps kept as plain strings. It bounds the nesting depth and the
+alias-expanded node count ("billion laughs"), and refuses an alias that stands inside the
+very value its anchor names (``&m {k: *m}``): such a value never ends, so no consumer
+could print or serialise it. A hostile document therefore costs bounded time and memory,
+and whatever comes back is a finite tree.
+
+How, in one parse for the common case: the text is composed into PyYAML's node graph
+(bounded by the text itself: frontmatter is at most 64 KiB, and libyaml stops nesting at
+1,000 levels), and one walk of that graph, each node measured once however many aliases
+name it, checks the bounds before anything is built; the value is then built from the
+nodes, plain mappings, lists and scalars directly, anything else by PyYAML's safe
+constructor. Whatever is unusual (the text is not one valid document, a bound is passed,
+a value cannot be built) is judged again by the reference path, `_load_checked`: a
+streaming walk over the parser's events that enforces the same bounds and says where a
+recursive alias stands, then PyYAML's own load. So each refusal and its wording come from
+that one place.
 
 This module knows nothing about skills; `frontmatter` turns a `Refused` into a diagnostic.
 """
@@ -28,10 +38,42 @@ MAX_YAML_NODES: Final = 10_000
 # The safe loader (in C when PyYAML was built with libyaml), with YAML 1.1 timestamps kept
 # as plain strings: a catalog wants "2025-01-01", not a date object.
 _SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Loader: Any = type("_Loader", (_SafeBase,), {})
-_Loader.yaml_implicit_resolvers = {
+_RESOLVERS: Final[dict[Any, list[tuple[str, Any]]]] = {
     key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for key, resolvers in _SafeBase.yaml_implicit_resolvers.items()
+}
+# What `resolve` tries for a plain scalar, by its first character (``""`` when empty):
+# that character's resolvers, then those for any character, as PyYAML's own order is.
+_BY_FIRST: Final = {
+    key: [*resolvers, *_RESOLVERS.get(None, [])]
+    for key, resolvers in _RESOLVERS.items()
+    if key is not None
+}
+_ANY_FIRST: Final = _RESOLVERS.get(None, [])
+_STR: Final = "tag:yaml.org,2002:str"
+_SEQ: Final = "tag:yaml.org,2002:seq"
+_MAP: Final = "tag:yaml.org,2002:map"
+
+
+def _resolve(self: Any, kind: Any, value: Any, implicit: Any) -> Any:
+    """PyYAML's `resolve` with its per-scalar list building done once, at import."""
+    if kind is yaml.ScalarNode and not self.yaml_path_resolvers:
+        if implicit[0]:
+            for tag, regexp in _BY_FIRST.get(value[:1], _ANY_FIRST):
+                if regexp.match(value):
+                    return tag
+        return self.DEFAULT_SCALAR_TAG
+    return _SafeBase.resolve(self, kind, value, implicit)
+
+
+_Loader: Any = type("_Loader", (_SafeBase,), {"resolve": _resolve})
+_Loader.yaml_implicit_resolvers = _RESOLVERS
+# Scalar tags built directly (see `_build`), with PyYAML's own constructor of each.
+_SCALARS: Final = {
+    "tag:yaml.org,2002:null": _Loader.construct_yaml_null,
+    "tag:yaml.org,2002:bool": _Loader.construct_yaml_bool,
+    "tag:yaml.org,2002:int": _Loader.construct_yaml_int,
+    "tag:yaml.org,2002:float": _Loader.construct_yaml_float,
 }
 
 
@@ -135,14 +177,106 @@ def _problem(exc: BaseException) -> str:
     return f"{problem}{_where(getattr(exc, 'problem_mark', None))}"
 
 
+class _Unusual(Exception):
+    """Raised by `_extent` and `_build` for what the reference path must judge."""
+
+
+def _extent(node: Any, room: int, memo: dict[int, Any]) -> tuple[int, int]:
+    """(node count with aliases expanded, nesting height) of the collection `node`, at most
+    `room` collections deep; each node is measured once, however many aliases name it.
+
+    Raises:
+        _Unusual: a bound is passed, or `node` contains itself (a recursive alias).
+    """
+    known = memo.get(id(node))
+    if known is not None:
+        if known is memo:  # still being measured: it contains itself
+            raise _Unusual
+        return known  # type: ignore[no-any-return]
+    if room == 0:
+        raise _Unusual
+    memo[id(node)] = memo
+    size, height = 1, 0
+    pairs = isinstance(node, yaml.MappingNode)
+    for item in node.value:
+        for child in item if pairs else (item,):
+            if isinstance(child, yaml.ScalarNode):
+                size += 1
+                continue
+            child_size, child_height = _extent(child, room - 1, memo)
+            size += child_size
+            height = max(height, child_height)
+    if size > MAX_YAML_NODES:
+        raise _Unusual
+    memo[id(node)] = extent = (size, height + 1)
+    return extent
+
+
+def _build(loader: Any, node: Any, memo: dict[int, Any]) -> Any:
+    """The value of `node`, as PyYAML's safe constructor would build it, for plain
+    mappings (of scalar keys), lists and str, null, bool, int and float scalars; a node
+    named by several aliases is built once, as there.
+
+    Raises:
+        _Unusual: any other node (a merge key, an explicit tag, a collection as a key).
+    """
+    if isinstance(node, yaml.ScalarNode):
+        if node.tag == _STR:
+            return node.value
+        make = _SCALARS.get(node.tag)
+        if make is None:
+            raise _Unusual
+        return make(loader, node)
+    built = memo.get(id(node))
+    if built is not None:
+        return built
+    if node.tag == _MAP and isinstance(node, yaml.MappingNode):
+        mapping: dict[Any, Any] = {}
+        memo[id(node)] = mapping
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _Unusual
+            key = _build(loader, key_node, memo)
+            mapping[key] = _build(loader, value_node, memo)
+        return mapping
+    if node.tag == _SEQ and isinstance(node, yaml.SequenceNode):
+        sequence: list[Any] = []
+        memo[id(node)] = sequence
+        sequence.extend(_build(loader, child, memo) for child in node.value)
+        return sequence
+    raise _Unusual
+
+
 def load_yaml(text: str) -> Loaded | Refused:
-    """Parse one YAML document after the event walk accepted it; never raises on any text.
+    """Parse one YAML document within the bounds of this module; never raises on any text.
 
     Returns `Loaded` with the value, or `Refused` with code ``yaml_too_complex`` (too deep
     or too many values once aliases are expanded), ``yaml_recursive_alias`` (an alias
     inside the collection its anchor names) or ``invalid_yaml`` (not YAML, a tag the safe
     loader refuses, an integer too long to convert, a duplicate anchor, ...).
     """
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return Loaded(None)
+        if isinstance(node, yaml.ScalarNode):
+            return Loaded(loader.construct_document(node))
+        _, height = _extent(node, MAX_YAML_DEPTH, {})
+        if height <= MAX_YAML_DEPTH:
+            try:
+                return Loaded(_build(loader, node, {}))
+            except _Unusual:
+                return Loaded(loader.construct_document(node))
+    except Exception:  # whatever it is, the reference path judges it
+        pass
+    finally:
+        loader.dispose()
+    return _load_checked(text)
+
+
+def _load_checked(text: str) -> Loaded | Refused:
+    """The reference path: the event walk, then PyYAML's own load (see the docstring)."""
     try:
         _check_events(text)
         loader = _Loader(text)
