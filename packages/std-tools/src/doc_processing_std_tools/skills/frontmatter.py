@@ -55,6 +55,7 @@ NAME_RULE: Final = (
 
 _NAME_PATTERN: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _BOM: Final = "\ufeff"
+_CLOSING: Final = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,9 @@ def _error(code: str, message: str, body: str, body_line: int = 1) -> ParsedSkil
 def _split(text: str) -> tuple[str, int, str, int] | ParsedSkillMd:
     """Return (frontmatter, its first line, body, its first line) with lines counted in
     SKILL.md from 1, or a `ParsedSkillMd` carrying the error."""
-    text = text.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
+    text = text.removeprefix(_BOM)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     start = len(text) - len(text.lstrip("\n"))
     first_end = text.find("\n", start)
     first_line = text[start:] if first_end == -1 else text[start:first_end]
@@ -139,7 +142,7 @@ def _split(text: str) -> tuple[str, int, str, int] | ParsedSkillMd:
     # The closing delimiter must appear within the size bound; looking further would let
     # a huge file cost time and memory before being refused anyway.
     window_end = first_end + 1 + MAX_FRONTMATTER_CHARS + 8
-    match = re.compile(r"^---[ \t]*$", re.MULTILINE).search(text, first_end + 1, window_end)
+    match = _CLOSING.search(text, first_end + 1, window_end)
     if match is None:
         if len(text) > window_end:
             return _error(
@@ -206,6 +209,11 @@ def _quote_colon_values(frontmatter: str) -> tuple[str, list[str]]:
 
 
 _INDENTED_KEY: Final = re.compile(r"([ \t]+)([A-Za-z0-9_-]+):(?:[ \t]|$)")
+# A line that `_indented_key` could report: an indented key of the specification. Text
+# without one (most frontmatter) needs no line-by-line look.
+_INDENTED_SPEC_KEY: Final = re.compile(
+    r"^[ \t]+(?:" + "|".join(re.escape(key) for key in SPEC_FIELDS) + "):", re.MULTILINE
+)
 _TOP_LEVEL_KEY: Final = re.compile(r"([A-Za-z0-9_-]+):(?:[ \t]+(\S.*))?[ \t]*")
 
 
@@ -217,6 +225,8 @@ def _indented_key(frontmatter: str, first_line: int) -> Diagnostic | None:
     the specification that appear nowhere at column 0 count, and never lines inside
     ``metadata:`` or inside a ``|`` / ``>`` block, where indented ``key:`` text belongs.
     """
+    if _INDENTED_SPEC_KEY.search(frontmatter) is None:
+        return None
     lines = frontmatter.split("\n")
     top_level: set[str] = set()
     for line in lines:
