@@ -40,6 +40,7 @@ from ..config import Settings
 from ..errors import StdToolsError
 from . import actions
 from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord
+from .index import RootIndex, open_index
 from .publishable import (
     UNPUBLISHABLE_WARNINGS,
     frontmatter_of,
@@ -201,6 +202,30 @@ class _Remembered:
     watched: bool = False
 
 
+@dataclass(slots=True)
+class _Stored:
+    """The persistent index of one skills folder (`index.open_index`), as far as the file
+    digests go."""
+
+    index: RootIndex
+    # Digests read from the index that no walk has looked at yet: path -> (stamp, digest).
+    unseen: dict[str, tuple[Stamp, str]]
+    # What to write at the end of the page: new digests, and files no longer there.
+    pending: dict[str, tuple[Stamp, str]] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+
+    def flush(self, *, listed_all: bool) -> None:
+        """Write what is pending; after a whole listing, also forget the digests of files
+        no walk met (removed while no server ran, or of skills left out)."""
+        if listed_all and self.unseen:
+            self.removed.extend(self.unseen)
+            self.unseen.clear()
+        if self.pending or self.removed:
+            self.index.save_digests(self.pending, self.removed)
+            self.pending = {}
+            self.removed = []
+
+
 def _listing_key(settings: Settings) -> tuple[Any, ...]:
     """What a listing depends on besides the catalog itself."""
     return (settings.skill_roots, settings.skills_dir, settings.max_file_size_bytes)
@@ -235,6 +260,8 @@ class SkillPublisher:
         self._cursors = CursorSigner()
         self._listings: OrderedDict[int, _Listing] = OrderedDict()
         self._numbered = 0
+        # The persistent indexes, by (cache folder, skills folder); None: none to be had.
+        self._stored: dict[tuple[Path, Path], _Stored | None] = {}
 
     def clear(self) -> None:
         """Forget everything; the next call walks and hashes every skill again."""
@@ -266,6 +293,7 @@ class SkillPublisher:
                 listing.pages.move_to_end(after)
                 return known  # the kernel reported no change in any skill of this page
             page, all_watched = self._build(listing, after, settings)
+            self._flush(listed_all=page.next_cursor is None)
             if all_watched:
                 listing.pages[after] = page
                 while len(listing.pages) > MAX_CACHED_PAGES:
@@ -358,6 +386,22 @@ class SkillPublisher:
                 folder.watched = False
         return False
 
+    def _stored_for(self, settings: Settings, record: SkillRecord) -> _Stored | None:
+        """The persistent index of `record`'s skills folder, opened (and its digests read)
+        once per process; None without DPTTOOLS_CACHE_DIR or when it cannot be had."""
+        if settings.cache_dir is None or record.root is None:
+            return None
+        key = (settings.cache_dir, record.root)
+        if key not in self._stored:
+            index = open_index(settings.cache_dir, record.root.resolve())
+            self._stored[key] = None if index is None else _Stored(index, index.digests())
+        return self._stored[key]
+
+    def _flush(self, *, listed_all: bool = False) -> None:
+        for stored in self._stored.values():
+            if stored is not None:
+                stored.flush(listed_all=listed_all)
+
     def _forget_pages(self) -> None:
         for listing in self._listings.values():
             listing.pages.clear()
@@ -381,7 +425,9 @@ class SkillPublisher:
             record, diagnostic = self._record(settings, name)
             if record is None:
                 return diagnostic
-            return self._publish_one(record, settings, settings.skills_dir.resolve())
+            published = self._publish_one(record, settings, settings.skills_dir.resolve())
+            self._flush()
+            return published
 
     def locate(self, settings: Settings, uri: SkillUri) -> Path:
         """The folder of the published skill that holds the file `uri` names.
@@ -536,6 +582,8 @@ class SkillPublisher:
             return shape.problem
         files: list[PublishedFile] = []
         hasher = remembered.files
+        stored = self._stored_for(settings, record)
+        unseen = {} if stored is None else stored.unseen
         with SkillReader(record.directory, settings.max_file_size_bytes) as reader:
             for relative, (path, st) in sorted(shape.tree.files.items()):
                 if relative == SKILL_FILE and record.digest is not None and record.size is not None:
@@ -543,11 +591,14 @@ class SkillPublisher:
                     files.append(PublishedFile(SKILL_FILE, record.size, record.digest))
                     continue
                 try:
-                    digest = hasher.digest(path, st, relative, reader)
+                    digest = hasher.digest(path, st, relative, reader, unseen.pop(path, None))
                 except (OSError, StdToolsError) as exc:
                     return unreadable(record.name, relative, str(exc))
                 files.append(PublishedFile(relative, st.st_size, digest))
-        hasher.keep_only(path for path, _ in shape.tree.files.values())
+        gone = hasher.keep_only(path for path, _ in shape.tree.files.values())
+        if stored is not None:
+            stored.pending.update(hasher.to_store())
+            stored.removed.extend(gone)
         key = (id(shape.frontmatter), *files)
         known = remembered.published
         if known is not None and known[0] == key:

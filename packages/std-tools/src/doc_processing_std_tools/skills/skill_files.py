@@ -127,6 +127,8 @@ class _Digest:
     stamp: Stamp
     racy: bool
     digest: str
+    # True once a persistent index holds this very digest and stamp.
+    stored: bool = False
 
 
 def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[str]]:
@@ -229,10 +231,18 @@ class SkillFiles:
             return known.digest
         return None
 
-    def digest(self, path: str, st: os.stat_result, relative: str, reader: SkillReader) -> str:
+    def digest(
+        self,
+        path: str,
+        st: os.stat_result,
+        relative: str,
+        reader: SkillReader,
+        stored: tuple[Stamp, str] | None = None,
+    ) -> str:
         """The ``sha256:`` digest of the file at `path` (`relative` in the skill folder),
         hashed again only when its stamp changed or was too recent to be trusted; `reader`
-        reads it when it must be.
+        reads it when it must be. `stored` is what a persistent index holds for the file:
+        taken, unread, only when the file still has exactly that stamp.
 
         Raises:
             StdToolsError: a link leads outside the skills folder, or over the limit.
@@ -241,20 +251,39 @@ class SkillFiles:
         known = self.known(path, st)
         if known is not None:
             return known
+        stamp = stamp_of(st)
+        if stored is not None and stored[0] == stamp:
+            # The index keeps only stamps that were old enough to trust when hashed; any
+            # write since would have moved the change time.
+            self._digests[path] = _Digest(stamp, False, stored[1], stored=True)
+            return stored[1]
         taken = time.time_ns()
         digest = "sha256:" + hashlib.sha256(reader.read(relative)).hexdigest()
-        self.remember(path, stamp_of(st), taken, digest)
+        self.remember(path, stamp, taken, digest)
         return digest
 
     def remember(self, path: str, stamp: Stamp, taken: int, digest: str) -> None:
         """Keep the digest of the bytes read at `taken` from a file with `stamp`."""
         self._digests[path] = _Digest(stamp, taken - stamp[0] < RACY_NS, digest)
 
-    def keep_only(self, paths: Iterable[str]) -> None:
-        """Forget the digests of files other than `paths` (removed or renamed files)."""
+    def to_store(self) -> dict[str, tuple[Stamp, str]]:
+        """The trusted digests no persistent index holds yet, marked as held from now on
+        (the caller stores them): path -> (stamp, digest)."""
+        found: dict[str, tuple[Stamp, str]] = {}
+        for path, known in self._digests.items():
+            if not known.stored and not known.racy:
+                known.stored = True
+                found[path] = (known.stamp, known.digest)
+        return found
+
+    def keep_only(self, paths: Iterable[str]) -> list[str]:
+        """Forget the digests of files other than `paths` (removed or renamed files);
+        the paths forgotten."""
         kept = set(paths)
-        if len(kept) != len(self._digests):
-            self._digests = {p: d for p, d in self._digests.items() if p in kept}
+        gone = [p for p in self._digests if p not in kept]
+        for path in gone:
+            del self._digests[path]
+        return gone
 
 
 class SkillReader:
