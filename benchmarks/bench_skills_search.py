@@ -51,7 +51,12 @@ Measured at each size:
 - in block: the toolkit ``Agent`` with its offline ``TestModel``, the std-tools skills
   server in process and ``skills_catalog_budget=8000``, run with the query as the prompt;
   the names in ``RunResult.skills.prompt_block`` (its ``<skill name="...">`` entries) are
-  read, and the share of runs whose block names the right skill is reported.
+  read, and the share of runs whose block names the right skill is reported. Measured
+  twice: with the default output limit (DPTTOOLS_OUTPUT_TRUNCATION_LIMIT, 50,000
+  characters, which cuts list_skills' answer at these sizes) and with one no answer
+  reaches, so that a miss can be told apart from a catalog cut before ranking.
+
+Each size gets a cache folder (DPTTOOLS_CACHE_DIR) of its own in the temporary directory.
 
 The corpora are public skill collections, used with attribution: anthropics-skills
 (github.com/anthropics/skills, Apache-2.0 per skill), openai-skills (github.com/openai/skills,
@@ -433,7 +438,11 @@ def has_search() -> bool:
 async def measure(
     size: int, folder: Path, queries: Sequence[Query], rounds: int, collection_of: dict[str, str]
 ) -> dict[str, Any]:
-    environ = {"DPTTOOLS_SKILLS_DIR": str(folder)}
+    # A cache folder of its own: nothing this run learns about its folders outlives it.
+    environ = {
+        "DPTTOOLS_SKILLS_DIR": str(folder),
+        "DPTTOOLS_CACHE_DIR": str(folder.parent / f"cache-{size}"),
+    }
     settings = load_settings(environ)
     reset_settings(settings)
     row: dict[str, Any] = {"size": size, "queries": len(queries)}
