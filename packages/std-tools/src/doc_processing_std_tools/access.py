@@ -40,6 +40,7 @@ SCOPES: Final = (READ, WRITE, EXECUTE)
 
 SKILLS_TOOLS: Final = (
     "list_skills",
+    "search_skills",
     "load_skill",
     "load_skill_resource",
     "execute_skill_script",

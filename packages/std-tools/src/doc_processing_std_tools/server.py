@@ -83,6 +83,8 @@ def composed_instructions(tools: Sequence[str]) -> str:
     skills = named("list_skills", "load_skill")
     if skills:
         parts.append(f"Skills: {', then '.join(skills)} for a task's instructions.")
+    if named("search_skills"):
+        parts.append("search_skills finds a skill among many by the words of a task.")
     files = named(
         "read_file",
         "write_file",

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.anyio
 
 SKILLS_TOOLS = {
     "list_skills",
+    "search_skills",
     "load_skill",
     "load_skill_resource",
     "execute_skill_script",
@@ -100,7 +101,7 @@ async def exercise(client: Client, skills: Path, workspace: Path) -> None:
     assert refused.is_error and "'..'" in text_of(refused)
 
 
-async def test_in_process_composed_server_holds_the_sixteen_tools(
+async def test_in_process_composed_server_holds_the_seventeen_tools(
     folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     skills, workspace = folders

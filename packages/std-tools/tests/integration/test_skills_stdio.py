@@ -35,6 +35,7 @@ def make_skill(skills_dir: Path) -> None:
 
 SKILLS_TOOLS = [
     "list_skills",
+    "search_skills",
     "load_skill",
     "load_skill_resource",
     "execute_skill_script",

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.anyio
 
 JSON_TOOLS = {
     "list_skills",
+    "search_skills",
     "execute_skill_script",
     "get_file_info",
     "get_file_overview",
@@ -57,6 +58,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("get_file_info", {"path": "report.pdf"}),
     ("get_file_info", {"path": "."}),
     ("get_file_info", {"path": "link.txt"}),
+    ("search_skills", {"query": "invoice"}),
     *[("get_file_overview", {"path": name}) for name in DOCUMENTS],
     *[("search_document", {"path": name, "query": query}) for name, query in DOCUMENTS.items()],
 ]
@@ -193,7 +195,7 @@ async def test_exactly_the_json_tools_publish_a_valid_output_schema(
 ) -> None:
     async with Client(make_composed_server()) as client:
         schemas = await schemas_of(client)
-    assert len(schemas) == 16
+    assert len(schemas) == 17
     assert {name for name, schema in schemas.items() if schema is not None} == JSON_TOOLS
     for name in JSON_TOOLS:
         schema = schemas[name]

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.anyio
 
 READ_TOOLS = {
     "list_skills",
+    "search_skills",
     "load_skill",
     "load_skill_resource",
     "read_file",

@@ -101,7 +101,7 @@ def test_an_unknown_name_is_an_error_listing_the_valid_ones() -> None:
     message = str(caught.value)
     assert "'delete_everything'" in message
     assert "valid names:" in message and "search_document" in message
-    with pytest.raises(ConfigError, match="valid names: list_skills, load_skill"):
+    with pytest.raises(ConfigError, match="valid names: list_skills, search_skills, load_skill"):
         new_skills_server(tools=["read_file"])
 
 
@@ -165,7 +165,7 @@ async def test_the_skills_server_alone_takes_read_only(folders: Folders) -> None
     )
     async with Client(params) as client:
         names = tool_names((await client.list_tools()).tools)
-    assert names == {"list_skills", "load_skill", "load_skill_resource"}
+    assert names == {"list_skills", "search_skills", "load_skill", "load_skill_resource"}
 
 
 @pytest.mark.parametrize(

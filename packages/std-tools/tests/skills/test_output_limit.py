@@ -177,6 +177,12 @@ def oversized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     (big / "scripts" / "loud.py").write_text(
         "import sys\nprint('o' * 5000)\nprint('e' * 5000, file=sys.stderr)\n", encoding="utf-8"
     )
+    for i in range(30):
+        (skills / f"needle-{i:02d}").mkdir()
+        (skills / f"needle-{i:02d}" / "SKILL.md").write_text(
+            f"---\nname: needle-{i:02d}\ndescription: Finds needle {i}. {'Long text. ' * 80}\n---\n",
+            encoding="utf-8",
+        )
     work = tmp_path / "work"
     (work / "many").mkdir(parents=True)
     for i in range(40):
@@ -203,6 +209,7 @@ def oversized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 CALLS: dict[str, dict[str, Any]] = {
     "list_skills": {},
+    "search_skills": {"query": "needle", "limit": 50},
     "load_skill": {"skill_name": "big"},
     "load_skill_resource": {"skill_name": "big", "resource_path": f"references/00-{'r' * 100}.md"},
     "execute_skill_script": {"skill_name": "big", "script_path": "scripts/loud.py"},

@@ -1,4 +1,4 @@
-"""The five skills tools, driven through a real in-memory MCP client."""
+"""The skills tools (the five of the contract and search_skills), driven through a real in-memory MCP client."""
 
 from __future__ import annotations
 
@@ -29,7 +29,14 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = ["list_skills", "load_skill", "load_skill_resource", "execute_skill_script", "create_skill"]
+TOOLS = [
+    "list_skills",
+    "search_skills",
+    "load_skill",
+    "load_skill_resource",
+    "execute_skill_script",
+    "create_skill",
+]
 BAD_NAMES = ["", "Invoice", "-a", "a-", "a--b", "a_b", "a" * 65, "../x", "a/b", ".hidden", "é"]
 
 
@@ -63,7 +70,7 @@ async def listing() -> dict[str, Any]:
 # ---- The server and its tools.
 
 
-async def test_the_server_is_named_skills_tools_and_has_exactly_the_five_tools() -> None:
+async def test_the_server_is_named_skills_tools_and_has_exactly_the_six_tools() -> None:
     assert skills_server.name == "skills-tools"
     async with Client(skills_server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -78,7 +85,7 @@ async def test_the_server_is_named_skills_tools_and_has_exactly_the_five_tools()
     assert all(tool.description for tool in tools.values())
 
 
-async def test_register_skills_tools_adds_the_five_tools_to_any_server() -> None:
+async def test_register_skills_tools_adds_the_six_tools_to_any_server() -> None:
     server = MCPServer("composed")
     register_skills_tools(server)
     assert sorted(tool.name for tool in await server.list_tools()) == sorted(TOOLS)

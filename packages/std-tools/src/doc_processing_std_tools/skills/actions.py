@@ -7,6 +7,7 @@ with or raises a `StdToolsError` whose message says what was wrong and how to fi
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import ExitStack
 from pathlib import Path
@@ -16,7 +17,7 @@ from xml.sax.saxutils import escape
 import yaml
 
 from .. import _io
-from .._text import fit_json, truncate
+from .._text import fit_json, truncate, wire_safe
 from ..config import Settings
 from ..errors import (
     AlreadyExistsError,
@@ -35,10 +36,12 @@ from .frontmatter import (
 )
 from .lint import template_body
 from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
+from .search import SkillSearch
 from .voice import MODEL, Voice
 
 __all__ = [
     "MAX_LISTED_RESOURCES",
+    "MAX_SEARCH_LIMIT",
     "cached",
     "check_skill_name",
     "clear_cache",
@@ -50,6 +53,7 @@ __all__ = [
     "load_skill_resource",
     "render_template",
     "scan",
+    "search_skills",
 ]
 
 MAX_LISTED_RESOURCES: Final = 50
@@ -62,7 +66,9 @@ _catalogs: dict[Path | None, SkillCatalog] = {}
 def _catalog(settings: Settings) -> SkillCatalog:
     found = _catalogs.get(settings.cache_dir)
     if found is None:
-        found = _catalogs.setdefault(settings.cache_dir, SkillCatalog(cache_dir=settings.cache_dir))
+        found = _catalogs.setdefault(
+            settings.cache_dir, SkillCatalog(cache_dir=settings.cache_dir, watch=True)
+        )
     return found
 
 
@@ -82,6 +88,65 @@ def cached(settings: Settings) -> Catalog | None:
     """
     return _catalog(settings).peek_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
+    )
+
+
+MAX_SEARCH_LIMIT: Final = 50
+"""search_skills returns at most this many skills."""
+
+_search: SkillSearch | None = None
+
+
+def search_skills(settings: Settings, query: str, limit: int = 10) -> str:
+    """The search_skills JSON: the listed skills that best match `query`, best first.
+
+    The answer is ``{"query", "skills": [{"name", "description", "path", "score"}],
+    "count"}`` (``score``: higher is better), plus a ``note`` when nothing matched, held
+    to the output limit. Reads the catalog as list_skills does, so it sees the same
+    changes and finds only listed skills.
+
+    Raises:
+        InvalidArgumentError: `query` has no word, or `limit` is not 1 to 50.
+    """
+    global _search
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgumentError(
+            "query is empty; pass a few words that describe the task, such as "
+            "'extract tables from a PDF invoice'."
+        )
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidArgumentError(
+            f"limit {limit!r} is out of range; pass a whole number from 1 to "
+            f"{MAX_SEARCH_LIMIT} (default 10)."
+        )
+    catalog = cached(settings) or scan(settings)
+    if _search is None:
+        _search = SkillSearch()
+    hits = _search.search(catalog, query, limit)
+    payload: dict[str, object] = {
+        "query": query,
+        "skills": [
+            {
+                "name": hit.record.name,
+                "description": hit.record.description,
+                "path": str(hit.record.path),
+                "score": hit.score,
+            }
+            for hit in hits
+        ],
+        "count": len(hits),
+    }
+    if not hits:
+        payload["note"] = (
+            f"No listed skill matches the words of this query (the catalog lists "
+            f"{catalog.count} skill(s)); try other words, such as the kind of document or "
+            "the task, or call list_skills."
+        )
+    text = wire_safe(json.dumps(payload, ensure_ascii=False, indent=2))
+    return (
+        fit_json(payload, settings.output_truncation_limit, hint="Ask for fewer skills with limit.")
+        if len(text) > settings.output_truncation_limit
+        else text
     )
 
 

@@ -13,6 +13,12 @@ were resolved through, so that a link re-pointed anywhere on the way is judged a
 while a skill that was added, edited or removed is read again. A file modified within
 the last moments before it was read is read once more on the next scan, because coarse
 file-system clocks could otherwise hide a second edit made in the same tick.
+
+With `watch` (the servers), the kernel vouches for an unchanged folder where it can
+(`watch.FolderWatch`: Linux inotify on a local file system): every folder and SKILL.md
+link a catalog depends on is watched *before* its stamps are compared, and while no event
+arrives since that comparison, `peek` answers with no system call beyond draining the
+event queue. Any event, or a folder the kernel cannot watch, falls back to the stamps.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from .records import (
     missing_note,
 )
 from .voice import MODEL
+from .watch import EVERYTHING, FolderWatch
 
 __all__ = [
     "SKILL_FILE",
@@ -87,6 +94,9 @@ class _FolderCache:
     # What `peek` compares: each SKILL.md path with the stamp it had when `catalog` was
     # built. None while any entry is racy (it must be read again, not just stat-ed).
     checks: list[tuple[str, Stamp | None]] | None = None
+    # True while the kernel watches everything `checks` depends on and has reported no
+    # change since they were last compared.
+    watched: bool = False
 
 
 class SkillCatalog:
@@ -95,11 +105,19 @@ class SkillCatalog:
     One instance can serve several skills folders; it is safe to share between threads.
     """
 
-    def __init__(self, *, lint: bool = False, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, *, lint: bool = False, cache_dir: Path | None = None, watch: bool = False
+    ) -> None:
         """Start with an empty cache; `lint` adds `lint.lint`'s warnings to each skill's
         diagnostics (``dpt-skills validate``; the servers never lint). With `cache_dir`,
         a folder seen for the first time is looked up in its persistent index there
-        (`index`), and what is read is stored in it; a linting catalog keeps no index."""
+        (`index`), and what is read is stored in it; a linting catalog keeps no index.
+        With `watch`, the kernel reports changes where it can (see the module docstring);
+        the inotify instance is opened on first use."""
+        self._watching = watch
+        self._watch: FolderWatch | None = None
+        # Skills folders with a kernel event not yet answered by a stamp comparison.
+        self._dirty: set[str] = set()
         self._lock = threading.Lock()
         self._lint = lint
         self._cache_dir = None if lint else cache_dir
@@ -117,6 +135,10 @@ class SkillCatalog:
         """Forget everything read so far; the next scan reads every SKILL.md again."""
         with self._lock:
             self._folders.clear()
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+            self._dirty.clear()
             for root_index in self._indexes.values():
                 if root_index is not None:
                     root_index.close()
@@ -185,6 +207,16 @@ class SkillCatalog:
             cache = self._folders.get((skills_dir, max_bytes, depth))
             if cache is None or cache.catalog is None or cache.racy or cache.checks is None:
                 return None
+            root = str(skills_dir)
+            watch = self._kernel_watch()
+            if watch is not None:
+                self._drain(watch)
+                if cache.watched and root not in self._dirty:
+                    return cache.catalog  # the kernel reported no change since the check
+                # Watch first, then compare: a change after this is an event, one
+                # before it a different stamp.
+                self._dirty.discard(root)
+                cache.watched = self._arm(watch, skills_dir, cache)
             try:
                 if stamp_of(skills_dir.stat()) != cache.stamp:
                     return None
@@ -194,10 +226,55 @@ class SkillCatalog:
                 return None
             for skill_md, stamp in cache.checks:
                 if probe(skill_md) != stamp:
+                    cache.watched = False
                     return None
             return cache.catalog
         finally:
             self._lock.release()
+
+    def _kernel_watch(self) -> FolderWatch | None:
+        """The inotify watch when this catalog watches and the kernel delivers events."""
+        if not self._watching:
+            return None
+        if self._watch is None:
+            self._watch = FolderWatch()
+        return self._watch if self._watch.active else None
+
+    def _drain(self, watch: FolderWatch) -> None:
+        """Take the kernel's events: their folders (or all) must be compared again."""
+        changed = watch.changed()
+        if not changed:
+            return
+        if EVERYTHING in changed or not watch.active:
+            for cache in self._folders.values():
+                cache.watched = False
+            return
+        self._dirty.update(changed)
+
+    def _arm(self, watch: FolderWatch, skills_dir: Path, cache: _FolderCache) -> bool:
+        """Watch everything `cache` depends on (the folder, every folder links or the
+        search went through, every skill folder and every SKILL.md that is a link); False
+        when some of it cannot be watched (another device, a file system the kernel does
+        not see every change of, the watch limit)."""
+        device = watch.covers(skills_dir)
+        if device is None or cache.checks is None:
+            return False
+        key = str(skills_dir)
+        folders = [key, *(folder for folder, _ in cache.link_folders)]
+        for skill_md, stamp in cache.checks:
+            folders.append(skill_md[: -len(SKILL_FILE) - 1])
+            if stamp is None or stamp == LINK_LOOP:
+                continue
+            try:
+                st = os.lstat(skill_md)
+                if stat.S_ISLNK(st.st_mode):
+                    folders.append(skill_md)  # a watch follows it to the file itself
+                    st = os.stat(skill_md)  # noqa: PTH116
+            except OSError:
+                return False
+            if st.st_dev != device:
+                return False
+        return all(watch.watch(path, key) for path in folders)
 
     def _scan(self, skills_dir: Path, max_bytes: int, depth: int) -> Catalog:
         key = (skills_dir, max_bytes, depth)
@@ -270,6 +347,7 @@ class SkillCatalog:
         if self._cache_dir is not None and (fresh or gone or indexed):
             self._save(skills_dir, max_bytes, cache.folders, fresh, gone, indexed)
         if changed or cache.catalog is None:
+            cache.watched = False  # new checks: the next peek watches them, then compares
             cache.catalog = _assemble(skills_dir, cache, depth)
             entries = [(name, cache.entries.get(name)) for name in cache.folders]
             cache.checks = (

@@ -1,12 +1,14 @@
-"""Registration of the five skills tools on any `MCPServer`.
+"""Registration of the skills tools on any `MCPServer`: the five of the contract and
+search_skills.
 
 Kept apart from `skills.server` so that a composed server can add the tools without also
 building the standalone `skills_server`. Each tool is a few lines of glue to `actions`;
 the settings are read when a tool is called, never at import time.
 
-list_skills and execute_skill_script answer with a JSON object: the client gets it as the
-text block the contract documents and as structured content, described by the tool's output
-schema (`SkillsListing`, `ScriptRun`). The other three answer with text only.
+list_skills, search_skills and execute_skill_script answer with a JSON object: the client
+gets it as the text block the contract documents and as structured content, described by
+the tool's output schema (`SkillsListing`, `SkillsFound`, `ScriptRun`). The other three
+answer with text only.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from .._tooling import answer_config, json_answer, limited, tool_errors
 from ..config import get_settings
 from . import actions
 
-__all__ = ["ScriptRun", "SkillsListing", "register_skills_tools"]
+__all__ = ["ScriptRun", "SkillsFound", "SkillsListing", "register_skills_tools"]
 
 
 _ARRAY = WithJsonSchema({"type": "array"})
@@ -61,6 +63,23 @@ class SkillsListing(TypedDict, total=False):
     see it."""
 
 
+@with_config(answer_config("query", "skills", "count"))
+class SkillsFound(TypedDict, total=False):
+    """The answer of search_skills."""
+
+    query: str
+    """The query, as given."""
+    skills: Annotated[list[dict[str, Any]], _ARRAY]
+    """The skills found, best first; each has "name", "description", "path" (its
+    SKILL.md) and "score" (relevance: higher is better)."""
+    count: int
+    """How many skills are in "skills"."""
+    note: str
+    """Present when nothing matched: what to try instead."""
+    truncated: str
+    """Present when the answer was cut to the output limit."""
+
+
 @with_config(answer_config("stdout", "stderr", "exit_code"))
 class ScriptRun(TypedDict, total=False):
     """The answer of execute_skill_script."""
@@ -76,12 +95,13 @@ class ScriptRun(TypedDict, total=False):
 
 
 def register_skills_tools(server: MCPServer) -> None:
-    """Add the five skills tools to `server` (any `MCPServer`, such as a composed one).
+    """Add the skills tools to `server` (any `MCPServer`, such as a composed one).
 
-    The tools are list_skills, load_skill, load_skill_resource, execute_skill_script and
-    create_skill. Each reads the settings at call time. Anticipated failures reach the
-    client as a `ToolError` carrying a message that says how to fix the call. Every answer
-    fits DPTTOOLS_OUTPUT_TRUNCATION_LIMIT and says what was cut.
+    The tools are list_skills, search_skills, load_skill, load_skill_resource,
+    execute_skill_script and create_skill. Each reads the settings at call time.
+    Anticipated failures reach the client as a `ToolError` carrying a message that says
+    how to fix the call. Every answer fits DPTTOOLS_OUTPUT_TRUNCATION_LIMIT and says what
+    was cut.
     """
 
     @server.tool()
@@ -100,6 +120,24 @@ def register_skills_tools(server: MCPServer) -> None:
             if catalog is None:
                 catalog = await anyio.to_thread.run_sync(actions.scan, settings)
             return json_answer(catalog.json_within(settings.output_truncation_limit))
+
+    @server.tool()
+    async def search_skills(query: str, limit: int = 10) -> Annotated[CallToolResult, SkillsFound]:
+        """Find the skills that fit a task, best first, as JSON.
+
+        query: a few words about the task, such as "fill in a PDF form". limit: how many
+        skills to return, 1 to 50 (default 10). Returns {"query", "skills": [{"name",
+        "description", "path", "score"}], "count"}. Use it when list_skills says skills
+        were left out, or to find a skill among many; then call load_skill with a name.
+        """
+        with tool_errors():
+            settings = get_settings()
+            if actions.cached(settings) is None:
+                # Reading changed skills (and a first search's index) off the event loop.
+                return json_answer(
+                    await anyio.to_thread.run_sync(actions.search_skills, settings, query, limit)
+                )
+            return json_answer(actions.search_skills(settings, query, limit))
 
     @server.tool(structured_output=False)
     def load_skill(skill_name: str) -> str:

@@ -1,0 +1,142 @@
+"""Full-text search over the listed skills, for search_skills.
+
+A model facing thousands of skills cannot be shown them all; it asks for the ones that fit
+its task instead. The index is SQLite's FTS5 (in the standard library's ``sqlite3``, so
+no dependency): BM25 ranking, a Porter stemmer over Unicode-aware tokens (so "invoices"
+finds "invoice" and "redacting" finds "redact"), and incremental updates, all in C. A
+hand-written scorer would need each of those re-invented and would be slower at 10,000
+skills; a separate search library would add a dependency for what SQLite already does.
+
+What is indexed: each listed skill's name (hyphens split it into words), description and
+the words of its frontmatter ``metadata`` values; names count five times as much as
+descriptions, since a name is a skill's summary. The index follows the catalog: it holds
+exactly the skills of the last catalog it was given, updated by difference (a catalog in
+which one skill changed costs one row), so a search sees every change list_skills sees
+and reaches only listed skills.
+
+A query is plain text, never FTS syntax: it is split into words, each word is quoted, and
+the words are joined with OR, so every skill sharing a word with the query is a candidate
+and the ranking puts those that share the rarest and most words first.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import Final
+
+from .records import Catalog, SkillRecord
+
+__all__ = ["MAX_QUERY_WORDS", "SearchHit", "SkillSearch", "query_words"]
+
+MAX_QUERY_WORDS: Final = 64
+"""A query uses at most this many distinct words (the first ones)."""
+
+_WORD: Final = re.compile(r"\w+", re.UNICODE)
+# Weights of the indexed columns for BM25: name, description, metadata.
+_WEIGHTS: Final = (5.0, 1.0, 0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One skill found by a search, with its relevance."""
+
+    record: SkillRecord
+    """The listed skill."""
+    score: float
+    """How well it matches: higher is better (BM25, positive, comparable within a search)."""
+
+
+def query_words(query: str) -> list[str]:
+    """The distinct words of `query`, lowercased, in order, at most `MAX_QUERY_WORDS`."""
+    words = dict.fromkeys(word.lower() for word in _WORD.findall(query))
+    return list(words)[:MAX_QUERY_WORDS]
+
+
+def _match_expression(words: list[str]) -> str:
+    # Quoted, a word is a plain string to FTS5 (a quote inside is doubled); OR keeps every
+    # skill that has any of them.
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+class SkillSearch:
+    """An in-memory FTS5 index of one catalog's skills, kept in step with the catalog.
+
+    Safe to share between threads; `search` may be called with each new catalog object.
+    """
+
+    def __init__(self) -> None:
+        """Start with an empty index."""
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._db.execute(
+            "CREATE VIRTUAL TABLE skills USING fts5("
+            "name, description, metadata, tokenize = 'porter unicode61 remove_diacritics 2')"
+        )
+        self._catalog: Catalog | None = None
+        # Indexed skills by name: the record object indexed and its row.
+        self._rows: dict[str, tuple[SkillRecord, int]] = {}
+        self._next_row = 1
+
+    def search(self, catalog: Catalog, query: str, limit: int) -> list[SearchHit]:
+        """The at most `limit` skills of `catalog` best matching `query`, best first (ties
+        by name). A query without any word finds nothing."""
+        words = query_words(query)
+        with self._lock:
+            self._follow(catalog)
+            if not words:
+                return []
+            rows = self._db.execute(
+                "SELECT rowid, bm25(skills, ?, ?, ?) AS rank FROM skills WHERE skills MATCH ? "
+                "ORDER BY rank LIMIT ?",
+                (*_WEIGHTS, _match_expression(words), limit * 2 + 8),
+            ).fetchall()
+            by_row = {row: record for record, row in self._rows.values()}
+        hits = [SearchHit(by_row[row], round(-rank, 4)) for row, rank in rows if row in by_row]
+        hits.sort(key=lambda hit: (-hit.score, hit.record.name))
+        return hits[:limit]
+
+    def _follow(self, catalog: Catalog) -> None:
+        """Make the index hold exactly `catalog`'s skills (rows of unchanged records stay)."""
+        if catalog is self._catalog:
+            return
+        current = {record.name: record for record in catalog.skills}
+        stale = [
+            row for name, (record, row) in self._rows.items() if current.get(name) is not record
+        ]
+        added = [record for name, record in current.items() if self._kept(name, record)]
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany("DELETE FROM skills WHERE rowid = ?", [(row,) for row in stale])
+            rows = []
+            for record in added:
+                rows.append((self._next_row, *_columns(record)))
+                self._rows[record.name] = (record, self._next_row)
+                self._next_row += 1
+            db.executemany(
+                "INSERT INTO skills (rowid, name, description, metadata) VALUES (?, ?, ?, ?)",
+                rows,
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._rows.clear()
+            db.execute("DELETE FROM skills")
+            self._catalog = None
+            raise
+        for name in [name for name in self._rows if name not in current]:
+            del self._rows[name]
+        self._catalog = catalog
+
+    def _kept(self, name: str, record: SkillRecord) -> bool:
+        """False when `record` is already indexed as it is; True when it must be added."""
+        known = self._rows.get(name)
+        return known is None or known[0] is not record
+
+
+def _columns(record: SkillRecord) -> tuple[str, str, str]:
+    metadata = " ".join(record.metadata.values()) if record.metadata else ""
+    return (record.name.replace("-", " "), record.description, metadata)
