@@ -1,0 +1,86 @@
+"""A watching catalog (the servers') answers from the kernel's word where it can, and still
+sees every change: edits, new and removed skills, a linked SKILL.md's target, a re-pointed
+link, with no pause between the change and the next look."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog
+from doc_processing_std_tools.skills.watch import FolderWatch
+
+MAX_BYTES = 1 << 20
+
+pytestmark = pytest.mark.skipif(
+    not FolderWatch().active, reason="no inotify here: the catalog compares stamps instead"
+)
+
+
+def write(root: Path, name: str, description: str) -> Path:
+    (root / name).mkdir(parents=True, exist_ok=True)
+    path = root / name / "SKILL.md"
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\n")
+    return path
+
+
+def age(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        stat = path.lstat()
+        os.utime(
+            path, ns=(stat.st_atime_ns, stat.st_mtime_ns - 60_000_000_000), follow_symlinks=False
+        )
+
+
+def look(catalog: SkillCatalog, root: Path) -> Catalog:
+    """What list_skills does: the remembered catalog when unchanged, else a scan."""
+    return catalog.peek(root, max_bytes=MAX_BYTES) or catalog.scan(root, max_bytes=MAX_BYTES)
+
+
+def descriptions(catalog: Catalog) -> dict[str, str]:
+    return {record.name: record.description for record in catalog.skills}
+
+
+def test_every_change_is_seen_at_the_next_look(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    for index in range(5):
+        write(root, f"skill-{index}", f"Task {index}.")
+    (root / "shared").mkdir()
+    target = root / "shared" / "linked.md"
+    target.write_text("---\nname: linked\ndescription: Linked one.\n---\n")
+    (root / "linked").mkdir()
+    (root / "linked" / "SKILL.md").symlink_to("../shared/linked.md")
+    age(root)
+    catalog = SkillCatalog(watch=True)
+    first = look(catalog, root)
+    assert look(catalog, root) is first  # armed and compared
+    assert look(catalog, root) is first  # now on the kernel's word
+
+    path = root / "skill-1" / "SKILL.md"
+    path.write_text(path.read_text().replace("Task 1.", "Work 1."))
+    assert descriptions(look(catalog, root))["skill-1"] == "Work 1."
+
+    target.write_text("---\nname: linked\ndescription: Target edited.\n---\n")
+    assert descriptions(look(catalog, root))["linked"] == "Target edited."
+
+    write(root, "skill-new", "Added.")
+    assert "skill-new" in descriptions(look(catalog, root))
+
+    (root / "skill-2" / "SKILL.md").unlink()
+    assert "skill-2" not in descriptions(look(catalog, root))
+
+    other = root / "shared" / "other.md"
+    other.write_text("---\nname: linked\ndescription: Re-pointed.\n---\n")
+    (root / "linked" / "SKILL.md").unlink()
+    (root / "linked" / "SKILL.md").symlink_to("../shared/other.md")
+    assert descriptions(look(catalog, root))["linked"] == "Re-pointed."
+
+    # Quiet again (and past the moments after a write, when a stamp is not trusted): the
+    # same object comes back.
+    age(root)
+    look(catalog, root)
+    settled = look(catalog, root)
+    assert look(catalog, root) is settled
+    assert descriptions(settled)["linked"] == "Re-pointed."
