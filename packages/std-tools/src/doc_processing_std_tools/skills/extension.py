@@ -114,8 +114,13 @@ class SkillsExtension(Extension):
     async def _list(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams
     ) -> HandlerResult:
+        settings = _settings()
         try:
-            page = await anyio.to_thread.run_sync(self.publisher.page, _settings(), params.cursor)
+            # An unchanged page is answered right here, as list_skills answers an
+            # unchanged catalog; anything that may read files runs in a worker thread.
+            page = self.publisher.cached_page(settings, params.cursor)
+            if page is None:
+                page = await anyio.to_thread.run_sync(self.publisher.page, settings, params.cursor)
         except InvalidCursorError as exc:
             raise _invalid(str(exc)) from exc
         result: dict[str, Any] = {"skills": page.entries}

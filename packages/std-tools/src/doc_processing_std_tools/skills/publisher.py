@@ -2,12 +2,12 @@
 
 The extension (``io.modelcontextprotocol/skills``) describes each skill by the URI of its
 SKILL.md, its frontmatter verbatim as JSON, and every file it holds with a SHA-256 digest
-and a size. `SkillPublisher` turns the catalog the five tools use (`actions.scan`) into
+and a size. `SkillPublisher` turns the catalog the five tools use (`actions`) into
 those descriptions, a `Page` of ``skills/list`` at a time, and locates the file behind a
 ``skill://`` URI for a read.
 
-Data flow of a listing: the first page takes the catalog (`actions.scan`: one ``stat``
-per SKILL.md while nothing changed) and sorts it by URI into a *listing*; each page then
+Data flow of a listing: the first page takes the catalog as list_skills does
+(`actions.cached`, else `actions.scan`) and sorts it by URI into a *listing*; each page then
 publishes its range of that listing: per skill, the walk of its folder and the digests of
 its files (`skill_files`), after the extension's rules (`publishable`) -> `Page`, whose
 ``nextCursor`` names the listing and the last skill listed (`uris.CursorSigner`). The
@@ -226,6 +226,12 @@ class _Stored:
             self.removed = []
 
 
+def _catalog(settings: Settings) -> Catalog:
+    """The catalog list_skills would answer with now: the remembered one while nothing
+    changed (`actions.cached`), else a scan that reads what changed."""
+    return actions.cached(settings) or actions.scan(settings)
+
+
 def _listing_key(settings: Settings) -> tuple[Any, ...]:
     """What a listing depends on besides the catalog itself."""
     return (settings.skill_roots, settings.skills_dir, settings.max_file_size_bytes)
@@ -285,7 +291,7 @@ class SkillPublisher:
             key = _listing_key(settings)
             listing = self._listings.get(number) if cursor is not None else None
             if listing is None or listing.key != key:
-                listing = self._listing_of(actions.scan(settings), key)
+                listing = self._listing_of(_catalog(settings), key)
             else:
                 self._listings.move_to_end(number)
             known = listing.pages.get(after) if quiet else None
@@ -299,6 +305,38 @@ class SkillPublisher:
                 while len(listing.pages) > MAX_CACHED_PAGES:
                     listing.pages.popitem(last=False)
             return page
+
+    def cached_page(self, settings: Settings, cursor: str | None = None) -> Page | None:
+        """The page `page` would answer, when it is known unchanged without reading or
+        waiting: the kernel reported nothing, the catalog is unchanged (`actions.cached`)
+        and the page was answered before. None otherwise (call `page`, in a worker
+        thread). Cheap enough for an event loop, as list_skills' own check.
+
+        Raises:
+            InvalidCursorError: `cursor` was not handed out by this publisher.
+        """
+        number, after = (0, "") if cursor is None else self._cursors.open(cursor)
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._watch is None or not self._take_events():
+                return None
+            key = _listing_key(settings)
+            if cursor is not None:
+                listing = self._listings.get(number)
+            elif self._listings and (catalog := actions.cached(settings)) is not None:
+                listing = next(reversed(self._listings.values()))
+                listing = listing if listing.catalog is catalog else None
+            else:
+                listing = None
+            if listing is None or listing.key != key:
+                return None
+            known = listing.pages.get(after)
+            if known is not None:
+                listing.pages.move_to_end(after)
+            return known
+        finally:
+            self._lock.release()
 
     def _listing_of(self, catalog: Catalog, key: tuple[Any, ...]) -> _Listing:
         """The listing of `catalog`: the newest one when it was made of the same catalog,
@@ -487,7 +525,7 @@ class SkillPublisher:
     def _record(
         self, settings: Settings, name: str
     ) -> tuple[SkillRecord | None, SkillDiagnostic | None]:
-        catalog = actions.scan(settings)
+        catalog = _catalog(settings)
         record = catalog.get(name)
         if record is None:
             return None, None
