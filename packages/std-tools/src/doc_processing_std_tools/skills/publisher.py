@@ -49,6 +49,7 @@ from .publishable import (
 )
 from .skill_files import (
     RACY_NS,
+    ParentFolders,
     PublishedFile,
     SkillFiles,
     SkillReader,
@@ -377,29 +378,30 @@ class SkillPublisher:
         last_uri = ""
         all_watched = self._watch is not None and self._watch.active
         start = bisect.bisect_right(listing.uris, after) if after else 0
-        for index in range(start, len(listing.records)):
-            uri, record = listing.uris[index], listing.records[index]
-            if len(entries) >= self._page_skills:
-                following = self._cursors.issue(listing.number, last_uri)
-                break
-            blocked = listing.blocked.get(record.name)
-            outcome = (
-                blocked
-                or self._unchanged_outcome(record, max_bytes)
-                or self._publish_one(record, settings, real_root)
-            )
-            if all_watched and blocked is None:
-                folder = self._folders.get(str(record.directory))
-                all_watched = folder is not None and folder.watched
-            if isinstance(outcome, SkillDiagnostic):
-                left_out.append(outcome)
-            elif entries and listed + len(outcome.files) > self._page_resources:
-                following = self._cursors.issue(listing.number, last_uri)
-                break
-            else:
-                entries.append(outcome.entry)
-                listed += len(outcome.files)
-            last_uri = uri
+        with ParentFolders() as parents:
+            for index in range(start, len(listing.records)):
+                uri, record = listing.uris[index], listing.records[index]
+                if len(entries) >= self._page_skills:
+                    following = self._cursors.issue(listing.number, last_uri)
+                    break
+                blocked = listing.blocked.get(record.name)
+                outcome = (
+                    blocked
+                    or self._unchanged_outcome(record, max_bytes)
+                    or self._publish_one(record, settings, real_root, parents)
+                )
+                if all_watched and blocked is None:
+                    folder = self._folders.get(str(record.directory))
+                    all_watched = folder is not None and folder.watched
+                if isinstance(outcome, SkillDiagnostic):
+                    left_out.append(outcome)
+                elif entries and listed + len(outcome.files) > self._page_resources:
+                    following = self._cursors.issue(listing.number, last_uri)
+                    break
+                else:
+                    entries.append(outcome.entry)
+                    listed += len(outcome.files)
+                last_uri = uri
         self._report(left_out)
         return Page(entries, following, left_out), all_watched
 
@@ -590,21 +592,30 @@ class SkillPublisher:
         return None
 
     def _publish_one(
-        self, record: SkillRecord, settings: Settings, real_root: Path
+        self,
+        record: SkillRecord,
+        settings: Settings,
+        real_root: Path,
+        parents: ParentFolders | None = None,
     ) -> PublishedSkill | SkillDiagnostic:
         known = self._unchanged_outcome(record, settings.max_file_size_bytes)
         if known is not None:
             return known
         remembered = self._remembered(record)
         taken = time.time_ns()
-        outcome = self._publish_walked(remembered, record, settings, real_root)
+        outcome = self._publish_walked(remembered, record, settings, real_root, parents)
         checks = remembered.checks
         recent = any(taken - stamp[0] < RACY_NS for _, stamp in checks)
         remembered.last = _Last(record, settings.max_file_size_bytes, checks, outcome, recent)
         return outcome
 
     def _publish_walked(
-        self, remembered: _Remembered, record: SkillRecord, settings: Settings, real_root: Path
+        self,
+        remembered: _Remembered,
+        record: SkillRecord,
+        settings: Settings,
+        real_root: Path,
+        parents: ParentFolders | None,
     ) -> PublishedSkill | SkillDiagnostic:
         watch = self._watch
         device = None if watch is None else watch.covers(real_root)
@@ -622,7 +633,7 @@ class SkillPublisher:
         hasher = remembered.files
         stored = self._stored_for(settings, record)
         unseen = {} if stored is None else stored.unseen
-        with SkillReader(record.directory, settings.max_file_size_bytes) as reader:
+        with SkillReader(record.directory, settings.max_file_size_bytes, parents) as reader:
             for relative, (path, st) in sorted(shape.tree.files.items()):
                 if relative == SKILL_FILE and record.digest is not None and record.size is not None:
                     # The bytes the catalog parsed the frontmatter from: the two agree.

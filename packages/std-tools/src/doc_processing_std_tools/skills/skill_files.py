@@ -15,6 +15,7 @@ clocks could hide a second edit in the same tick.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -33,6 +34,7 @@ from .watch import FolderWatch
 
 __all__ = [
     "RACY_NS",
+    "ParentFolders",
     "PublishedFile",
     "SkillFiles",
     "SkillReader",
@@ -286,6 +288,41 @@ class SkillFiles:
         return gone
 
 
+class ParentFolders:
+    """Descriptors of the folders that hold skills, opened once through `_io` and shared
+    by the `SkillReader` of every skill in them; a context manager that closes them."""
+
+    __slots__ = ("_fds",)
+
+    def __init__(self) -> None:
+        """Open nothing yet."""
+        self._fds: dict[Path, int | None] = {}
+
+    def __enter__(self) -> ParentFolders:
+        """Open nothing yet: each folder is opened on its first use."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close every folder opened."""
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+        self._fds.clear()
+
+    def fd(self, parent: Path) -> int | None:
+        """A descriptor of `parent` (as `_io` opens a root), or None when it cannot be
+        opened."""
+        if parent not in self._fds:
+            fd: int | None = None
+            try:
+                with _io.locate(parent, ".", what="skills folder", allow_root=True) as location:
+                    fd = _io.open_folder(location)
+            except (OSError, StdToolsError):
+                fd = None
+            self._fds[parent] = fd
+        return self._fds[parent]
+
+
 class SkillReader:
     """Reads the files of one skill folder for hashing, by the tools' rules, cheaply.
 
@@ -299,13 +336,15 @@ class SkillReader:
     manager: it closes the folders it opened.
     """
 
-    __slots__ = ("_fds", "_limit", "_name", "_root")
+    __slots__ = ("_fds", "_limit", "_name", "_parents", "_root")
 
-    def __init__(self, folder: Path, limit: int) -> None:
-        """Read from the skill `folder` (absolute), no file over `limit` bytes."""
+    def __init__(self, folder: Path, limit: int, parents: ParentFolders | None = None) -> None:
+        """Read from the skill `folder` (absolute), no file over `limit` bytes; `parents`
+        shares the descriptor of the folder that holds it with other readers."""
         self._root = folder.parent
         self._name = folder.name
         self._limit = limit
+        self._parents = parents
         self._fds: dict[str, int | None] = {}
 
     def __enter__(self) -> SkillReader:
@@ -327,8 +366,7 @@ class SkillReader:
         fd: int | None = None
         try:
             if not relative:
-                with _io.locate(self._root, self._name, what="skill", exact=True) as location:
-                    fd = _io.open_folder(location)
+                fd = self._skill_fd()
             else:
                 parent, _, name = relative.rpartition("/")
                 above = self._folder_fd(parent)
@@ -338,6 +376,16 @@ class SkillReader:
             fd = None
         self._fds[relative] = fd
         return fd
+
+    def _skill_fd(self) -> int:
+        """A descriptor of the skill folder: opened without following a link in the
+        shared parent folder, else by `_io`'s walk (which follows a link inside it)."""
+        parent = None if self._parents is None else self._parents.fd(self._root)
+        if parent is not None:
+            with contextlib.suppress(OSError):
+                return os.open(self._name, _DIR_FLAGS, dir_fd=parent)
+        with _io.locate(self._root, self._name, what="skill", exact=True) as location:
+            return _io.open_folder(location)
 
     def read(self, relative: str) -> bytes:
         """The bytes of the file at `relative` (``/``-separated) in the skill folder.
