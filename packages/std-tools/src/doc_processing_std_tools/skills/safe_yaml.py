@@ -23,6 +23,7 @@ This module knows nothing about skills; `frontmatter` turns a `Refused` into a d
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -247,6 +248,102 @@ def _build(loader: Any, node: Any, memo: dict[int, Any]) -> Any:
     raise _Unusual
 
 
+# The plain shape most frontmatter has, read without PyYAML (see `_read_plain`): lines of
+# `key: value` at column 0, or `key:` and then lines of `key: value` indented alike.
+_PAIR: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: (.*))?")
+_SINGLE_QUOTED: Final = re.compile(r"'((?:[^']|'')*)'")
+_DOUBLE_QUOTED: Final = re.compile(r'"([^"\\]*)"')
+# What YAML reads as a tab, a line break (CR, NEL, LS, PS), a byte-order mark or a
+# character it refuses: text holding any of these is left to PyYAML.
+_NOT_PLAIN_TEXT: Final = re.compile(
+    "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+# A plain scalar starting with one of these is an indicator, or may be one.
+_INDICATORS: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_SCALAR_BUILDER: Final = yaml.constructor.SafeConstructor()
+
+
+def _plain_scalar(raw: str) -> Any:
+    """The value of one scalar written on one line (`raw`, stripped of spaces).
+
+    Raises:
+        _Unusual: a quoted scalar that does not close on the line or holds escapes, or a
+            plain one that may be something else (an indicator first, ``": "``, ``" #"``
+            or a trailing colon in it), or that resolves to a tag not built here.
+    """
+    first = raw[:1]
+    if first == "'":
+        match = _SINGLE_QUOTED.fullmatch(raw)
+        if match is None:
+            raise _Unusual
+        return match.group(1).replace("''", "'")
+    if first == '"':
+        match = _DOUBLE_QUOTED.fullmatch(raw)
+        if match is None:
+            raise _Unusual
+        return match.group(1)
+    if first in _INDICATORS or ": " in raw or " #" in raw or raw.endswith(":"):
+        raise _Unusual
+    for tag, regexp in _BY_FIRST.get(first, _ANY_FIRST):
+        if regexp.match(raw):
+            make = _SCALARS.get(tag)
+            if make is None:
+                raise _Unusual
+            return make(_SCALAR_BUILDER, yaml.ScalarNode(tag, raw))
+    return raw
+
+
+def _read_plain(text: str) -> dict[Any, Any] | None:
+    """The mapping `text` holds when it has the plain shape (see `_PAIR`), built as PyYAML
+    would build it; None for any other text, which PyYAML must read.
+
+    Raises:
+        _Unusual: a scalar `_plain_scalar` leaves to PyYAML; and anything a scalar's
+            constructor raises (an integer too long to convert).
+    """
+    if _NOT_PLAIN_TEXT.search(text) is not None:
+        return None
+    mapping: dict[Any, Any] = {}
+    nodes = 1
+    open_key: Any = None  # the key of a `key:` line, while indented lines may follow it
+    inner: dict[Any, Any] | None = None
+    indent = 0
+    for line in text.split("\n"):
+        if not line.strip(" "):
+            continue
+        if line[0] != " ":
+            match = _PAIR.fullmatch(line)
+            if match is None:
+                return None
+            key = _plain_scalar(match.group(1))
+            raw = (match.group(2) or "").strip(" ")
+            if raw:
+                mapping[key] = _plain_scalar(raw)
+                open_key = None
+            else:
+                mapping[key] = None
+                open_key, inner, indent = key, None, 0
+            nodes += 2
+            continue
+        if open_key is None:
+            return None
+        width = len(line) - len(line.lstrip(" "))
+        if inner is None:
+            inner, indent = {}, width
+            mapping[open_key] = inner
+        elif width != indent:
+            return None
+        match = _PAIR.fullmatch(line, width)
+        if match is None:
+            return None
+        raw = (match.group(2) or "").strip(" ")
+        inner[_plain_scalar(match.group(1))] = _plain_scalar(raw) if raw else None
+        nodes += 2
+    if nodes == 1 or nodes > MAX_YAML_NODES:
+        return None
+    return mapping
+
+
 def load_yaml(text: str) -> Loaded | Refused:
     """Parse one YAML document within the bounds of this module; never raises on any text.
 
@@ -255,6 +352,12 @@ def load_yaml(text: str) -> Loaded | Refused:
     inside the collection its anchor names) or ``invalid_yaml`` (not YAML, a tag the safe
     loader refuses, an integer too long to convert, a duplicate anchor, ...).
     """
+    try:
+        plain = _read_plain(text)
+    except Exception:  # whatever it is, PyYAML judges it
+        plain = None
+    if plain is not None:
+        return Loaded(plain)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
