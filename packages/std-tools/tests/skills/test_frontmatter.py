@@ -7,6 +7,7 @@ import tracemalloc
 from typing import Any
 
 import pytest
+import yaml
 
 from doc_processing_std_tools.skills.frontmatter import (
     MAX_FRONTMATTER_CHARS,
@@ -17,7 +18,13 @@ from doc_processing_std_tools.skills.frontmatter import (
     parse_skill_md,
     read_skill_md_text,
 )
-from doc_processing_std_tools.skills.safe_yaml import MAX_YAML_DEPTH
+from doc_processing_std_tools.skills.safe_yaml import (
+    MAX_YAML_DEPTH,
+    MAX_YAML_NODES,
+    Loaded,
+    Refused,
+    load_yaml,
+)
 
 
 def codes(parsed: ParsedSkillMd) -> list[str]:
@@ -152,6 +159,43 @@ def test_an_integer_too_long_to_convert_is_an_error_not_a_crash() -> None:
     assert codes(parsed) == ["invalid_yaml"]
 
 
+@pytest.mark.parametrize("value", ["!!bool maybe", "!!int ''", "!!timestamp soon"])
+def test_a_value_its_explicit_tag_cannot_read_is_an_error_not_a_crash(value: str) -> None:
+    parsed = parse_skill_md(f"---\nname: x\ndescription: {value}\n---\n")
+    assert codes(parsed) == ["invalid_yaml"]
+    assert "the type its tag names" in parsed.diagnostics[0].message
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "name: x\ndescription: Does things, then more.\nlicense: MIT\n",
+        "description: d\nmetadata:\n  version: '1.0'\n  count: 3\n  ratio: 1.5\n  on: yes\n",
+        "description: d\nmetadata:\n\n    a: ~\n    b: null\n    c:\nnext: 0x1F\n",
+        "description: 'it''s quoted'  \nother: \"double\"\nurl: http://x.y/z\nc: C#\n",
+        "description: d\nempty:\nyes: no\nnull: 017\nn: -1\nf: .inf\nk: 1_000\n",
+        "description: d\nmetadata:\n  a: b\n c: d\n",
+        "description: d\nmetadata:\n  a: b\n    c: d\n",
+        "description: a: b\n",
+        "description: d\n  continued\n",
+        "description: d # a comment\n",
+        "description: d\nmerge: =\n",
+        "description: caf\u00e9 \u2014 done\nk: \u00a0x\u00a0\n",
+        "description: d\u2028e\n",
+    ],
+)
+def test_plain_frontmatter_reads_as_pyyaml_reads_it(frontmatter: str) -> None:
+    try:
+        expected: Any = yaml.load(frontmatter, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        assert isinstance(load_yaml(frontmatter), Refused)
+        return
+    loaded = load_yaml(frontmatter)
+    assert isinstance(loaded, Loaded)
+    assert loaded.value == expected
+    assert [type(v) for v in loaded.value.values()] == [type(v) for v in expected.values()]
+
+
 # ---- Documents built to blow up: each is an error within bounded time and memory.
 
 
@@ -186,6 +230,11 @@ def test_very_deep_flow_nesting_is_refused() -> None:
 def test_deep_block_nesting_is_refused() -> None:
     lines = "".join(f"{' ' * i}k{i}:\n" for i in range(60))
     assert_refused_quickly(f"---\n{lines}---\n", "yaml_too_complex")
+
+
+def test_many_plain_lines_over_the_node_bound_are_refused() -> None:
+    lines = "".join(f"k{i}: v\n" for i in range(MAX_YAML_NODES // 2 + 1))
+    assert_refused_quickly(f"---\ndescription: d\n{lines}---\n", "yaml_too_complex")
 
 
 def test_nesting_at_the_limit_is_accepted() -> None:
@@ -304,14 +353,15 @@ def test_a_name_over_64_characters_is_loaded_with_a_warning() -> None:
         ("a" * 65, "a" * 64),
     ],
 )
-def test_a_folder_name_that_breaks_the_rule_leaves_the_skill_out_and_says_rename(
+def test_a_folder_name_that_breaks_the_rule_is_loaded_with_a_warning_that_says_rename(
     folder: str, suggested: str
 ) -> None:
     fields, diagnostics = check_fields({"name": folder, "description": "d"}, folder)
-    assert fields is None
-    assert [(d.level, d.code) for d in diagnostics] == [("error", "invalid_folder_name")]
-    assert "left out of the listing" in diagnostics[0].message
-    assert f"renamed (for example to '{suggested}'" in diagnostics[0].message
+    assert fields is not None and fields.name == folder
+    assert [(d.level, d.code) for d in diagnostics] == [("warning", "invalid_folder_name")]
+    assert "tool calls" in diagnostics[0].message
+    assert "cannot reach it by this name" in diagnostics[0].message
+    assert f"rename the folder (for example to '{suggested}'" in diagnostics[0].message
 
 
 def test_a_description_over_1024_characters_is_loaded_in_full_with_a_warning() -> None:

@@ -180,7 +180,8 @@ def oversized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     for i in range(30):
         (skills / f"needle-{i:02d}").mkdir()
         (skills / f"needle-{i:02d}" / "SKILL.md").write_text(
-            f"---\nname: needle-{i:02d}\ndescription: Finds needle {i}. {'Long text. ' * 80}\n---\n",
+            f"---\nname: needle-{i:02d}\n"
+            f"description: Finds needle {i}. {'Long text. ' * 80}\n---\n",
             encoding="utf-8",
         )
     work = tmp_path / "work"

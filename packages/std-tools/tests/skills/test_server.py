@@ -1,4 +1,5 @@
-"""The skills tools (the five of the contract and search_skills), driven through a real in-memory MCP client."""
+"""The skills tools (the five of the contract and search_skills), driven through a real
+in-memory MCP client."""
 
 from __future__ import annotations
 
@@ -167,14 +168,14 @@ FRONTMATTER_ROWS = [
     (
         "Bad_Name",
         "---\nname: Bad_Name\ndescription: d\n---\n",
-        False,
-        [("error", "invalid_folder_name")],
+        True,
+        [("warning", "invalid_folder_name")],
     ),
     (
         "a" * 65,
         f"---\nname: {'a' * 65}\ndescription: d\n---\n",
-        False,
-        [("error", "invalid_folder_name")],
+        True,
+        [("warning", "invalid_folder_name")],
     ),
     (
         "bad-name",

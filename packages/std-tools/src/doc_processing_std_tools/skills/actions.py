@@ -33,6 +33,7 @@ from .frontmatter import (
     check_fields,
     is_valid_name,
     parse_skill_md,
+    suggest_name,
 )
 from .lint import template_body
 from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
@@ -158,8 +159,17 @@ def find_skill(settings: Settings, skill_name: str) -> SkillRecord:
         NotFoundError: no listed skill has that name; the message says why when the
             catalog left a skill of that name out.
     """
-    check_skill_name(skill_name)
     catalog = cached(settings) or scan(settings)
+    if isinstance(skill_name, str) and not is_valid_name(skill_name):
+        listed = catalog.get(skill_name)
+        if listed is not None:
+            raise InvalidArgumentError(
+                f"The skill '{skill_name}' is listed, but its folder name breaks the naming "
+                f"rule ({NAME_RULE}), so tool calls cannot reach it. Read its instructions "
+                f"at {listed.path} with a file tool if you have one; the skill's owner should "
+                f"rename the folder (for example to '{suggest_name(skill_name)}')."
+            )
+    check_skill_name(skill_name)
     record = catalog.get(skill_name)
     if record is None or record.root is None:
         raise _no_skill(settings, skill_name, catalog)

@@ -67,7 +67,11 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("missing_name", "warning", "name is missing"),
     ("name_mismatch", "warning", "name differs from the folder name"),
     ("invalid_name", "warning", "name breaks the naming rule"),
-    ("invalid_folder_name", "error", "the folder name breaks the naming rule (left out)"),
+    (
+        "invalid_folder_name",
+        "warning",
+        "the folder name breaks the naming rule (tools cannot name it)",
+    ),
     ("name_too_long", "warning", "name is over 64 characters"),
     ("description_too_long", "warning", "description is over 1,024 characters"),
     ("compatibility_too_long", "warning", "compatibility is over 500 characters"),

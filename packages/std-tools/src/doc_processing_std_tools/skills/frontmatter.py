@@ -378,11 +378,12 @@ def check_fields(
     """Apply the Agent Skills field rules to parsed frontmatter.
 
     Returns the catalog fields (None when the skill must be skipped) and the diagnostics.
-    The listed name is always `folder_name`, the name that tool calls accept.
+    The listed name is always `folder_name`, the name that tool calls accept (when it
+    follows the naming rule; else ``invalid_folder_name`` says it must be renamed).
 
-    Errors (skill skipped): ``missing_description``, ``invalid_folder_name``. Warnings
-    (skill loaded):
-    ``missing_name``, ``name_mismatch``, ``invalid_name``, ``name_too_long``,
+    Errors (skill skipped): ``missing_description``. Warnings (skill loaded):
+    ``invalid_folder_name``, ``missing_name``, ``name_mismatch``, ``invalid_name``,
+    ``name_too_long``,
     ``description_too_long``, ``compatibility_too_long``, ``invalid_metadata``,
     ``invalid_license``, ``invalid_compatibility``.
     """
@@ -423,10 +424,15 @@ def check_fields(
             )
         )
     if not is_valid_name(folder_name):
-        # The one name tool calls accept cannot reach this folder: list nothing that
-        # would not load.
-        return None, [*diagnostics, _folder_name_diagnostic(folder_name)]
-    diagnostics.extend(_name_diagnostics(fields.get("name"), folder_name))
+        # Listed, as the naming rule of the frontmatter table asks; tool calls keep their
+        # strict rule, so the warning says the skill must be renamed to be reached.
+        diagnostics.append(_folder_name_diagnostic(folder_name))
+    raw_name = fields.get("name")
+    if is_valid_name(folder_name) or not (
+        isinstance(raw_name, str) and raw_name.strip() == folder_name
+    ):
+        # (A name equal to a folder name that breaks the rule is that same problem.)
+        diagnostics.extend(_name_diagnostics(raw_name, folder_name))
     license_text = _text_field(fields, "license", None, diagnostics)
     compatibility = _text_field(fields, "compatibility", MAX_COMPATIBILITY_LENGTH, diagnostics)
     metadata: dict[str, str] | None = None
@@ -499,8 +505,8 @@ def suggest_name(folder_name: str) -> str:
 def _folder_name_diagnostic(folder_name: str) -> Diagnostic:
     return diagnostic(
         "invalid_folder_name",
-        f"The folder name '{folder_name[:100]}' breaks the naming rule ({NAME_RULE}). Tool "
-        "calls name a skill by its folder, so this skill is left out of the listing until "
-        f"the folder is renamed (for example to '{suggest_name(folder_name)}', with "
-        "'name:' set to match).",
+        f"The folder name '{folder_name[:100]}' breaks the naming rule ({NAME_RULE}). The "
+        "skill is listed, but tool calls (load_skill and the others) accept only names that "
+        "follow the rule, so they cannot reach it by this name; rename the folder (for "
+        f"example to '{suggest_name(folder_name)}', with 'name:' set to match).",
     )

@@ -48,6 +48,7 @@ UNPUBLISHABLE_WARNINGS: Final = frozenset(
         "missing_name",
         "name_mismatch",
         "invalid_name",
+        "invalid_folder_name",
         "name_too_long",
         "description_too_long",
         "compatibility_too_long",
