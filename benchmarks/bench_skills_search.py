@@ -70,6 +70,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import random
 import re
 import shutil
@@ -561,6 +562,7 @@ async def main() -> None:
             )  # let the files age past the catalog's guard against same-tick edits
             rows.append(await measure(size, folder, queries, args.rounds, collection_of))
             print(f"measured {size:,} skills", flush=True)
+    print(f"load average after the run: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print_results(rows, args.failures)
 
 
