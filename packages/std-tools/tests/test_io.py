@@ -104,6 +104,27 @@ def test_a_file_at_the_limit_is_read_and_one_byte_more_is_refused(root: Path) ->
     )
 
 
+def test_the_plain_read_steps_aside_for_anything_but_a_plain_way(root: Path) -> None:
+    (root / "exact.txt").write_bytes(b"a" * LIMIT)
+    (root / "over.txt").write_bytes(b"a" * (LIMIT + 1))
+    (root / "link.txt").symlink_to("sub/real.txt")
+    (root / "folder").symlink_to("sub")
+    (root / "out").symlink_to(root.parent)
+    os.mkfifo(root / "pipe")
+
+    def plain(*parts: str) -> bytes | None:
+        return _io.read_plain(root, list(parts), limit=LIMIT)
+
+    assert plain("sub", "real.txt") == b"real\n"
+    assert plain("exact.txt") == b"a" * LIMIT
+    # A link anywhere on the way, whether it leads in or out, is left to `read_bytes`.
+    for parts in [("link.txt",), ("folder", "real.txt"), ("out", "secret.txt")]:
+        assert plain(*parts) is None, parts
+    for parts in [("over.txt",), ("pipe",), ("sub",), ("nothing.txt",), ("sub", "no", "x")]:
+        assert plain(*parts) is None, parts
+    assert _io.read_plain(root / "nothing", ["real.txt"], limit=LIMIT) is None
+
+
 def test_every_reader_words_too_large_and_not_regular_the_same_way(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     skills = tmp_path / "skills"

@@ -389,6 +389,13 @@ def _load_checked(text: str) -> Loaded | Refused:
             loader.dispose()
     except _Refusal as exc:
         return exc.refused
+    except (KeyError, IndexError, AttributeError, TypeError) as exc:
+        # PyYAML's constructors fail this way on a value that an explicit tag names a
+        # type it is not (``!!bool maybe``, ``!!int ''``, ``!!timestamp x``).
+        return Refused(
+            "invalid_yaml",
+            f"a value cannot be read as the type its tag names ({type(exc).__name__}: {exc})",
+        )
     except (yaml.YAMLError, ValueError, RecursionError, OverflowError) as exc:
         if "nesting depth" in str(exc):
             # libyaml's own depth guard fired before the event walk reached its bound.
