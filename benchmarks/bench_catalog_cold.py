@@ -23,7 +23,9 @@ cache for every reader alike):
 With ``--before REV`` the scan and JSON are also timed for the std-tools sources of commit
 REV (checked out with ``git archive`` into a temporary folder), in child processes that
 alternate with the current sources' children over the same folders, so that the load of
-the machine weighs on both alike. The target is a cold list_skills at most 3x the floor.
+the machine weighs on both alike; ``--only a.py,b.py`` takes just those files from REV
+and the rest from the current sources, to time one change among others. The target is
+a cold list_skills at most 3x the floor.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import gc
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -136,13 +139,16 @@ def child(src: Path, root: Path, repeat: int) -> dict[str, float]:
     return result
 
 
-def checkout(rev: str, into: Path) -> Path:
-    """The std-tools sources of commit `rev`, extracted under `into`."""
+def checkout(rev: str, into: Path, only: list[str]) -> Path:
+    """The std-tools sources of commit `rev`, extracted under `into`; with `only` (paths
+    relative to the package), the current sources with just those files taken from `rev`."""
+    package = "packages/std-tools/src/doc_processing_std_tools"
+    paths = [f"{package}/{name}" for name in only] or ["packages/std-tools/src"]
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", rev, "packages/std-tools/src"],
-        check=True,
-        capture_output=True,
+        ["git", "-C", str(REPO), "archive", rev, *paths], check=True, capture_output=True
     ).stdout
+    if only:
+        shutil.copytree(SRC, into / "packages" / "std-tools" / "src")
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into / "packages" / "std-tools" / "src"
@@ -154,6 +160,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating children per source")
     parser.add_argument("--sizes", default="1000,10000", help="skill counts, comma-separated")
     parser.add_argument("--before", help="also time the std-tools sources of this commit")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="with --before: take only these files (comma-separated, relative to the "
+        "package, e.g. skills/safe_yaml.py) from that commit, the rest as they are now",
+    )
     args = parser.parse_args()
     loader = FAST_LOADER.__name__
     print(
@@ -164,7 +176,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         sources = {"now": SRC}
         if args.before:
-            sources[args.before] = checkout(args.before, Path(scratch) / "before")
+            only = [name for name in args.only.split(",") if name]
+            label = f"{args.before}, {len(only)} files" if only else args.before
+            sources[label] = checkout(args.before, Path(scratch) / "before", only)
         print(
             "| skills | sources | floor | cold scan | x floor | cold list_skills JSON | x floor |"
         )
