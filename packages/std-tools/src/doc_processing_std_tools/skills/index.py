@@ -46,7 +46,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 """The layout of the index; an index of any other layout is rebuilt."""
 
 _BUSY_MS: Final = 2_000
@@ -297,6 +297,7 @@ def _encode_skill(skill: IndexedSkill) -> str | None:
             "frontmatter": frontmatter,
             "digest": record.digest,
             "size": record.size,
+            "excerpt": record.excerpt,
         }
         try:
             if json.loads(json.dumps(frontmatter, allow_nan=False)) != frontmatter:
@@ -357,5 +358,6 @@ def _decode_skill(skills_dir: Path, folder: str, stamp: Stamp, text: str) -> Ind
             frontmatter=frontmatter,
             digest=_text(fields["digest"]),
             size=size,
+            excerpt=_text(fields["excerpt"]),
         )
     return IndexedSkill(stamp, record, diagnostics)

@@ -22,7 +22,7 @@ from ..errors import (
 from ..paths import real_path
 from .frontmatter import check_fields, read_skill_md_text
 from .lint import lint as lint_skill_md
-from .records import SKILL_FILE, SkillDiagnostic, SkillRecord
+from .records import EXCERPT_LENGTH, SKILL_FILE, SkillDiagnostic, SkillRecord
 
 __all__ = ["read_skill"]
 
@@ -175,6 +175,7 @@ def read_skill(
         root=base,
         folder=where,
         frontmatter=parsed.fields,
+        excerpt=parsed.body[:EXCERPT_LENGTH],
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         size=len(data),
     )

@@ -20,6 +20,7 @@ from .frontmatter import Diagnostic, Level
 from .voice import Voice
 
 __all__ = [
+    "EXCERPT_LENGTH",
     "SKILL_FILE",
     "Catalog",
     "SkillDiagnostic",
@@ -32,6 +33,9 @@ SKILL_FILE: Final = "SKILL.md"
 """The file whose presence makes a folder a skill."""
 
 _SKIPPED_NAMES: Final = frozenset({"__pycache__", "node_modules"})
+
+EXCERPT_LENGTH: Final = 3000
+"""Characters of a SKILL.md body kept in its record for search_skills."""
 _SEE_WHOLE_CATALOG: Final = (
     "To find a skill that is not shown, call search_skills with words from the task: it "
     "searches every listed skill. load_skill reads any listed skill by its exact name. To "
@@ -75,6 +79,9 @@ class SkillRecord:
     """``sha256:`` digest of the SKILL.md bytes these fields were read from."""
     size: int | None = field(default=None, compare=False, repr=False)
     """Length in bytes of those SKILL.md bytes."""
+    excerpt: str = field(default="", compare=False, repr=False)
+    """The start of the SKILL.md body (at most `EXCERPT_LENGTH` characters), which
+    search_skills searches besides the name and description."""
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON object `list_skills` shows for this skill."""
@@ -182,13 +189,31 @@ class Catalog:
     def _fitted(self) -> dict[int, str]:
         return {}
 
+    def _surely_over(self, limit: int) -> bool:
+        """True when the JSON is longer than `limit` by its names, descriptions and paths
+        alone (a lower bound of its length, counted without serialising anything)."""
+        if "json" in self.__dict__:
+            return len(self.json) > limit
+        least = 0
+        for record in self.skills:
+            least += len(record.name) + len(record.description) + len(str(record.path))
+            if least > limit:
+                return True
+        return False
+
     def json_within(self, limit: int) -> str:
         """`json` when it has at most `limit` characters; else the catalog cut to fit, as
         valid JSON with a ``truncated`` note saying what was left out and how to see it
         (see `_fit_catalog`). Computed once per limit for an unchanged catalog."""
+        fitted = self._fitted.get(limit)
+        if fitted is None and self._surely_over(limit):
+            # Skip `json`: indented JSON is written by Python's slow pure encoder, and a
+            # large catalog would be serialised whole only to be cut.
+            fitted = self._fitted[limit] = wire_safe(_fit_catalog(self.to_payload(), limit))
+        if fitted is not None:
+            return fitted
         if len(self.json) <= limit:
             return self.json
-        fitted = self._fitted.get(limit)
         if fitted is None:
             fitted = self._fitted[limit] = wire_safe(_fit_catalog(self.to_payload(), limit))
         return fitted

@@ -7,14 +7,18 @@ finds "invoice" and "redacting" finds "redact"), and incremental updates, all in
 hand-written scorer would need each of those re-invented and would be slower at 10,000
 skills; a separate search library would add a dependency for what SQLite already does.
 
-What is indexed: each listed skill's name (hyphens split it into words), description and
-the words of its frontmatter ``metadata`` values; names count five times as much as
-descriptions, since a name is a skill's summary. The index follows the catalog: it holds
+What is indexed: each listed skill's name (hyphens split it into words), description, the
+words of its frontmatter ``metadata`` values and the start of its body (`EXCERPT_LENGTH`
+characters), where the words of a request often are ("random forest", "R-peaks") when the
+description is short. A word in the name counts twice a word in the description, one in
+the body one and a half times (weights chosen on the relevance benchmark, see
+``benchmarks/bench_skills_search.py``). The index follows the catalog: it holds
 exactly the skills of the last catalog it was given, updated by difference (a catalog in
 which one skill changed costs one row), so a search sees every change list_skills sees
 and reaches only listed skills.
 
-A query is plain text, never FTS syntax: it is split into words, each word is quoted, and
+A query is plain text, never FTS syntax: it is split into words, common words that say
+nothing about a task ("the", "please", "use") are dropped, each other word is quoted, and
 the words are joined with OR, so every skill sharing a word with the query is a candidate
 and the ranking puts those that share the rarest and most words first.
 """
@@ -27,7 +31,7 @@ import threading
 from dataclasses import dataclass
 from typing import Final
 
-from .records import Catalog, SkillRecord
+from .records import EXCERPT_LENGTH, Catalog, SkillRecord
 
 __all__ = ["MAX_QUERY_WORDS", "SearchHit", "SkillSearch", "query_words"]
 
@@ -35,8 +39,23 @@ MAX_QUERY_WORDS: Final = 64
 """A query uses at most this many distinct words (the first ones)."""
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
-# Weights of the indexed columns for BM25: name, description, metadata.
-_WEIGHTS: Final = (5.0, 1.0, 0.5)
+# Weights of the indexed columns for BM25: name, description, metadata, body.
+_WEIGHTS: Final = (2.0, 1.0, 0.5, 1.5)
+# Words of a request that say nothing about which skill fits it: English function words
+# and the words every skill description uses ("Use when ..."). Dropped from queries; a
+# query of nothing else keeps them.
+_COMMON: Final = frozenset(
+    """
+    a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each few for from
+    further get got had has have having he her here hers him his how i if in into is it its
+    itself just let like make me more most my myself need needs no nor not now of off on
+    once only or other our ours out over own please same she should so some such than that
+    the their theirs them then there these they this those through to too under until up us
+    use used uses using very want wants was we were what when where which while who whom why
+    will with would you your yours skill skills help helps
+    """.split()  # noqa: SIM905
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +69,11 @@ class SearchHit:
 
 
 def query_words(query: str) -> list[str]:
-    """The distinct words of `query`, lowercased, in order, at most `MAX_QUERY_WORDS`."""
-    words = dict.fromkeys(word.lower() for word in _WORD.findall(query))
-    return list(words)[:MAX_QUERY_WORDS]
+    """The distinct words of `query`, lowercased, in order, common words left out (unless
+    there is nothing else), at most `MAX_QUERY_WORDS`."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
+    telling = [word for word in words if word not in _COMMON]
+    return (telling or words)[:MAX_QUERY_WORDS]
 
 
 def _match_expression(words: list[str]) -> str:
@@ -72,12 +93,13 @@ class SkillSearch:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._db.execute(
-            "CREATE VIRTUAL TABLE skills USING fts5("
-            "name, description, metadata, tokenize = 'porter unicode61 remove_diacritics 2')"
+            "CREATE VIRTUAL TABLE skills USING fts5(name, description, metadata, body, "
+            "tokenize = 'porter unicode61 remove_diacritics 2')"
         )
         self._catalog: Catalog | None = None
         # Indexed skills by name: the record object indexed and its row.
         self._rows: dict[str, tuple[SkillRecord, int]] = {}
+        self._by_row: dict[int, SkillRecord] = {}
         self._next_row = 1
 
     def search(self, catalog: Catalog, query: str, limit: int) -> list[SearchHit]:
@@ -89,12 +111,12 @@ class SkillSearch:
             if not words:
                 return []
             rows = self._db.execute(
-                "SELECT rowid, bm25(skills, ?, ?, ?) AS rank FROM skills WHERE skills MATCH ? "
-                "ORDER BY rank LIMIT ?",
+                "SELECT rowid, bm25(skills, ?, ?, ?, ?) AS rank FROM skills "
+                "WHERE skills MATCH ? ORDER BY rank LIMIT ?",
                 (*_WEIGHTS, _match_expression(words), limit * 2 + 8),
             ).fetchall()
-            by_row = {row: record for record, row in self._rows.values()}
-        hits = [SearchHit(by_row[row], round(-rank, 4)) for row, rank in rows if row in by_row]
+            by_row = self._by_row
+            hits = [SearchHit(by_row[row], round(-rank, 4)) for row, rank in rows if row in by_row]
         hits.sort(key=lambda hit: (-hit.score, hit.record.name))
         return hits[:limit]
 
@@ -117,18 +139,24 @@ class SkillSearch:
                 self._rows[record.name] = (record, self._next_row)
                 self._next_row += 1
             db.executemany(
-                "INSERT INTO skills (rowid, name, description, metadata) VALUES (?, ?, ?, ?)",
+                "INSERT INTO skills (rowid, name, description, metadata, body) "
+                "VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             self._rows.clear()
+            self._by_row.clear()
             db.execute("DELETE FROM skills")
             self._catalog = None
             raise
         for name in [name for name in self._rows if name not in current]:
             del self._rows[name]
+        for row in stale:
+            self._by_row.pop(row, None)
+        for record, row in (self._rows[record.name] for record in added):
+            self._by_row[row] = record
         self._catalog = catalog
 
     def _kept(self, name: str, record: SkillRecord) -> bool:
@@ -137,6 +165,11 @@ class SkillSearch:
         return known is None or known[0] is not record
 
 
-def _columns(record: SkillRecord) -> tuple[str, str, str]:
+def _columns(record: SkillRecord) -> tuple[str, str, str, str]:
     metadata = " ".join(record.metadata.values()) if record.metadata else ""
-    return (record.name.replace("-", " "), record.description, metadata)
+    return (
+        record.name.replace("-", " "),
+        record.description,
+        metadata,
+        record.excerpt[:EXCERPT_LENGTH],
+    )
