@@ -7,15 +7,15 @@ those descriptions, a `Page` of ``skills/list`` at a time, and locates the file 
 ``skill://`` URI for a read.
 
 Data flow of a listing: the first page takes the catalog as list_skills does
-(`actions.cached`, else `actions.scan`) and sorts it by URI into a *listing*; each page then
-publishes its range of that listing: per skill, the walk of its folder and the digests of
-its files (`skill_files`), after the extension's rules (`publishable`) -> `Page`, whose
-``nextCursor`` names the listing and the last skill listed (`uris.CursorSigner`). The
-pages after the first, reached by a cursor this publisher signed, reuse their listing's
-catalog, so a listing checks the catalog once, however many pages it has: a skill added
-or removed meanwhile shows in the next listing, and the files of each skill are checked
-when its page is served. A few listings are remembered (`MAX_LISTINGS`); a cursor of a
-forgotten one takes the catalog anew and goes on after the skill it names.
+(`actions.cached`, else `actions.scan`) and sorts it by URI into a listing (`listings`);
+each page then publishes its range of that listing: per skill, the walk of its folder and
+the digests of its files (`skill_files`), after the extension's rules (`publishable`) ->
+`Page`, whose ``nextCursor`` names the listing and the last skill listed. The pages after
+the first reuse their listing's catalog, so a listing checks the catalog once, however
+many pages it has: a skill added or removed meanwhile shows in the next listing, and the
+files of each skill are checked when its page is served. With a persistent index
+(DPTTOOLS_CACHE_DIR), file digests outlive the process (`index`): a new process takes a
+file's digest from there while the file keeps the stamp it was hashed under.
 
 On a local Linux file system the kernel reports which skill folders changed (`watch`),
 so an unchanged skill costs nothing but a look-up, and a page whose skills were all
@@ -25,11 +25,9 @@ of an unchanged skill costs one ``stat`` per folder and per file and reads nothi
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,12 +39,8 @@ from ..errors import StdToolsError
 from . import actions
 from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord
 from .index import RootIndex, open_index
-from .publishable import (
-    UNPUBLISHABLE_WARNINGS,
-    frontmatter_of,
-    limits_problem,
-    unreadable,
-)
+from .listings import Listing, Listings, Page, listing_key
+from .publishable import UNPUBLISHABLE_WARNINGS, frontmatter_of, limits_problem, unreadable
 from .skill_files import (
     RACY_NS,
     ParentFolders,
@@ -59,19 +53,11 @@ from .skill_files import (
     read_published,
     unchanged,
 )
-from .uris import (
-    CursorSigner,
-    SkillUri,
-    UnknownResourceError,
-    file_uri,
-    mime_type,
-)
+from .uris import SkillUri, UnknownResourceError, file_uri, mime_type
 from .watch import EVERYTHING, FolderWatch
 
 __all__ = [
     "DIRECTORY_MIME_TYPE",
-    "MAX_CACHED_PAGES",
-    "MAX_LISTINGS",
     "MAX_PAGE_RESOURCES",
     "MAX_PAGE_SKILLS",
     "DirectoryChild",
@@ -88,10 +74,6 @@ MAX_PAGE_RESOURCES: Final = 8192
 """A page stops growing once it lists this many files (it always holds one skill)."""
 DIRECTORY_MIME_TYPE: Final = "inode/directory"
 """The MIME type the extension gives a folder."""
-MAX_LISTINGS: Final = 4
-"""How many listings (catalog snapshots) the cursors handed out may refer to."""
-MAX_CACHED_PAGES: Final = 16
-"""How many answered pages one listing keeps, least recently used dropped first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,34 +118,6 @@ class PublishedSkill:
                 for f in self.files
             ],
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    """One ``skills/list`` page: entries, the cursor of the next page, what was left out."""
-
-    entries: list[dict[str, Any]]
-    """The extension's ``Skill`` objects, sorted by URI."""
-    next_cursor: str | None
-    """Pass it back for the next page; None on the last page."""
-    left_out: list[SkillDiagnostic]
-    """Why each skill of this page's range is not published. The first page also carries
-    the catalog's errors (folders that are not skills at all)."""
-
-
-@dataclass(slots=True)
-class _Listing:
-    """One catalog in URI order, as the pages of a listing walk it."""
-
-    number: int
-    key: tuple[Any, ...]
-    catalog: Catalog
-    uris: list[str]
-    records: list[SkillRecord]
-    blocked: dict[str, SkillDiagnostic]
-    # Pages answered while every skill on them was watched, by the URI they start after
-    # ("" for the first): valid until the kernel reports a change.
-    pages: OrderedDict[str, Page] = field(default_factory=OrderedDict)
 
 
 @dataclass(slots=True)
@@ -233,11 +187,6 @@ def _catalog(settings: Settings) -> Catalog:
     return actions.cached(settings) or actions.scan(settings)
 
 
-def _listing_key(settings: Settings) -> tuple[Any, ...]:
-    """What a listing depends on besides the catalog itself."""
-    return (settings.skill_roots, settings.skills_dir, settings.max_file_size_bytes)
-
-
 class SkillPublisher:
     """Publishes the catalog of the five tools for the MCP Skills extension.
 
@@ -264,9 +213,7 @@ class SkillPublisher:
         self._watching = watch
         # Opened on first use, so that building a server opens no inotify instance.
         self._watch: FolderWatch | None = None
-        self._cursors = CursorSigner()
-        self._listings: OrderedDict[int, _Listing] = OrderedDict()
-        self._numbered = 0
+        self._listings = Listings()
         # The persistent indexes, by (cache folder, skills folder); None: none to be had.
         self._stored: dict[tuple[Path, Path], _Stored | None] = {}
 
@@ -279,32 +226,29 @@ class SkillPublisher:
     def page(self, settings: Settings, cursor: str | None = None) -> Page:
         """The ``skills/list`` page that starts after `cursor` (None: the first page).
 
-        The first page takes the catalog; the pages after it reuse that listing's (see the
-        module text). Only the skills of this page are checked and, where they changed,
+        The first page takes the catalog; the pages after it reuse that listing's (see
+        `listings`). Only the skills of this page are checked and, where they changed,
         hashed again.
 
         Raises:
             InvalidCursorError: `cursor` was not handed out by this publisher.
         """
-        number, after = (0, "") if cursor is None else self._cursors.open(cursor)
+        number, after = self._listings.open_cursor(cursor)
         with self._lock:
             quiet = self._take_events()
-            key = _listing_key(settings)
-            listing = self._listings.get(number) if cursor is not None else None
-            if listing is None or listing.key != key:
-                listing = self._listing_of(_catalog(settings), key)
-            else:
-                self._listings.move_to_end(number)
-            known = listing.pages.get(after) if quiet else None
+            key = listing_key(settings)
+            listing = None if cursor is None else self._listings.get(number, key)
+            if listing is None:
+                listing, new = self._listings.of(_catalog(settings), key)
+                if new:
+                    self._forget_folders_not_in(listing.catalog)
+            known = listing.page(after) if quiet else None
             if known is not None:
-                listing.pages.move_to_end(after)
                 return known  # the kernel reported no change in any skill of this page
             page, all_watched = self._build(listing, after, settings)
             self._flush(listed_all=page.next_cursor is None)
             if all_watched:
-                listing.pages[after] = page
-                while len(listing.pages) > MAX_CACHED_PAGES:
-                    listing.pages.popitem(last=False)
+                listing.keep(after, page)
             return page
 
     def cached_page(self, settings: Settings, cursor: str | None = None) -> Page | None:
@@ -316,56 +260,28 @@ class SkillPublisher:
         Raises:
             InvalidCursorError: `cursor` was not handed out by this publisher.
         """
-        number, after = (0, "") if cursor is None else self._cursors.open(cursor)
+        number, after = self._listings.open_cursor(cursor)
         if not self._lock.acquire(blocking=False):
             return None
         try:
             if self._watch is None or not self._take_events():
                 return None
-            key = _listing_key(settings)
+            key = listing_key(settings)
             if cursor is not None:
-                listing = self._listings.get(number)
-            elif self._listings and (catalog := actions.cached(settings)) is not None:
-                listing = next(reversed(self._listings.values()))
-                listing = listing if listing.catalog is catalog else None
+                listing = self._listings.get(number, key)
             else:
-                listing = None
-            if listing is None or listing.key != key:
-                return None
-            known = listing.pages.get(after)
-            if known is not None:
-                listing.pages.move_to_end(after)
-            return known
+                catalog = actions.cached(settings)
+                listing = None if catalog is None else self._listings.newest(catalog, key)
+            return None if listing is None else listing.page(after)
         finally:
             self._lock.release()
 
-    def _listing_of(self, catalog: Catalog, key: tuple[Any, ...]) -> _Listing:
-        """The listing of `catalog`: the newest one when it was made of the same catalog,
-        else a new one (the oldest forgotten past `MAX_LISTINGS`)."""
-        if self._listings:
-            newest = next(reversed(self._listings.values()))
-            if newest.catalog is catalog and newest.key == key:
-                return newest
-        by_uri = sorted((file_uri(r.name, SKILL_FILE), r) for r in catalog.skills)
-        blocked = {d.skill: d for d in catalog.diagnostics if d.code in UNPUBLISHABLE_WARNINGS}
-        self._numbered += 1
-        listing = _Listing(
-            self._numbered,
-            key,
-            catalog,
-            [uri for uri, _ in by_uri],
-            [record for _, record in by_uri],
-            blocked,
-        )
-        self._listings[listing.number] = listing
-        while len(self._listings) > MAX_LISTINGS:
-            self._listings.popitem(last=False)
+    def _forget_folders_not_in(self, catalog: Catalog) -> None:
         if len(self._folders) > len(catalog.skills):
             present = {str(r.directory) for r in catalog.skills}
             self._folders = {k: v for k, v in self._folders.items() if k in present}
-        return listing
 
-    def _build(self, listing: _Listing, after: str, settings: Settings) -> tuple[Page, bool]:
+    def _build(self, listing: Listing, after: str, settings: Settings) -> tuple[Page, bool]:
         """The page of `listing` after the URI `after` ("" for the first), and whether
         every skill on it is watched by the kernel."""
         catalog = listing.catalog
@@ -377,12 +293,12 @@ class SkillPublisher:
         following: str | None = None
         last_uri = ""
         all_watched = self._watch is not None and self._watch.active
-        start = bisect.bisect_right(listing.uris, after) if after else 0
+        start = listing.start(after)
         with ParentFolders() as parents:
             for index in range(start, len(listing.records)):
                 uri, record = listing.uris[index], listing.records[index]
                 if len(entries) >= self._page_skills:
-                    following = self._cursors.issue(listing.number, last_uri)
+                    following = self._listings.cursor(listing, last_uri)
                     break
                 blocked = listing.blocked.get(record.name)
                 outcome = (
@@ -396,7 +312,7 @@ class SkillPublisher:
                 if isinstance(outcome, SkillDiagnostic):
                     left_out.append(outcome)
                 elif entries and listed + len(outcome.files) > self._page_resources:
-                    following = self._cursors.issue(listing.number, last_uri)
+                    following = self._listings.cursor(listing, last_uri)
                     break
                 else:
                     entries.append(outcome.entry)
@@ -411,12 +327,12 @@ class SkillPublisher:
         if self._watch is None:
             self._watch = FolderWatch(enabled=self._watching)
         if not self._watch.active:
-            self._forget_pages()
+            self._listings.forget_pages()
             return False
         changed = self._watch.changed()
         if not changed:
             return True
-        self._forget_pages()
+        self._listings.forget_pages()
         if EVERYTHING in changed:
             for remembered in self._folders.values():
                 remembered.watched = False
@@ -441,10 +357,6 @@ class SkillPublisher:
         for stored in self._stored.values():
             if stored is not None:
                 stored.flush(listed_all=listed_all)
-
-    def _forget_pages(self) -> None:
-        for listing in self._listings.values():
-            listing.pages.clear()
 
     def _report(self, left_out: list[SkillDiagnostic]) -> None:
         for diagnostic in left_out:
