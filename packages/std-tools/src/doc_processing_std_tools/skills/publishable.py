@@ -132,7 +132,9 @@ def frontmatter_of(record: SkillRecord) -> tuple[dict[str, Any] | None, SkillDia
     """The frontmatter the catalog parsed for `record`, and why it cannot be published."""
     if record.frontmatter is None or record.digest is None:
         return None, unreadable(record.name, SKILL_FILE, "the catalog kept no frontmatter")
-    fields = dict(record.frontmatter)
+    fields = record.frontmatter
+    if type(fields) is not dict:
+        fields = dict(fields)
     return fields, check_publishable(fields, record.name)
 
 

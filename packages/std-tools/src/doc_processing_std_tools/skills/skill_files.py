@@ -90,7 +90,7 @@ class Tree:
 
     files: dict[str, tuple[str, os.stat_result]]
     """Relative path (``/``-separated) -> (absolute path, its ``stat``)."""
-    folders: dict[str, list[str]]
+    folders: dict[str, tuple[str, ...]]
     """Relative folder ("" for the skill's own) -> its visible children's names."""
     checks: list[tuple[str, Stamp]]
     """Every folder and file walked, with its stamp: what a later call compares."""
@@ -114,14 +114,10 @@ class Watching:
         return self.watch.watch(path, self.key)
 
 
-@dataclass(slots=True)
-class _Listing:
-    """The visible children of one folder, remembered under the folder's stamp."""
-
-    stamp: Stamp
-    racy: bool
-    files: list[str]
-    folders: list[str]
+# The visible children of one folder, remembered under the folder's stamp: (stamp, racy,
+# file names, folder names). A plain tuple of plain values, which the garbage collector
+# stops tracking: a walk of thousands of skills keeps one per folder.
+_Listing = tuple[Stamp, bool, tuple[str, ...], tuple[str, ...]]
 
 
 @dataclass(slots=True)
@@ -133,7 +129,7 @@ class _Digest:
     stored: bool = False
 
 
-def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[str]]:
+def _visible_children(directory: str, real_root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Names of the regular files and folders in `directory` that the tools' rules show."""
     files: list[str] = []
     folders: list[str] = []
@@ -151,9 +147,8 @@ def _visible_children(directory: str, real_root: Path) -> tuple[list[str], list[
                     files.append(name)
             except OSError:
                 continue
-    files.sort()
-    folders.sort()
-    return files, folders
+    # Tuples of text: the garbage collector stops tracking them, and there are many.
+    return tuple(sorted(files)), tuple(sorted(folders))
 
 
 class SkillFiles:
@@ -174,7 +169,7 @@ class SkillFiles:
         link) is walked once. With `watch`, every path is watched before it is read."""
         watched = watch is not None
         files: dict[str, tuple[str, os.stat_result]] = {}
-        folders: dict[str, list[str]] = {}
+        folders: dict[str, tuple[str, ...]] = {}
         seen: set[tuple[int, int]] = set()
         pending: list[tuple[str, str]] = [(str(folder), "")]
         listings: dict[str, _Listing] = {}
@@ -197,9 +192,10 @@ class SkillFiles:
             if listing is None:
                 continue
             listings[directory] = listing
-            folders[relative] = [*listing.folders, *listing.files]
+            _, _, file_names, folder_names = listing
+            folders[relative] = folder_names + file_names
             prefix = f"{relative}/" if relative else ""
-            for name in listing.files:
+            for name in file_names:
                 path = f"{directory}{os.sep}{name}"
                 if watch is not None and not watch.add(path):
                     watched = False
@@ -209,7 +205,7 @@ class SkillFiles:
                     continue
                 files[prefix + name] = (path, file_st)
                 checks.append((path, stamp_of(file_st)))
-            for name in listing.folders:
+            for name in folder_names:
                 pending.append((f"{directory}{os.sep}{name}", prefix + name))
         self._listings = listings
         return Tree(files, folders, checks, watched)
@@ -217,14 +213,14 @@ class SkillFiles:
     def _listing(self, directory: str, st: os.stat_result, real_root: Path) -> _Listing | None:
         stamp = stamp_of(st)
         known = self._listings.get(directory)
-        if known is not None and known.stamp == stamp and not known.racy:
+        if known is not None and known[0] == stamp and not known[1]:
             return known
         taken = time.time_ns()
         try:
             files, folders = _visible_children(directory, real_root)
         except OSError:
             return None
-        return _Listing(stamp, taken - st.st_mtime_ns < RACY_NS, files, folders)
+        return (stamp, taken - st.st_mtime_ns < RACY_NS, files, folders)
 
     def known(self, path: str, st: os.stat_result) -> str | None:
         """The digest remembered for the file at `path` when its stamp is still `st`'s."""

@@ -73,7 +73,9 @@ class FolderWatch:
     def __init__(self, *, enabled: bool = True) -> None:
         """Open an inotify instance (unless not `enabled`), or record why there is none."""
         self._inotify: Any = None
-        self._owners: dict[int, set[str]] = {}
+        # The key of each watch, or the keys when several share the path (a set only then:
+        # one watch per walked path, tens of thousands of them).
+        self._owners: dict[int, str | set[str]] = {}
         self._roots: dict[str, int | None] = {}
         # Paths watched with another mask than every change (the skills folder and those
         # above it): inotify replaces a path's mask on each add_watch, so a later watch of
@@ -132,7 +134,13 @@ class FolderWatch:
             return False
         if mask != _MASK:
             self._masks[path] = mask | self._masks.get(path, 0)
-        self._owners.setdefault(wd, set()).add(key)
+        owners = self._owners.get(wd)
+        if owners is None or owners == key:
+            self._owners[wd] = key
+        elif isinstance(owners, set):
+            owners.add(key)
+        else:
+            self._owners[wd] = {owners, key}
         return True
 
     def changed(self) -> set[str]:
@@ -152,7 +160,10 @@ class FolderWatch:
             owners = self._owners.get(event.wd)
             if owners is None:
                 continue  # a watch already released: its owners were marked before
-            keys.update(owners)
+            if isinstance(owners, str):
+                keys.add(owners)
+            else:
+                keys.update(owners)
             if event.mask & _IN_IGNORED:
                 del self._owners[event.wd]
         return keys
