@@ -262,3 +262,32 @@ async def test_an_error_message_fits_the_limit_too(oversized: Path) -> None:
     assert result.is_error
     assert len(block.text) <= LIMIT
     assert "resource_path" in block.text and "truncated" in block.text
+
+
+@pytest.mark.parametrize("limit", [2_000, 20_000, 50_000, 120_000])
+def test_a_catalog_too_large_to_show_whole_is_cut_as_if_every_skill_were_weighed(
+    tmp_path: Path, limit: int
+) -> None:
+    """The cut that weighs only the skills that can still fit gives the very answer of the
+    cut that weighs them all."""
+    from doc_processing_std_tools.skills.catalog import scan_once
+    from doc_processing_std_tools.skills.records import _fit_catalog
+
+    root = tmp_path / "skills"
+    for index in range(1500):
+        extra = "metadata:\n  owner: team\n" if index % 3 else ""
+        (root / f"skill-{index:04d}").mkdir(parents=True)
+        (root / f"skill-{index:04d}" / "SKILL.md").write_text(
+            f"---\nname: skill-{index:04d}\ndescription: Handles case {index}. "
+            f"{'More words. ' * (index % 17)}\n{extra}---\n",
+            encoding="utf-8",
+        )
+    (root / "broken").mkdir()
+    (root / "broken" / "SKILL.md").write_text("---\nname: broken\n---\n", encoding="utf-8")
+    catalog = scan_once(root, max_bytes=1 << 20)
+    fast = catalog.json_within(limit)
+    assert len(fast) <= limit
+    assert fast == _fit_catalog(catalog.to_payload(), limit)
+    payload = json.loads(fast)
+    assert payload["count"] == 1500
+    assert "search_skills" in payload[TRUNCATED_KEY]

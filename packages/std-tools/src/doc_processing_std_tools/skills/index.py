@@ -46,16 +46,18 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 """The layout of the index; an index of any other layout is rebuilt."""
 
 _BUSY_MS: Final = 2_000
+_DECODER: Final = json.JSONDecoder()
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS skills ("
     " folder TEXT NOT NULL, max_bytes INTEGER NOT NULL,"
     " mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, size INTEGER NOT NULL,"
-    " ino INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (folder, max_bytes))",
+    " ino INTEGER NOT NULL, entry TEXT NOT NULL, excerpt TEXT NOT NULL,"
+    " PRIMARY KEY (folder, max_bytes))",
     "CREATE TABLE IF NOT EXISTS files ("
     " path TEXT PRIMARY KEY, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,"
     " size INTEGER NOT NULL, ino INTEGER NOT NULL, digest TEXT NOT NULL)",
@@ -193,16 +195,19 @@ class RootIndex:
         try:
             with self._lock:
                 rows = self._connection.execute(
-                    "SELECT folder, mtime, ctime, size, ino, entry FROM skills WHERE max_bytes = ?",
+                    "SELECT folder, mtime, ctime, size, ino, entry, excerpt FROM skills "
+                    "WHERE max_bytes = ?",
                     (max_bytes,),
                 ).fetchall()
         except sqlite3.Error as exc:
             logger.debug("skills index %s: cannot read (%s)", self.path, exc)
             return {}
         found: dict[str, IndexedSkill] = {}
-        for folder, mtime, ctime, size, ino, text in rows:
+        for folder, mtime, ctime, size, ino, text, excerpt in rows:
             try:
-                found[folder] = _decode_skill(skills_dir, folder, (mtime, ctime, size, ino), text)
+                found[folder] = _decode_skill(
+                    skills_dir, folder, (mtime, ctime, size, ino), text, excerpt
+                )
             except (ValueError, TypeError, KeyError):
                 continue  # not written by this code: read the skill again
         return found
@@ -218,13 +223,14 @@ class RootIndex:
         for folder, skill in changed.items():
             text = _encode_skill(skill)
             if text is not None:
-                rows.append((folder, max_bytes, *skill.stamp, text))
+                excerpt = skill.record.excerpt if skill.record is not None else ""
+                rows.append((folder, max_bytes, *skill.stamp, text, excerpt))
         gone = [(folder,) for folder in removed]
         if not rows and not gone:
             return
         self._write(
             [
-                ("INSERT OR REPLACE INTO skills VALUES (?, ?, ?, ?, ?, ?, ?)", rows),
+                ("INSERT OR REPLACE INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows),
                 ("DELETE FROM skills WHERE folder = ?", gone),
             ]
         )
@@ -297,7 +303,6 @@ def _encode_skill(skill: IndexedSkill) -> str | None:
             "frontmatter": frontmatter,
             "digest": record.digest,
             "size": record.size,
-            "excerpt": record.excerpt,
         }
         try:
             if json.loads(json.dumps(frontmatter, allow_nan=False)) != frontmatter:
@@ -317,13 +322,17 @@ def _optional_text(value: Any) -> str | None:
     return None if value is None else _text(value)
 
 
-def _decode_skill(skills_dir: Path, folder: str, stamp: Stamp, text: str) -> IndexedSkill:
+def _decode_skill(
+    skills_dir: Path, folder: str, stamp: Stamp, text: str, excerpt: Any
+) -> IndexedSkill:
     """An entry written by `_encode_skill`, its types checked field by field.
 
     Raises:
         ValueError, TypeError, KeyError: the entry is not one this code wrote.
     """
-    entry = json.loads(text)
+    entry, end = _DECODER.raw_decode(text)
+    if end != len(text) or not isinstance(entry, dict):
+        raise ValueError("not one JSON object")
     diagnostics = tuple(
         SkillDiagnostic(_text(where), level, _text(code), _text(message))
         for where, level, code, message in entry["diagnostics"]
@@ -358,6 +367,6 @@ def _decode_skill(skills_dir: Path, folder: str, stamp: Stamp, text: str) -> Ind
             frontmatter=frontmatter,
             digest=_text(fields["digest"]),
             size=size,
-            excerpt=_text(fields["excerpt"]),
+            excerpt=_text(excerpt),
         )
     return IndexedSkill(stamp, record, diagnostics)

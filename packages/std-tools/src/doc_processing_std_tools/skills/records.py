@@ -165,10 +165,11 @@ class Catalog:
     def _by_name(self) -> dict[str, SkillRecord]:
         return {record.name: record for record in self.skills}
 
-    def to_payload(self) -> dict[str, Any]:
-        """The `list_skills` JSON object."""
+    def to_payload(self, first: int | None = None) -> dict[str, Any]:
+        """The `list_skills` JSON object (with only the `first` skills when given)."""
+        skills = self.skills if first is None else self.skills[:first]
         payload: dict[str, Any] = {
-            "skills": [record.to_payload() for record in self.skills],
+            "skills": [record.to_payload() for record in skills],
             "skills_dir": str(self.skills_dir),
             "count": self.count,
         }
@@ -208,8 +209,12 @@ class Catalog:
         fitted = self._fitted.get(limit)
         if fitted is None and self._surely_over(limit):
             # Skip `json`: indented JSON is written by Python's slow pure encoder, and a
-            # large catalog would be serialised whole only to be cut.
-            fitted = self._fitted[limit] = wire_safe(_fit_catalog(self.to_payload(), limit))
+            # large catalog would be serialised whole only to be cut. Skills that could
+            # not be shown even at their shortest are only counted.
+            shown = _reachable(self.skills, limit)
+            payload = self.to_payload(first=shown)
+            tail = None if shown == len(self.skills) else _Tail.of(self.skills[shown:])
+            fitted = self._fitted[limit] = wire_safe(_fit_catalog(payload, limit, tail))
         if fitted is not None:
             return fitted
         if len(self.json) <= limit:
@@ -227,7 +232,45 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
+# Fewer characters than any skill takes in compact JSON besides its name, path and
+# description ('{"name": "", "description": "", "path": ""}' and a separator).
+_LEAST_OVERHEAD: Final = 40
+
+
+def _reachable(skills: tuple[SkillRecord, ...], limit: int) -> int:
+    """How many leading skills could appear in an answer of `limit` characters even with
+    everything else cut: the rest cannot, whatever is cut."""
+    least = 0
+    for index, record in enumerate(skills):
+        least += (
+            len(record.name)
+            + len(str(record.path))
+            + min(len(record.description), _SHORTEST_DESCRIPTION)
+            + _LEAST_OVERHEAD
+        )
+        if least > limit:
+            return index + 1
+    return len(skills)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    """What `_fit_catalog` must count of the skills it is not given (they cannot fit)."""
+
+    hidden: int
+    longest: int
+    cut: int
+
+    @classmethod
+    def of(cls, records: tuple[SkillRecord, ...]) -> _Tail:
+        return cls(
+            hidden=len(records),
+            longest=max((len(r.description) for r in records), default=0),
+            cut=sum(len(r.description) > _SHORTEST_DESCRIPTION for r in records),
+        )
+
+
+def _fit_catalog(payload: dict[str, Any], limit: int, tail: _Tail | None = None) -> str:
     """The list_skills JSON held to `limit` characters, giving up the least useful first.
 
     Each step is taken only while the answer is still too long, and each is stated in a
@@ -239,7 +282,8 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
 
     Sizes are added up from each entry's own JSON length (compact JSON is the entries
     joined by ``", "``), so a catalog of thousands of skills is serialised once, not once
-    per step tried.
+    per step tried. `tail` stands for skills after those of `payload` that cannot fit
+    whatever is cut (see `_reachable`): every step is then taken, and they are counted.
     """
     done: list[str] = []
     skills: list[dict[str, Any]] = payload["skills"]
@@ -268,7 +312,8 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
         text = _dumps(shown)
         return text if len(text) <= limit else None
 
-    if any(field in skill for skill in skills for field in _OPTIONAL_FIELDS):
+    hopeless = tail is not None
+    if hopeless or any(field in skill for skill in skills for field in _OPTIONAL_FIELDS):
         for skill in skills:
             for field in _OPTIONAL_FIELDS:
                 skill.pop(field, None)
@@ -279,11 +324,14 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
     sizes = [len(_dumps(skill)) for skill in skills]
     diagnostic_sizes = [len(_dumps(d)) for d in everything]
     kept_diagnostics = len(everything)
-    if not done and length(sizes, kept_diagnostics, noted=False) <= limit:
+    if not hopeless and not done and length(sizes, kept_diagnostics, noted=False) <= limit:
         return _dumps(payload)  # only the indentation had to go
-    if done and length(sizes, kept_diagnostics) <= limit:
+    if not hopeless and done and length(sizes, kept_diagnostics) <= limit:
         return answer(len(skills), kept_diagnostics) or _fit_generic(payload, limit, done)
-    if everything:
+    if everything and hopeless:
+        kept_diagnostics = 0
+        done.append(f"{len(everything)} of {len(everything)} diagnostics were left out")
+    elif everything:
         total = len(everything)
         done.append("")
         # The most diagnostics (kept from the start) that fit.
@@ -299,6 +347,8 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
             return answer(len(skills), kept_diagnostics) or _fit_generic(payload, limit, done)
     originals = [skill["description"] for skill in skills]
     longest = max((len(text) for text in originals), default=0)
+    if tail is not None:
+        longest = max(longest, tail.longest)
     if longest > _SHORTEST_DESCRIPTION:
         bare = [size - len(_dumps(text)) for size, text in zip(sizes, originals, strict=True)]
 
@@ -313,8 +363,9 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
 
         done.append("")
         shortest, cut = capped(_SHORTEST_DESCRIPTION)
+        cut += tail.cut if tail is not None else 0
         done[-1] = f"{cut} descriptions were cut to {_SHORTEST_DESCRIPTION} characters"
-        if length(shortest, kept_diagnostics) <= limit:
+        if not hopeless and length(shortest, kept_diagnostics) <= limit:
             # The longest common description length that fits, by bisection.
             low, high, best = _SHORTEST_DESCRIPTION + 1, longest - 1, _SHORTEST_DESCRIPTION
             while low <= high:
@@ -331,8 +382,8 @@ def _fit_catalog(payload: dict[str, Any], limit: int) -> str:
         _cap_descriptions(skills, originals, _SHORTEST_DESCRIPTION)
         sizes = shortest
     # Last, skills from the end of the list: the most that fit with the note saying so.
-    count = len(skills)
-    kept = count
+    count = len(skills) + (tail.hidden if tail is not None else 0)
+    kept = len(skills)
     done.append("")
     while kept > 0:
         last = skills[kept - 1]["name"]
