@@ -272,17 +272,18 @@ def _plain_scalar(raw: str) -> Any:
             or a trailing colon in it), or that resolves to a tag not built here.
     """
     first = raw[:1]
-    if first == "'":
-        match = _SINGLE_QUOTED.fullmatch(raw)
-        if match is None:
+    if first in _INDICATORS:
+        quoted = (
+            _SINGLE_QUOTED.fullmatch(raw)
+            if first == "'"
+            else _DOUBLE_QUOTED.fullmatch(raw)
+            if first == '"'
+            else None
+        )
+        if quoted is None:
             raise _Unusual
-        return match.group(1).replace("''", "'")
-    if first == '"':
-        match = _DOUBLE_QUOTED.fullmatch(raw)
-        if match is None:
-            raise _Unusual
-        return match.group(1)
-    if first in _INDICATORS or ": " in raw or " #" in raw or raw.endswith(":"):
+        return quoted.group(1).replace("''", "'") if first == "'" else quoted.group(1)
+    if ": " in raw or " #" in raw or raw[-1] == ":":
         raise _Unusual
     for tag, regexp in _BY_FIRST.get(first, _ANY_FIRST):
         if regexp.match(raw):
@@ -291,6 +292,14 @@ def _plain_scalar(raw: str) -> Any:
                 raise _Unusual
             return make(_SCALAR_BUILDER, yaml.ScalarNode(tag, raw))
     return raw
+
+
+def _plain_key(name: str) -> Any:
+    """The key `name` (as `_PAIR` matched it) as YAML resolves it: most keys start with a
+    character no resolver looks at, and are the text itself."""
+    if name[0] in _BY_FIRST or _ANY_FIRST:
+        return _plain_scalar(name)
+    return name
 
 
 def _read_plain(text: str) -> dict[Any, Any] | None:
@@ -315,7 +324,7 @@ def _read_plain(text: str) -> dict[Any, Any] | None:
             match = _PAIR.fullmatch(line)
             if match is None:
                 return None
-            key = _plain_scalar(match.group(1))
+            key = _plain_key(match.group(1))
             raw = (match.group(2) or "").strip(" ")
             if raw:
                 mapping[key] = _plain_scalar(raw)
@@ -337,7 +346,7 @@ def _read_plain(text: str) -> dict[Any, Any] | None:
         if match is None:
             return None
         raw = (match.group(2) or "").strip(" ")
-        inner[_plain_scalar(match.group(1))] = _plain_scalar(raw) if raw else None
+        inner[_plain_key(match.group(1))] = _plain_scalar(raw) if raw else None
         nodes += 2
     if nodes == 1 or nodes > MAX_YAML_NODES:
         return None
