@@ -246,3 +246,19 @@ def test_several_processes_share_one_index(folder: Path, tmp_path: Path) -> None
         assert "WARNING" not in err
     _, opened = reads_of_skill_md(lambda: scan(folder, cache))
     assert opened == []
+
+
+def test_damage_inside_the_file_is_found_when_read_and_the_index_rebuilt(
+    folder: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    expected = scan(folder, cache)
+    database = index_file(cache, folder.resolve())
+    data = bytearray(database.read_bytes())
+    assert len(data) > 8192
+    data[4096:] = b"\xa5" * (len(data) - 4096)  # every page after the first
+    database.write_bytes(bytes(data))
+    again, opened = reads_of_skill_md(lambda: scan(folder, cache))
+    assert len(opened) == 31 and same(expected, again)
+    _, opened = reads_of_skill_md(lambda: scan(folder, cache))
+    assert opened == []

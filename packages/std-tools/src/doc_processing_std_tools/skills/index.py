@@ -140,13 +140,12 @@ def _connect(path: Path, real_root: Path) -> sqlite3.Connection:
         version = connection.execute("PRAGMA user_version").fetchone()[0]
         if version == 0:
             _create(connection, real_root)
+            path.chmod(0o600)  # the skills' text is the user's own
         elif version != FORMAT:
             raise sqlite3.DatabaseError(f"index format {version}, this server reads {FORMAT}")
         row = connection.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
         if row is None or row[0] != str(real_root):
             raise sqlite3.DatabaseError("the index belongs to another skills folder")
-        if connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-            raise sqlite3.DatabaseError("the index is damaged")
     except BaseException:
         connection.close()
         raise
@@ -178,6 +177,7 @@ class RootIndex:
         """Wrap an open, checked connection (see `open_index`)."""
         self._connection = connection
         self._lock = threading.Lock()
+        self._rebuilt = False
         self.path = path
         """The database file."""
         self.real_root = real_root
@@ -200,7 +200,7 @@ class RootIndex:
                     (max_bytes,),
                 ).fetchall()
         except sqlite3.Error as exc:
-            logger.debug("skills index %s: cannot read (%s)", self.path, exc)
+            self._failed("read", exc)
             return {}
         found: dict[str, IndexedSkill] = {}
         for folder, mtime, ctime, size, ino, text, excerpt in rows:
@@ -243,7 +243,7 @@ class RootIndex:
                     "SELECT path, mtime, ctime, size, ino, digest FROM files"
                 ).fetchall()
         except sqlite3.Error as exc:
-            logger.debug("skills index %s: cannot read (%s)", self.path, exc)
+            self._failed("read", exc)
             return {}
         return {
             path: ((mtime, ctime, size, ino), digest)
@@ -280,9 +280,31 @@ class RootIndex:
                     connection.execute("ROLLBACK")
                     raise
         except sqlite3.Error as exc:
-            # Busy past the timeout, a full disk, a file removed meanwhile: the entries
-            # are read again next time, which is all an index failure ever costs.
-            logger.debug("skills index %s: cannot write (%s)", self.path, exc)
+            self._failed("write", exc)
+
+    def _failed(self, what: str, exc: sqlite3.Error) -> None:
+        """After a failed read or write: busy past the timeout or a full disk costs this
+        one use (the entries are read again next time); a damaged file (SQLite reads
+        pages only when a query needs them, so damage shows here, not when opening) is
+        removed and laid out anew, once per process."""
+        logger.debug("skills index %s: cannot %s (%s)", self.path, what, exc)
+        message = str(exc).lower()
+        if isinstance(exc, sqlite3.OperationalError) and (
+            "locked" in message or "busy" in message or "full" in message
+        ):
+            return
+        with self._lock:
+            if self._rebuilt:
+                return
+            self._rebuilt = True
+            self._connection.close()
+            try:
+                _remove(self.path)
+                self._connection = _connect(self.path, self.real_root)
+            except (OSError, sqlite3.Error) as again:
+                logger.debug("skills index %s: cannot lay it out anew (%s)", self.path, again)
+                # A connection to nothing: every later use fails and costs only itself.
+                self._connection = sqlite3.connect(":memory:", check_same_thread=False)
 
 
 def _encode_skill(skill: IndexedSkill) -> str | None:
