@@ -7,6 +7,7 @@ use it). Relative folders are resolved against the working directory of that fir
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -30,6 +31,7 @@ __all__ = [
     "get_settings",
     "load_serving_settings",
     "load_settings",
+    "loopback_host",
     "reset_settings",
 ]
 
@@ -391,6 +393,30 @@ class ServingSettings:
     """Bearer-token checking for HTTP."""
 
 
+def loopback_host(host: str) -> str | None:
+    """The one spelling of `host` when it names this machine only, else None.
+
+    ``localhost`` in any case (and with a final dot) is ``localhost``; an IPv4 address in
+    127.0.0.0/8 is its dotted form (``127.0.0.2``); IPv6 loopback in any spelling
+    (``0:0:0:0:0:0:0:1``, ``[::1]``) is ``::1``. Anything else, an IPv4-mapped address
+    (``::ffff:127.0.0.1``) and the wildcards included, is None: other machines may reach it.
+    Every loopback decision (no authentication needed, the Host and Origin checks, plain
+    http for a JWKS) is taken from this one answer.
+    """
+    name = host.strip()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name.casefold().rstrip(".") == "localhost":
+        return "localhost"
+    try:
+        address = ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return None
+    return address.compressed if address.is_loopback else None
+
+
 def _flag(name: str, raw: str | None) -> bool:
     if raw is None or raw.strip() == "":
         return False
@@ -421,11 +447,12 @@ def _url(name: str, raw: str | None, *, https_unless_loopback: bool = False) -> 
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{name}={raw!r} is not an http(s) URL; write it as https://host/path.")
-    local = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    local = loopback_host(parts.hostname) is not None
     if https_unless_loopback and parts.scheme == "http" and not local:
         raise ConfigError(
             f"{name}={raw!r} uses plain http to another machine, where the keys could be "
-            "swapped on the way; use https (plain http is accepted on 127.0.0.1 only)."
+            "swapped on the way; use https (plain http is accepted on a loopback address "
+            "only, such as 127.0.0.1)."
         )
     return value
 

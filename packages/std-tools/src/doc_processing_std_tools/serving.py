@@ -9,13 +9,15 @@
   for JWTs, ``401`` with ``WWW-Authenticate`` for a missing or bad token).
 - `http_app` is the streamable HTTP app (stateless) with a request-body limit derived from
   DPTTOOLS_MAX_FILE_SIZE_MB; a larger body is answered with a JSON-RPC error naming it.
+  On a loopback address, in any spelling (`config.loopback_host`), the Host and Origin
+  checks against DNS rebinding are on; `is_loopback` (no authentication needed) is decided
+  from the same answer, so the two can never disagree.
 
 The rules themselves (scopes, selection, token checks) live in `access` and `auth`.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from collections.abc import Sequence
@@ -29,6 +31,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_REQUEST, CallToolResult, InputRequiredResult, Tool
 from pydantic import AnyHttpUrl
@@ -36,7 +39,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .access import READ, refusal, select_tools
-from .config import AuthConfig
+from .config import AuthConfig, loopback_host
 from .errors import AuthenticationError, ConfigError
 
 if TYPE_CHECKING:
@@ -50,6 +53,7 @@ __all__ = [
     "is_loopback",
     "request_body_limit",
     "restrict_tools",
+    "transport_security",
 ]
 
 logger = logging.getLogger(__name__)
@@ -178,13 +182,34 @@ class _Verifier(TokenVerifier):
 
 
 def is_loopback(host: str) -> bool:
-    """Whether `host` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    """Whether `host` is reachable from this machine only (127.0.0.0/8, ::1, localhost, in
+    any spelling; see `config.loopback_host`)."""
+    return loopback_host(host) is not None
+
+
+#: The loopback names every loopback server answers to, as a Host header writes them.
+_LOOPBACK_AUTHORITIES: Final = ("127.0.0.1", "localhost", "[::1]")
+
+
+def transport_security(host: str) -> TransportSecuritySettings:
+    """The SDK's Host and Origin checks for a server bound to `host`.
+
+    On a loopback address, however it is spelt (``127.0.0.2``, ``LOCALHOST``,
+    ``0:0:0:0:0:0:0:1``), a request must name a loopback host in ``Host`` (else 421) and,
+    when it has an ``Origin``, a loopback origin (else 403): a web page whose name was
+    rebound to 127.0.0.1 cannot reach the server. Elsewhere the checks are off; such a
+    server needs authentication (or a proxy that authenticates) instead.
+    """
+    canonical = loopback_host(host)
+    if canonical is None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    own = f"[{canonical}]" if ":" in canonical else canonical
+    authorities = list(dict.fromkeys((*_LOOPBACK_AUTHORITIES, own)))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{authority}:*" for authority in authorities],
+        allowed_origins=[f"http://{authority}:*" for authority in authorities],
+    )
 
 
 def _resource_url(config: AuthConfig, host: str, port: int, path: str) -> str:
@@ -306,9 +331,9 @@ def http_app(server: MCPServer, *, host: str, path: str, max_file_bytes: int) ->
     """`server` as a stateless streamable HTTP app at `path`, with the body limit of
     `request_body_limit(max_file_bytes)`.
 
-    On a loopback `host` ("127.0.0.1", "localhost", "::1") the SDK's DNS-rebinding
-    protection is on: a foreign ``Host`` header gets 421 and a foreign ``Origin`` 403.
-    Authentication is whatever `server` was built with (`http_auth`).
+    On a loopback `host`, in any spelling, the SDK's DNS-rebinding protection is on
+    (`transport_security`): a foreign ``Host`` header gets 421 and a foreign ``Origin``
+    403. Authentication is whatever `server` was built with (`http_auth`).
     """
     limit = request_body_limit(max_file_bytes)
     app = server.streamable_http_app(
@@ -316,5 +341,6 @@ def http_app(server: MCPServer, *, host: str, path: str, max_file_bytes: int) ->
         stateless_http=True,
         max_request_body_size=limit,
         host=host,
+        transport_security=transport_security(host),
     )
     return _BodyLimit(app, limit=limit, max_file_bytes=max_file_bytes)

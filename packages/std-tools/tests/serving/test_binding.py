@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from http_child import serving, start_server
+from http_child import listening, serving, start_server
 
 from .helpers import ISSUER, Folders, Keys
 
@@ -88,3 +88,49 @@ def test_a_foreign_host_header_gets_421_and_a_foreign_origin_403(folders: Folder
     assert rebound.status_code == 421
     assert foreign_origin.status_code == 403
     assert local_origin.status_code == 200
+
+
+#: Other spellings of a loopback address, and the address a client reaches each one at.
+LOOPBACK_FORMS = [
+    pytest.param("127.0.0.2", "127.0.0.2", id="127.0.0.2"),
+    pytest.param("LOCALHOST", "127.0.0.1", id="LOCALHOST"),
+    pytest.param("0:0:0:0:0:0:0:1", "::1", id="0:0:0:0:0:0:0:1"),
+]
+
+
+def write_call(path: str) -> str:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "write_file", "arguments": {"path": path, "content": "pwned\n"}},
+        }
+    )
+
+
+@pytest.mark.parametrize(("host", "address"), LOOPBACK_FORMS)
+def test_every_loopback_form_keeps_the_host_and_origin_checks(
+    folders: Folders, host: str, address: str
+) -> None:
+    with listening(start_server(*folders.args(), host=host, address=address)) as server:
+        rebound = httpx2.post(
+            server.url,
+            content=write_call("rebound.txt"),
+            headers={**HEADERS, "Host": "evil.example:80"},
+        )
+        foreign_origin = httpx2.post(
+            server.url,
+            content=write_call("origin.txt"),
+            headers={**HEADERS, "Origin": "http://evil.example"},
+        )
+        own = httpx2.post(server.url, content=LIST_TOOLS, headers=HEADERS)
+        own_origin = httpx2.post(
+            server.url,
+            content=LIST_TOOLS,
+            headers={**HEADERS, "Origin": f"http://{server.authority}"},
+        )
+    assert (rebound.status_code, foreign_origin.status_code) == (421, 403)
+    assert not (folders.workspace / "rebound.txt").exists()
+    assert not (folders.workspace / "origin.txt").exists()
+    assert (own.status_code, own_origin.status_code) == (200, 200)

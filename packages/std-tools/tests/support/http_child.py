@@ -43,17 +43,25 @@ class Started:
     port: int
     log: Path
     """The file the child's stderr goes to, until `stop` removes it."""
+    address: str = "127.0.0.1"
+    """The loopback address the child listens on (127.0.0.1 unless told otherwise)."""
     _stderr: str | None = field(default=None, repr=False)
+
+    @property
+    def authority(self) -> str:
+        """``address:port`` as a URL writes it (an IPv6 address in brackets)."""
+        shown = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{shown}:{self.port}"
 
     @property
     def url(self) -> str:
         """The MCP endpoint."""
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://{self.authority}/mcp"
 
     @property
     def base(self) -> str:
         """The server's root, for the other routes (such as /.well-known/...)."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.authority}"
 
     def stderr(self) -> str:
         """What the child has written on stderr so far; all of it once stopped."""
@@ -83,11 +91,13 @@ def launch(
     *,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    address: str = "127.0.0.1",
 ) -> Started:
-    """Run `python <arguments>`, a server that listens on 127.0.0.1:`port`, and return once
-    it listens or has exited. Its environment is this one without any DPTTOOLS_* name, plus
-    `env`; its stderr goes to a file (see `Started.stderr`). Raises `NotServing` (after
-    stopping it) when it neither listens nor exits within `START_SECONDS`."""
+    """Run `python <arguments>`, a server that listens on `address`:`port` (a loopback
+    address: 127.0.0.1 by default), and return once it listens or has exited. Its
+    environment is this one without any DPTTOOLS_* name, plus `env`; its stderr goes to a
+    file (see `Started.stderr`). Raises `NotServing` (after stopping it) when it neither
+    listens nor exits within `START_SECONDS`."""
     environ = {key: value for key, value in os.environ.items() if not key.startswith("DPTTOOLS_")}
     environ.update(env or {})
     handle, name = tempfile.mkstemp(prefix="server-", suffix=".stderr")
@@ -100,11 +110,11 @@ def launch(
             env=environ,
             cwd=cwd,
         )
-    started = Started(process, port, Path(name))
+    started = Started(process, port, Path(name), address)
     deadline = time.monotonic() + START_SECONDS
     while process.poll() is None:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            with socket.create_connection((address, port), timeout=0.2):
                 break
         except OSError:
             if time.monotonic() > deadline:
@@ -122,13 +132,15 @@ def start_server(
     host: str = "127.0.0.1",
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    address: str = "127.0.0.1",
 ) -> Started:
     """Start the composed server, `python -m doc_processing_std_tools --transport
-    streamable-http --host <host>` on a free port with `args` added; see `launch`."""
+    streamable-http --host <host>` on a free port with `args` added; see `launch`.
+    `address` is where the server is reached (when `host` is another loopback form)."""
     port = free_port()
     command = ["-m", "doc_processing_std_tools", "--transport", "streamable-http"]
     command += ["--host", host, "--port", str(port), *args]
-    return launch(command, port, env=env, cwd=cwd)
+    return launch(command, port, env=env, cwd=cwd, address=address)
 
 
 @contextmanager
