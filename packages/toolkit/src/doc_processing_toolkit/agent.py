@@ -439,6 +439,7 @@ class Agent:
         concurrency: int = 4,
         output: str | os.PathLike[str] | None = None,
         resume: bool = False,
+        force: bool = False,
         engine: Literal["local", "ray"] | Engine = "local",
         ray_address: str | None = None,
         retry: RetryPolicy | None = None,
@@ -458,6 +459,8 @@ class Agent:
                 arrive.
             resume: keep the items `output` holds as ok (yielded as ``skipped``) and run
                 the others again.
+            force: with `resume`, go on even though `output` holds lines that are not
+                result lines (they are dropped); without it such a file is refused.
             engine: ``"local"`` (this process, sharing this agent's sessions), ``"ray"``
                 (an actor pool, each actor with its own agent from this agent's
                 configuration), or an engine object (`LocalEngine`, `RayEngine`).
@@ -467,7 +470,9 @@ class Agent:
             control: stops the batch from outside (`BatchControl.stop` / `cancel`).
 
         Raises:
-            BatchError: the template is malformed, or `output` cannot be used.
+            BatchError: the template is malformed, or `output` cannot be used: it is one
+                of the input files, a link to nothing, not empty without `resume`, or holds
+                lines that are not results without `force` (nothing is written to it then).
             MissingDependencyError: ``engine="ray"`` without the ``ray`` extra.
         """
         from .batch import runner
@@ -476,7 +481,14 @@ class Agent:
             engine, concurrency=concurrency, retry=retry, ray_address=ray_address
         )
         return runner.run_batch(
-            self, items, prompt, engine=chosen, output=output, resume=resume, control=control
+            self,
+            items,
+            prompt,
+            engine=chosen,
+            output=output,
+            resume=resume,
+            force=force,
+            control=control,
         )
 
     def run_batch_sync(

@@ -156,7 +156,7 @@ def test_resume_repairs_a_partial_last_line_and_reruns_failed_items(tmp_path: Pa
     ok = ItemResult(id="a", item="a.txt", status="ok", answer="fine")
     failed = ItemResult(id="b", item="b.txt", status="failed", error="boom", cause="X")
     lines = [json.dumps(result.to_json()) for result in (ok, failed, ok)]
-    output.write_text("\n".join([*lines, "not json", '{"id": "c", "sta']), encoding="utf-8")
+    output.write_text("\n".join([*lines, '{"id": "c", "sta']), encoding="utf-8")
 
     fresh = ResultsFile(output)
     try:
@@ -174,3 +174,23 @@ def test_resume_repairs_a_partial_last_line_and_reruns_failed_items(tmp_path: Pa
     results.close()
     final = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert [(line["id"], line["status"]) for line in final] == [("a", "ok"), ("b", "ok")]
+
+
+def test_resume_drops_lines_that_are_not_results_only_when_forced(tmp_path: Path) -> None:
+    output = tmp_path / "results.jsonl"
+    ok = json.dumps(ItemResult(id="a", item="a.txt", status="ok", answer="fine").to_json())
+    output.write_text(f"{ok}\nnot json\n", encoding="utf-8")
+
+    try:
+        ResultsFile(output, resume=True).open()
+    except Exception as exc:
+        assert "line 2 is not a result line ('not json')" in str(exc) and "--force" in str(exc)
+    else:
+        raise AssertionError("a file with a line that is not a result was resumed into")
+    assert output.read_text(encoding="utf-8") == f"{ok}\nnot json\n"
+
+    forced = ResultsFile(output, resume=True, force=True)
+    assert forced.open() == {"a"}
+    forced.close()
+    assert forced.repaired
+    assert output.read_text(encoding="utf-8") == f"{ok}\n"

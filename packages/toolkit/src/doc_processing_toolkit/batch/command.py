@@ -67,6 +67,12 @@ def add_batch_parser(commands: Any) -> None:
         help="keep the items --output holds as ok and run the others (after a crash or Ctrl-C)",
     )
     batch.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: go on even though --output holds lines that are not results "
+        "(they are dropped)",
+    )
+    batch.add_argument(
         "--engine", choices=("local", "ray"), default="local", help="where items run"
     )
     batch.add_argument(
@@ -171,6 +177,7 @@ def run_batch_command(options: argparse.Namespace, *, err: TextIO | None = None)
                         engine=engine,
                         output=options.output,
                         resume=options.resume,
+                        force=options.force,
                         control=control,
                     )
                     async with aclosing(results) as stream:

@@ -169,6 +169,14 @@ class ItemSource:
         self._paths = paths
         self._jsonl = jsonl
 
+    def files(self) -> list[Path]:
+        """The files the items are read from: the JSONL file, or every file the pattern
+        matched (an output file must be none of them)."""
+        if self._paths is not None:
+            return [Path(path) for path in self._paths]
+        assert self._jsonl is not None
+        return [self._jsonl]
+
     def count(self) -> int:
         """How many items the source holds."""
         if self._paths is not None:

@@ -3,12 +3,20 @@
 Each line is written with one ``write`` of the complete line on a file opened for
 appending, so a crash (even ``kill -9``) leaves only whole lines behind, except in the
 rare case of a line the kernel took in part; `ResultsFile.open` repairs that by dropping a
-last line that has no newline. The file is synced to disk at most every `sync_interval`
-seconds and on close.
+last line that has no newline and is the start of a result line. The file is synced to
+disk at most every `sync_interval` seconds and on close.
 
-On resume the file is rewritten (to a temporary file, then renamed over it) with only its
-``ok`` lines, one per item: failed and interrupted items are run again and get a single new
-line, so the file ends with every item exactly once.
+The file never destroys what is not ours. Before anything is written, `ResultsFile.open`
+refuses an output that is one of the batch's input files (compared by device and inode,
+or by real path when the output does not exist yet, so links and ``..`` do not hide it),
+an output link that leads nowhere, and a file holding a line that is not a result line
+(unless `force`). A symbolic link is followed: the results go to the file it leads to, and
+the link stays a link.
+
+On resume the file is rewritten with only its ``ok`` lines, one per item: failed and
+interrupted items are run again and get a single new line, so the file ends with every
+item exactly once. The rewrite goes to a temporary file next to the real file, with the
+real file's mode, then is renamed over it in one step.
 """
 
 from __future__ import annotations
@@ -16,113 +24,205 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..errors import BatchError
 from .results import ItemResult
 
-__all__ = ["ResultsFile"]
+__all__ = ["ResultsFile", "is_result_line"]
 
 logger = logging.getLogger(__name__)
+
+#: How every line of ours begins (`ItemResult.to_json` puts ``id`` first): a last line
+#: without its newline that begins so is a write cut short, anything else is not ours.
+_RESULT_START = b'{"id": '
+_STATUSES = frozenset({"ok", "failed", "skipped"})
+_SHOWN_CHARS = 80
+
+
+def is_result_line(record: object) -> bool:
+    """Whether `record` (a parsed JSON line) is a results line: an object with a string
+    ``id``, an ``item`` and a ``status`` of ``ok``, ``failed`` or ``skipped``."""
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("id"), str)
+        and "item" in record
+        and record.get("status") in _STATUSES
+    )
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _shown(line: bytes) -> str:
+    text = line.decode("utf-8", errors="replace").rstrip("\r")
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
 class ResultsFile:
     """A results file being written.
 
     Args:
-        path: the JSONL file.
+        path: the JSONL file (a symbolic link is followed; the link stays).
         resume: keep the items an earlier run recorded as ok (see `open`); without it an
             existing non-empty file is refused rather than overwritten.
+        force: with `resume`, go on even though the file holds lines that are not result
+            lines (they are dropped); without it such a file is refused.
         sync_interval: the most seconds between two syncs to disk.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, resume: bool = False, sync_interval: float = 1.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        resume: bool = False,
+        force: bool = False,
+        sync_interval: float = 1.0,
     ) -> None:
         self.path = Path(path)
         self.resume = resume
+        self.force = force
         self.sync_interval = sync_interval
         self._fd: int | None = None
         self._last_sync = 0.0
         self.repaired = False
-        """Whether `open` dropped a partial last line or lines that were not JSON."""
+        """Whether `open` dropped a partial last line or (with `force`) lines that were not
+        result lines."""
 
-    def open(self) -> set[str]:
+    def open(self, *, inputs: Iterable[str | os.PathLike[str]] = ()) -> set[str]:
         """Open the file for appending and return the ids recorded as ok.
 
         With `resume`, the ok lines of the file are kept (the first one of an item seen
-        twice) and every other line is dropped; without it the file must be absent or
-        empty.
+        twice) and the other result lines are dropped; without it the file must be
+        absent or empty.
+
+        Args:
+            inputs: the batch's input files (see `ItemSource.files`): an output that is
+                one of them is refused.
 
         Raises:
-            BatchError: the file exists and is not empty without `resume`, its folder does
-                not exist, or it cannot be read or written.
+            BatchError: the output is one of `inputs`; it is a link to nothing; its folder
+                does not exist; it is not a regular file; it is not empty without
+                `resume`; it holds a line that is not a result line (without `force`); or
+                it cannot be read or written. The file is left as it was.
         """
-        if not self.path.parent.is_dir():
-            raise BatchError(
-                f"the folder of the output file {str(self.path)!r} does not exist; create it "
-                "or choose another --output."
-            )
+        name = str(self.path)
+        real = self._real_target()
+        for source in inputs:
+            if _same_file(real, Path(source)):
+                raise BatchError(
+                    f"the output file {name!r} is also the input ({os.fspath(source)!r}): "
+                    "writing results there would destroy the items. Choose another --output "
+                    "(output=)."
+                )
         done: set[str] = set()
         try:
-            exists = self.path.is_file() and self.path.stat().st_size > 0
-            if exists and not self.resume:
+            info = real.stat() if real.exists() else None
+            if info is not None and not stat.S_ISREG(info.st_mode):
                 raise BatchError(
-                    f"the output file {str(self.path)!r} already holds results; pass --resume "
-                    "(resume=True) to continue it, or choose another output file."
+                    f"the output file {name!r} is not a regular file; choose a file path "
+                    "for --output (output=)."
                 )
-            if exists:
-                done = self._keep_ok_lines()
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if info is not None and info.st_size > 0:
+                data = real.read_bytes()
+                if not self.resume:
+                    raise BatchError(self._not_empty(name, data))
+                done = self._keep_ok_lines(real, data, info)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            self._fd = os.open(real, flags, 0o644)
         except OSError as exc:
-            raise BatchError(f"cannot open the output file {str(self.path)!r}: {exc}") from None
+            raise BatchError(f"cannot open the output file {name!r}: {exc}") from None
         self._last_sync = time.monotonic()
         return done
 
-    def _keep_ok_lines(self) -> set[str]:
-        data = self.path.read_bytes()
+    def _real_target(self) -> Path:
+        """The file the results go to: the path itself, or where its links lead."""
+        name = str(self.path)
+        try:
+            is_link = self.path.is_symlink()
+            real = Path(os.path.realpath(self.path))
+        except OSError as exc:
+            raise BatchError(f"cannot use the output file {name!r}: {exc}") from None
+        if is_link and not real.exists():
+            raise BatchError(
+                f"the output file {name!r} is a symbolic link to {str(self.path.readlink())!r}, "
+                "which does not exist; the results are not written somewhere else than you "
+                "see. Create that file, remove the link, or choose another --output (output=)."
+            )
+        if not real.parent.is_dir():
+            raise BatchError(
+                f"the folder of the output file {name!r} does not exist; create it "
+                "or choose another --output."
+            )
+        return real
+
+    def _not_empty(self, name: str, data: bytes) -> str:
+        first = _first_foreign_line(data)
+        if first is None:
+            return (
+                f"the output file {name!r} already holds results; pass --resume "
+                "(resume=True) to continue it, or choose another output file."
+            )
+        number, line = first
+        return (
+            f"the output file {name!r} is not empty and is not a results file: line {number} "
+            f"is not a result line ({_shown(line)!r}); it is left as it is. Choose another "
+            "--output (output=)."
+        )
+
+    def _keep_ok_lines(self, real: Path, data: bytes, info: os.stat_result) -> set[str]:
         lines = data.split(b"\n")
-        if lines and lines[-1]:
+        last = lines.pop()  # b"" when the file ends with a newline
+        if last and last.startswith(_RESULT_START) and not is_result_line(_parse(last)):
             logger.warning(
                 "%s ends with a partial line (an interrupted write); it is dropped", self.path
             )
             self.repaired = True
+        elif last:
+            lines.append(last)
         kept: list[bytes] = []
         done: set[str] = set()
-        for number, line in enumerate(lines[:-1], start=1):
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-                item_id, status = str(record["id"]), record["status"]
-            except (ValueError, KeyError, TypeError):
-                logger.warning("%s line %d is not a result line; it is dropped", self.path, number)
+            record = _parse(line)
+            if not is_result_line(record):
+                if not self.force:
+                    raise BatchError(
+                        f"the output file {str(self.path)!r} holds lines that are not results: "
+                        f"line {number} is not a result line ({_shown(line)!r}). Resuming "
+                        "would drop them, so the file is left as it is. Choose another "
+                        "--output, or pass --force (force=True) to resume into it and drop "
+                        "such lines."
+                    )
+                logger.warning(
+                    "%s line %d is not a result line; dropped (force)", self.path, number
+                )
                 self.repaired = True
                 continue
-            if status == "ok" and item_id not in done:
+            item_id = result_identity(record)
+            if record["status"] == "ok" and item_id not in done:
                 done.add(item_id)
                 kept.append(line + b"\n")
-        if sum(map(len, kept)) != len(data):
-            self._replace_with(b"".join(kept))
+        content = b"".join(kept)
+        if content != data:
+            if info.st_nlink > 1:
+                raise BatchError(
+                    f"the output file {str(self.path)!r} has {info.st_nlink} hard links; "
+                    "resuming rewrites it by a rename, which would leave the other names with "
+                    "the old content. Copy it to a file of its own and resume into that."
+                )
+            _replace(real, content, info)
         return done
-
-    def _replace_with(self, content: bytes) -> None:
-        """Swap the file's content for `content` in one rename, synced."""
-        handle, temporary = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-        )
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(content)
-                file.flush()
-                os.fsync(file.fileno())
-            Path(temporary).replace(self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        _sync_folder(self.path.parent)
 
     def write(self, result: ItemResult) -> None:
         """Append `result` as one line.
@@ -153,6 +253,56 @@ class ResultsFile:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def result_identity(record: dict[str, Any]) -> str:
+    """The identity of the item a results line records."""
+    return str(record["id"])
+
+
+def _first_foreign_line(data: bytes) -> tuple[int, bytes] | None:
+    """The number and text of the first line of `data` that is not a result line (a last
+    line without its newline counts only when it is not a cut result line)."""
+    lines = data.split(b"\n")
+    last = lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if line.strip() and not is_result_line(_parse(line)):
+            return number, line
+    if last and not last.startswith(_RESULT_START):
+        return len(lines) + 1, last
+    return None
+
+
+def _same_file(output: Path, source: Path) -> bool:
+    """Whether `output` (a real path) is the file `source` names: the same device and
+    inode, or the same real path when one of them does not exist."""
+    try:
+        a, b = output.stat(), source.stat()
+    except OSError:
+        return output == Path(os.path.realpath(source))
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _replace(real: Path, content: bytes, info: os.stat_result) -> None:
+    """Swap the content of the regular file `real` for `content` in one rename: a
+    temporary file next to it, with its mode (and owner, where allowed), synced."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(content)
+            file.flush()
+            os.fchmod(file.fileno(), stat.S_IMODE(info.st_mode))
+            if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+                try:
+                    os.fchown(file.fileno(), info.st_uid, info.st_gid)
+                except OSError:
+                    logger.debug("could not keep the owner of %s", real, exc_info=True)
+            os.fsync(file.fileno())
+        Path(temporary).replace(real)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    _sync_folder(real.parent)
 
 
 def _sync_folder(folder: Path) -> None:

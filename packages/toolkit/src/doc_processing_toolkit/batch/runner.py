@@ -19,7 +19,7 @@ import anyio
 
 from ..errors import BatchError, TemplateFieldError
 from .control import BatchControl, Engine
-from .items import BatchItem, Job, PromptTemplate
+from .items import BatchItem, ItemSource, Job, PromptTemplate
 from .local import LocalEngine
 from .output import ResultsFile
 from .results import ItemResult
@@ -80,6 +80,7 @@ async def run_batch(
     engine: Engine,
     output: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    force: bool = False,
     control: BatchControl | None = None,
 ) -> AsyncGenerator[ItemResult, None]:
     """Run `prompt` (a template, see `PromptTemplate`) on every item; yield one result
@@ -87,13 +88,13 @@ async def run_batch(
 
     Raises:
         BatchError: the template is malformed, `resume` is asked without `output`, or the
-            output file cannot be used (before any item runs).
+            output file cannot be used (before any item runs; see `ResultsFile.open`).
     """
     template = PromptTemplate(prompt)
     if resume and output is None:
         raise BatchError("resume needs an output file: the results of earlier runs live there.")
-    results_file = ResultsFile(output, resume=resume) if output is not None else None
-    done = results_file.open() if results_file is not None else set()
+    results_file = ResultsFile(output, resume=resume, force=force) if output is not None else None
+    done = results_file.open(inputs=_input_files(items)) if results_file is not None else set()
     if done:
         logger.info("resuming: %d items already recorded as ok", len(done))
     try:
@@ -107,6 +108,24 @@ async def run_batch(
     finally:
         if results_file is not None:
             results_file.close()
+
+
+def _input_files(items: BatchInput) -> list[str | os.PathLike[str]]:
+    """The files `items` are known up front to come from: an `ItemSource`'s files, the
+    paths of a list or tuple (an iterator is not read ahead)."""
+    if isinstance(items, ItemSource):
+        return list(items.files())
+    if not isinstance(items, list | tuple):
+        return []
+    files: list[str | os.PathLike[str]] = []
+    for value in items:
+        if isinstance(value, str | os.PathLike):
+            files.append(value)
+        elif isinstance(value, BatchItem) and isinstance(value.fields.get("path"), str):
+            files.append(value.fields["path"])
+        elif isinstance(value, Mapping) and isinstance(value.get("path"), str):
+            files.append(value["path"])
+    return files
 
 
 def _jobs(
