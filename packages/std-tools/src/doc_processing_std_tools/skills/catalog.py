@@ -116,8 +116,6 @@ class SkillCatalog:
         the inotify instance is opened on first use."""
         self._watching = watch
         self._watch: FolderWatch | None = None
-        # Skills folders with a kernel event not yet answered by a stamp comparison.
-        self._dirty: set[str] = set()
         self._lock = threading.Lock()
         self._lint = lint
         self._cache_dir = None if lint else cache_dir
@@ -138,7 +136,6 @@ class SkillCatalog:
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
-            self._dirty.clear()
             for root_index in self._indexes.values():
                 if root_index is not None:
                     root_index.close()
@@ -207,15 +204,13 @@ class SkillCatalog:
             cache = self._folders.get((skills_dir, max_bytes, depth))
             if cache is None or cache.catalog is None or cache.racy or cache.checks is None:
                 return None
-            root = str(skills_dir)
             watch = self._kernel_watch()
             if watch is not None:
                 self._drain(watch)
-                if cache.watched and root not in self._dirty:
+                if cache.watched:
                     return cache.catalog  # the kernel reported no change since the check
                 # Watch first, then compare: a change after this is an event, one
                 # before it a different stamp.
-                self._dirty.discard(root)
                 cache.watched = self._arm(watch, skills_dir, cache)
             try:
                 if stamp_of(skills_dir.stat()) != cache.stamp:
@@ -241,15 +236,15 @@ class SkillCatalog:
         return self._watch if self._watch.active else None
 
     def _drain(self, watch: FolderWatch) -> None:
-        """Take the kernel's events: their folders (or all) must be compared again."""
+        """Take the kernel's events: the catalogs of the skills folders they concern (all,
+        when they cannot be told apart) must be compared with the disk again."""
         changed = watch.changed()
         if not changed:
             return
-        if EVERYTHING in changed or not watch.active:
-            for cache in self._folders.values():
+        everything = EVERYTHING in changed or not watch.active
+        for (skills_dir, _, _), cache in self._folders.items():
+            if everything or str(skills_dir) in changed:
                 cache.watched = False
-            return
-        self._dirty.update(changed)
 
     def _arm(self, watch: FolderWatch, skills_dir: Path, cache: _FolderCache) -> bool:
         """Watch everything `cache` depends on (the folder, every folder links or the
