@@ -4,7 +4,11 @@ JSONL file.
 An item is a document path or a mapping of fields. Its `BatchItem.id` is what a results
 file records and what ``--resume`` matches on, so it must not change between runs: a path
 item is identified by its path as written (normalised), a mapping by its ``id`` field when
-it has one, else by a hash of its canonical JSON.
+it has one (a string or an integer, compared by value and type: ``id:7`` for the number,
+``id:"7"`` for the string), else by a hash of its canonical JSON.
+
+A JSONL file is split into lines at LF only: a CR inside a line is part of it (CRLF line
+endings work, the CR being JSON whitespace), so line numbers and counts are the file's.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from ..errors import BatchError, TemplateFieldError
 
-__all__ = ["BatchItem", "ItemSource", "Job", "PromptTemplate", "open_input"]
+__all__ = ["BatchItem", "ItemSource", "Job", "PromptTemplate", "id_identity", "open_input"]
 
 _FORMATTER = string.Formatter()
 
@@ -65,7 +69,7 @@ class BatchItem:
                     f"repr:{value!r}"[:200], f"the item is not JSON-compatible ({exc})"
                 )
             if "id" in data and isinstance(data["id"], str | int):
-                identity = f"id:{data['id']}"
+                identity = id_identity(data["id"])
             else:
                 digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
                 identity = f"sha256:{digest}"
@@ -82,6 +86,12 @@ class BatchItem:
     def invalid(cls, identity: str, error: str) -> BatchItem:
         """An item that fails without running, because of `error`."""
         return cls(id=identity, source=identity, fields={}, error=error)
+
+
+def id_identity(value: str | int) -> str:
+    """The identity of a mapping item whose ``id`` field is `value`: ``id:`` and the value
+    as JSON, so that the number 7 (``id:7``) and the string "7" (``id:"7"``) differ."""
+    return "id:" + json.dumps(value, ensure_ascii=False)
 
 
 def _path_fields(path: str) -> dict[str, Any]:
@@ -191,10 +201,12 @@ class ItemSource:
                 yield BatchItem.of(path)
             return
         assert self._jsonl is not None
-        with self._jsonl.open(encoding="utf-8", errors="replace") as file:
-            for number, line in enumerate(file, start=1):
-                if not line.strip():
+        # Binary lines split at LF only (text mode would split at a bare CR too).
+        with self._jsonl.open("rb") as file:
+            for number, raw in enumerate(file, start=1):
+                if not raw.strip():
                     continue
+                line = raw.decode("utf-8", errors="replace")
                 yield _item_from_line(line, number, self._jsonl)
 
 

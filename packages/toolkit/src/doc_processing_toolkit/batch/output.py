@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BatchError
+from .items import id_identity
 from .results import ItemResult
 
 __all__ = ["ResultsFile", "is_result_line"]
@@ -256,8 +257,16 @@ class ResultsFile:
 
 
 def result_identity(record: dict[str, Any]) -> str:
-    """The identity of the item a results line records."""
-    return str(record["id"])
+    """The identity of the item a results line records: its ``id``, except that an id of
+    the form earlier versions wrote for a mapping's ``id`` field (``id:7`` for both 7 and
+    "7") is read as the typed identity of the item the line holds."""
+    recorded = str(record["id"])
+    item = record.get("item")
+    if isinstance(item, dict):
+        own = item.get("id")
+        if isinstance(own, str | int) and recorded == f"id:{own}":
+            return id_identity(own)
+    return recorded
 
 
 def _first_foreign_line(data: bytes) -> tuple[int, bytes] | None:
