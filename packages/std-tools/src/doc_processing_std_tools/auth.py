@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import stat
 import threading
 import time
@@ -288,18 +289,58 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
+_BOM = "\ufeff"
+#: Fields of a token-file line are separated by ASCII spaces and tabs only: any other
+#: space (a no-break space pasted from a web page) is a character of a field, and so an
+#: error, rather than a silent separator.
+_SEPARATORS = re.compile(r"[ \t]+")
+#: What a static token may hold: visible ASCII, as an HTTP header carries it unchanged.
+_TOKEN_CHARACTERS = re.compile(r"[\x21-\x7e]+")
+
+
+def _invisible(text: str) -> str | None:
+    """The first character of `text` that cannot be seen or typed plainly (a control or
+    format character, such as a byte order mark or a zero-width space), as U+XXXX."""
+    for char in text:
+        if not char.isprintable():
+            return f"U+{ord(char):04X}"
+    return None
+
+
+def _check_fields(at: str, name: str, token: str) -> None:
+    """Refuse a name or a token that is not what the line looks like it says."""
+    hidden = _invisible(name)
+    if hidden is not None:
+        raise ConfigError(
+            f"{at}: the name {name!r} holds the invisible character {hidden} (a byte order "
+            "mark or a zero-width space, perhaps from another file pasted in); retype the "
+            "line, or remove the character, and start the server again."
+        )
+    if not _TOKEN_CHARACTERS.fullmatch(token):
+        bad = next(char for char in token if not _TOKEN_CHARACTERS.fullmatch(char))
+        raise ConfigError(
+            f"{at}: the token of {name!r} holds U+{ord(bad):04X}, which is not a visible "
+            "ASCII character; a token is letters, digits and punctuation only (fields are "
+            "separated by spaces or tabs). Write the token again, such as the output of: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+
+
 class StaticTokens:
     """Tokens listed in a file, each with a client name and scopes.
 
     The file holds one client per line, ``NAME TOKEN SCOPE[,SCOPE...]`` separated by
-    spaces; blank lines and lines starting with ``#`` are ignored. Only digests of the
-    tokens are kept, and a presented token is compared with every one of them in
-    constant time.
+    spaces or tabs; blank lines and lines starting with ``#`` are ignored. A byte order
+    mark at the start of the file is not part of its first line (so a commented-out first
+    line stays a comment). Only digests of the tokens are kept, and a presented token is
+    compared with every one of them in constant time.
 
     Raises:
         ConfigError: the file is readable or writable by every user of the machine, or a
-            line is malformed, repeats a name or a token, names an unknown scope, or
-            holds a token shorter than `MIN_STATIC_TOKEN_LENGTH`.
+            line is malformed (not three fields, a name with an invisible character, a
+            token that is not visible ASCII), repeats a name or a token, names an unknown
+            scope, or holds a token shorter than `MIN_STATIC_TOKEN_LENGTH`. The message
+            names the file and the line.
     """
 
     def __init__(self, path: Path) -> None:
@@ -319,8 +360,9 @@ class StaticTokens:
             )
         self._entries: list[tuple[bytes, Grant]] = []
         names: set[str] = set()
+        text = text.removeprefix(_BOM)
         for number, line in enumerate(text.splitlines(), start=1):
-            fields = line.split()
+            fields = [field for field in _SEPARATORS.split(line) if field]
             if not fields or fields[0].startswith("#"):
                 continue
             at = f"{where}, line {number}"
@@ -330,6 +372,7 @@ class StaticTokens:
                     f"such as 'ci-bot <token> read,execute'), found {len(fields)} fields."
                 )
             name, token, scope_text = fields
+            _check_fields(at, name, token)
             scopes = [scope for scope in scope_text.split(",") if scope]
             unknown = [scope for scope in scopes if scope not in SCOPES]
             if unknown or not scopes:
