@@ -2,14 +2,23 @@
 
 Three scopes divide the tools by what they can do: ``read`` (look at skills, files and
 documents), ``write`` (change files or create skills) and ``execute`` (run a skill's
-script). A bearer token carries some of them; the tool allow-list (DPTTOOLS_TOOLS,
+script; a script run for a token without ``write`` may not change the workspace). A
+bearer token carries some of them; the tool allow-list (DPTTOOLS_TOOLS,
 DPTTOOLS_READ_ONLY) decides which tools a server offers at all. Both rules live here,
 without the MCP SDK; the server glue applies them.
+
+The scopes of the request being served travel with it (`call_scopes`, `current_scopes`):
+the server glue takes them from the SDK's auth context when a tool call starts, and the
+logic below reads them where a rule needs them (a script run for a token without
+``write`` sees the workspace read-only). They live in a context variable, so each call
+sees its own request's token, never another's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Final
 
 from .errors import ConfigError
@@ -24,6 +33,8 @@ __all__ = [
     "SKILLS_TOOLS",
     "TOOL_SCOPES",
     "WRITE",
+    "call_scopes",
+    "current_scopes",
     "refusal",
     "select_tools",
     "tool_scope",
@@ -34,7 +45,9 @@ READ: Final = "read"
 WRITE: Final = "write"
 """Scope of the tools that change files or create skills."""
 EXECUTE: Final = "execute"
-"""Scope of the tool that runs a skill's script."""
+"""Scope of the tool that runs a skill's script. Without ``write`` as well, the script
+sees the workspace read-only (under bubblewrap), and without bubblewrap it does not run:
+nothing else could keep it from writing."""
 SCOPES: Final = (READ, WRITE, EXECUTE)
 """Every scope a token can carry, in the order they are documented."""
 
@@ -70,6 +83,27 @@ TOOL_SCOPES: Final[Mapping[str, str]] = {
     "edit_file": WRITE,
 }
 """The scope each std-tools tool needs."""
+
+
+_CALL_SCOPES: ContextVar[frozenset[str] | None] = ContextVar("dpt_call_scopes", default=None)
+
+
+@contextmanager
+def call_scopes(granted: Collection[str] | None) -> Iterator[None]:
+    """Within the block, `current_scopes()` is `granted`: the scopes of the token of the
+    request being served, or None when the request carries no token (stdio, in process,
+    HTTP without authentication). The server glue wraps each tool call in it."""
+    reset = _CALL_SCOPES.set(None if granted is None else frozenset(granted))
+    try:
+        yield
+    finally:
+        _CALL_SCOPES.reset(reset)
+
+
+def current_scopes() -> frozenset[str] | None:
+    """The scopes of the token whose request is being served, or None without one (no
+    authentication, so nothing to narrow)."""
+    return _CALL_SCOPES.get()
 
 
 def tool_scope(tool: str) -> str | None:

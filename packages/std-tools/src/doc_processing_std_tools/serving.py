@@ -2,7 +2,10 @@
 
 - `ScopedServer` is an `MCPServer` that, when a request carries an access token (HTTP
   with authentication), lists only the tools the token's scopes cover and refuses a call
-  outside them with a tool error naming the scope. Without a token it is a plain server.
+  outside them with a tool error naming the scope. A call it lets through runs within
+  `access.call_scopes` of the token's scopes, so the logic below can narrow what the call
+  may do (a script for a token without ``write`` sees the workspace read-only). Without a
+  token it is a plain server.
 - `restrict_tools` applies DPTTOOLS_TOOLS / DPTTOOLS_READ_ONLY by removing tools.
 - `http_auth` turns the authentication settings into the SDK's resource-server pieces: a
   `TokenVerifier` over `auth.make_checker` and `AuthSettings` (protected resource metadata
@@ -38,7 +41,7 @@ from pydantic import AnyHttpUrl
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .access import READ, refusal, select_tools
+from .access import READ, call_scopes, refusal, select_tools
 from .config import AuthConfig, loopback_host
 from .errors import AuthenticationError, ConfigError
 
@@ -101,14 +104,16 @@ class ScopedServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """Call `name`, unless the request's token lacks its scope."""
+        """Call `name`, unless the request's token lacks its scope; the call runs within
+        `call_scopes` of the token's scopes (None without a token)."""
         granted = _granted()
         if granted is not None:
             reason = refusal(name, granted)
             if reason is not None:
                 logger.warning("refused %s to client %r: %s", name, _client(), reason)
                 raise ToolError(reason)
-        return await super().call_tool(name, arguments, context)
+        with call_scopes(granted):
+            return await super().call_tool(name, arguments, context)
 
 
 async def _read_gate(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

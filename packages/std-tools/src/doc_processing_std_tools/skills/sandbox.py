@@ -13,9 +13,10 @@ start-up, what scripts will run under (a WARNING when ``auto`` finds no usable b
 - fresh, empty, writable ``/tmp`` (HOME and TMPDIR of the script); ``/home``, ``/root``,
   the server's HOME and ``/run`` (where service sockets live) hidden behind empty folders;
 - the Python installation and virtual environment bound back read-only when they live in
-  a hidden folder (pyenv installs under HOME), then the workspace read-write (when
-  DPTTOOLS_WORKSPACE_DIR is set) and the skill's folder read-only, in that order, so the
-  skill stays read-only even inside a writable workspace. The skill's folder is bound from
+  a hidden folder (pyenv installs under HOME), then the workspace (when
+  DPTTOOLS_WORKSPACE_DIR is set: read-write, or read-only for a call whose token lacks
+  the ``write`` scope) and the skill's folder read-only, in that order, so the skill
+  stays read-only even inside a writable workspace. The skill's folder is bound from
   the descriptor the server opened and checked (``--ro-bind-fd``, bubblewrap 0.5 and
   later), so a link swapped in for it by name cannot put another folder in its place;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
@@ -223,10 +224,12 @@ def bwrap_command(
     network: bool,
     temp_size_bytes: int,
     also_readable: Sequence[Path] = (),
+    workspace_writable: bool = True,
 ) -> list[str]:
     """The bubblewrap arguments, ending with ``--``, that confine one script run.
 
-    `skill_dir` is bound read-only, `workspace` (when given) read-write, `workdir` becomes
+    `skill_dir` is bound read-only, `workspace` (when given) read-write, or read-only
+    when not `workspace_writable` (the call's token lacks ``write``), `workdir` becomes
     the working directory; `also_readable` folders are bound read-only (the supervisor's).
     With `skill_dir_fd` (an open descriptor of `skill_dir`, which the caller passes on to
     bubblewrap) and a bubblewrap that can, the folder bound is the one that descriptor
@@ -248,7 +251,8 @@ def bwrap_command(
             args += ["--size", str(temp_size_bytes)]
         args += ["--tmpfs", str(folder)]
     if workspace is not None and workspace.is_dir():
-        args += ["--bind", str(workspace), str(workspace)]
+        bind = "--bind" if workspace_writable else "--ro-bind"
+        args += [bind, str(workspace), str(workspace)]
     bound: list[Path] = []
     for folder in sorted({*_python_folders(), *also_readable}, key=lambda path: len(path.parts)):
         if workspace is not None and _under(workspace, [folder]):

@@ -18,6 +18,11 @@ A run, step by step:
    secrets in the server's environment never reach a script.
 3. With DPTTOOLS_SCRIPT_SANDBOX=auto (bubblewrap works) or bwrap, the run is wrapped in
    bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network.
+   The workspace is writable only when the request's token carries the ``write`` scope
+   (or the request has no token: stdio, in process, HTTP without authentication); the
+   scopes come with the request (`access.current_scopes`). Without bubblewrap nothing can
+   keep a script from writing, so a token without ``write`` runs no script there
+   (`SandboxUnavailableError`, before anything starts).
 4. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
    the subreaper of everything the script starts, sets the resource limits in the child
    before exec, enforces the timeout, and after the script ends kills whatever it left
@@ -47,7 +52,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -57,9 +62,17 @@ from anyio.abc import ByteReceiveStream
 
 from .. import _io
 from .._text import truncate
+from ..access import WRITE, current_scopes
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
-from .sandbox import announce_sandbox, bwrap_command, use_bwrap
+from .sandbox import (
+    INSTALL_HINT,
+    SandboxUnavailableError,
+    announce_sandbox,
+    bwrap_command,
+    sandbox_status,
+    use_bwrap,
+)
 
 __all__ = [
     "BASE_ENV_NAMES",
@@ -183,6 +196,19 @@ class ScriptPolicy:
     """Open file descriptors per process (RLIMIT_NOFILE)."""
     max_processes: int = 64
     """Processes the script may add to those its user runs (RLIMIT_NPROC; not for root)."""
+    workspace_writable: bool = True
+    """False for a call whose token lacks the ``write`` scope: bubblewrap binds the
+    workspace read-only, and without bubblewrap the script does not run (nothing else
+    could keep it from writing). Set per call from the request (`for_this_call`)."""
+
+    def for_this_call(self) -> ScriptPolicy:
+        """This policy narrowed to the request being served: the workspace read-only when
+        the request's token lacks ``write`` (`access.current_scopes`); unchanged for a
+        request without a token."""
+        granted = current_scopes()
+        if granted is None or WRITE in granted or not self.workspace_writable:
+            return self
+        return replace(self, workspace_writable=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ScriptPolicy:
@@ -443,6 +469,8 @@ def _prepare(
     """
     announce_sandbox(policy.sandbox)
     bwrap = use_bwrap(policy.sandbox)
+    if bwrap is None and not policy.workspace_writable:
+        raise _no_read_only_workspace(policy)
     limits = _limits(policy, time_limit)
     folder = os.fstat(script.folder.fd)
     settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
@@ -469,11 +497,30 @@ def _prepare(
         network=policy.network,
         temp_size_bytes=limits["fsize"] * _TEMP_FILES,
         also_readable=[_SUPERVISOR.parent],
+        workspace_writable=policy.workspace_writable,
     )
     # bubblewrap binds the skill's folder from its descriptor, then closes it.
     bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
     source_fd = _source_descriptor(script.source)
     return _Launch(limits, prefix, None, source_fd, settings, (*bound, source_fd))
+
+
+def _no_read_only_workspace(policy: ScriptPolicy) -> SandboxUnavailableError:
+    """Why a script of a token without ``write`` cannot run without bubblewrap."""
+    granted = current_scopes() or frozenset()
+    held = ", ".join(sorted(granted)) or "none"
+    if policy.sandbox == "none":
+        why = "DPTTOOLS_SCRIPT_SANDBOX=none turns bubblewrap off"
+        fix = f"set DPTTOOLS_SCRIPT_SANDBOX=auto with a working bubblewrap ({INSTALL_HINT})"
+    else:
+        why = str(sandbox_status().problem)
+        fix = "make bubblewrap work on the server"
+    return SandboxUnavailableError(
+        f"This token's scopes are: {held}. Without the '{WRITE}' scope a script may only "
+        f"read the workspace, and only bubblewrap can hold it to that, but {why}; nothing "
+        f"ran. Ask for a token that also carries '{WRITE}', or have the server's operator "
+        f"{fix}."
+    )
 
 
 def _describe_end(
@@ -562,8 +609,12 @@ async def run_script(
     ``stderr``; a script stopped by a limit gets a message naming it. ``stdout`` and
     ``stderr`` are each cut at `output_limit` characters.
 
+    The request being served narrows `policy` (`ScriptPolicy.for_this_call`): for a
+    token without ``write`` the workspace is read-only under bubblewrap.
+
     Raises:
-        SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
+        SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used, or
+            the request's token lacks ``write`` and bubblewrap cannot be used (nothing ran).
         InvalidArgumentError: the script's folder was replaced (a symbolic link swapped in)
             while the run started; nothing ran.
         NotFoundError, InvalidArgumentError, NotRegularFileError: a `script` path that is
@@ -584,7 +635,7 @@ async def _run_checked(
     skill_dir: Path | None,
 ) -> ScriptResult:
     """`run_script` for a script already opened; the descriptors stay its caller's."""
-    policy = policy or ScriptPolicy()
+    policy = (policy or ScriptPolicy()).for_this_call()
     # The first call also probes bubblewrap (a short subprocess): off the event loop.
     launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit)
     limits, temp_home = launch.limits, launch.temp_home
