@@ -246,7 +246,7 @@ class SkillPublisher:
             if known is not None:
                 return known  # the kernel reported no change in any skill of this page
             page, all_watched = self._build(listing, after, settings)
-            self._flush(listed_all=page.next_cursor is None)
+            self._flush(settings.skill_roots if page.next_cursor is None else ())
             if all_watched:
                 listing.keep(after, page)
             return page
@@ -353,10 +353,12 @@ class SkillPublisher:
             self._stored[key] = None if index is None else _Stored(index, index.digests())
         return self._stored[key]
 
-    def _flush(self, *, listed_all: bool = False) -> None:
-        for stored in self._stored.values():
+    def _flush(self, listed: tuple[Path, ...] = ()) -> None:
+        """Write what the walks left pending; `listed`: the skills folders a whole
+        listing just went through."""
+        for (_, root), stored in self._stored.items():
             if stored is not None:
-                stored.flush(listed_all=listed_all)
+                stored.flush(listed_all=root in listed)
 
     def _report(self, left_out: list[SkillDiagnostic]) -> None:
         for diagnostic in left_out:
