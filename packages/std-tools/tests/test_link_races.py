@@ -23,6 +23,7 @@ from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.skills.catalog import scan_once
 
 SECRET = "outside secret: never shown"
 
@@ -109,6 +110,39 @@ def test_load_skill_resource_never_reads_through_a_swapped_link(
         )
     assert leaks == [], f"{len(leaks)} of {calls} calls read outside content"
     assert refused < calls
+
+
+@pytest.mark.parametrize("swapped", ["SKILL.md", "folder"])
+def test_a_cold_skills_scan_never_lists_a_skill_md_swapped_in_from_outside(
+    site: tuple[Path, Path], tmp_path: Path, swapped: str
+) -> None:
+    _, outside = site
+    skills = tmp_path / "skills"
+    folder = skills / "res"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: res\ndescription: d\n---\nbody\n", "utf-8")
+    elsewhere = outside / "res"
+    elsewhere.mkdir()
+    (elsewhere / "SKILL.md").write_text(
+        f"---\nname: res\ndescription: {SECRET}\n---\nbody\n", "utf-8"
+    )
+    victim, target = (
+        (folder / "SKILL.md", elsewhere / "SKILL.md")
+        if swapped == "SKILL.md"
+        else (folder, elsewhere)
+    )
+    listed = 0
+
+    def scan() -> str:
+        nonlocal listed
+        catalog = scan_once(skills, max_bytes=1 << 20)
+        listed += catalog.count
+        return catalog.json
+
+    with swapping(victim, target):
+        calls, _, leaks = hammer(scan)
+    assert leaks == [], f"{len(leaks)} of {calls} scans listed outside content"
+    assert 0 < listed < calls, "every scan listed the skill, or none did: no race was seen"
 
 
 @pytest.mark.anyio
