@@ -1,7 +1,10 @@
 """One skill folder -> its record and diagnostics: SKILL.md read link-safely, then parsed.
 
 The SKILL.md is read through `_io` by the rules load_skill uses, so whatever is listed
-loads; its frontmatter is parsed and checked by `frontmatter` (and, for validate, linted).
+loads: first by `_io.read_plain` (one descriptor walk with ``O_NOFOLLOW``, the common case
+of a cold scan), and whenever that steps aside (a link on the way, or any problem) by the
+full walk, which follows the links allowed and words the refusal. Its frontmatter is
+parsed and checked by `frontmatter` (and, for validate, linted).
 """
 
 from __future__ import annotations
