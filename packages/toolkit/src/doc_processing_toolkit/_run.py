@@ -38,9 +38,11 @@ from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, Tool
 from .models import Model, ModelRequest, TextDelta, ThinkingDelta
 from .result import RunResult, ToolCallRecord
 from .skills import SkillsOptions, SkillsOutcome, SkillsToolset, append_catalog
-from .tools.routing import ToolRoute, build_routes, call_route
+from .skills.extension import EXTENSION_TOOL_NAMES
+from .tools.base import RunTools
+from .tools.routing import ToolRoute, build_routes, call_route, visible_name
 
-__all__ = ["RunPlan", "RunSetup", "iterate", "prepare"]
+__all__ = ["RunPlan", "RunSetup", "check_approval_patterns", "iterate", "prepare"]
 
 logger = logging.getLogger("doc_processing_toolkit.agent")
 
@@ -59,8 +61,8 @@ class RunPlan:
         gate: the approval gate, or None.
         skills: the skills settings.
         notify_unavailable: tell the model which optional servers are unavailable.
-        unmatched_logged: approval patterns already reported as matching no tool (shared
-            across the agent's runs, so each is reported once).
+        unmatched_logged: approval patterns already reported as not judged while a server
+            is unreachable (shared across the agent's runs, so each is reported once).
     """
 
     name: str
@@ -112,7 +114,18 @@ async def prepare(toolset: SkillsToolset, plan: RunPlan, prompt: str = "") -> Ru
     )
     routes = build_routes(tools.servers)
     if plan.gate is not None:
-        _log_unmatched_patterns(plan, routes)
+        names = [(route.name, route.server_tool) for route in routes.values()]
+        if outcome.server is not None:
+            # Tools the skills step took away this run (an empty catalog) still exist.
+            hidden = set(outcome.hidden_tools)
+            if outcome.source == "extension":
+                hidden |= EXTENSION_TOOL_NAMES
+            server = next(
+                (s.server for s in tools.servers if s.server.name == outcome.server), None
+            )
+            if server is not None:
+                names.extend((visible_name(server, name), name) for name in sorted(hidden))
+        check_approval_patterns(plan.gate, names, tools, plan.name, plan.unmatched_logged)
     return RunSetup(
         system_prompt=append_catalog(plan.instructions, tools.instructions()),
         tools=routes,
@@ -121,20 +134,46 @@ async def prepare(toolset: SkillsToolset, plan: RunPlan, prompt: str = "") -> Ru
     )
 
 
-def _log_unmatched_patterns(plan: RunPlan, routes: Mapping[str, ToolRoute]) -> None:
-    """One WARNING per approval pattern that matches no tool of any server: a typo there
-    would leave the tool it meant ungated."""
-    assert plan.gate is not None
-    names = [(route.name, route.server_tool) for route in routes.values()]
-    for pattern in plan.gate.unmatched(names):
-        if pattern not in plan.unmatched_logged:
-            plan.unmatched_logged.add(pattern)
-            logger.warning(
-                "agent %r: approval pattern %r matches no tool of its servers (tools: %s)",
-                plan.name,
-                pattern,
-                ", ".join(sorted(routes)) or "none",
-            )
+def check_approval_patterns(
+    gate: ApprovalGate,
+    names: list[tuple[str, str]],
+    tools: RunTools,
+    agent_name: str,
+    logged: set[str] | None = None,
+) -> None:
+    """Fail closed on an approval pattern that matches no tool (see
+    `ApprovalGate.check_patterns`): `names` are the tools of the connected servers, to
+    which the last known tools of the unreachable optional servers are added. While such a
+    server has never listed its tools, a pattern matching nothing is not judged and gets
+    one WARNING (recorded in `logged`).
+
+    Raises:
+        ConfigError: a pattern matches no tool; the message names the tools that exist.
+    """
+    pairs = list(names)
+    unlisted: list[str] = []
+    for server, last in tools.unavailable:
+        if last is None:
+            unlisted.append(server.name)
+        else:
+            pairs.extend((visible_name(server, name), name) for name in last)
+    for pattern in gate.check_patterns(pairs, unlisted=unlisted):
+        if logged is None or pattern in logged:
+            continue
+        logged.add(pattern)
+        servers = (
+            f"server {unlisted[0]!r}, which could not be reached, lists its tools"
+            if len(unlisted) == 1
+            else f"servers {', '.join(map(repr, unlisted))}, which could not be reached, "
+            "list their tools"
+        )
+        logger.warning(
+            "agent %r: approval pattern %r matches no tool of the connected servers; it is "
+            "checked again once %s",
+            agent_name,
+            pattern,
+            servers,
+        )
 
 
 async def iterate(

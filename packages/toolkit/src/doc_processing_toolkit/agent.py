@@ -23,7 +23,7 @@ import anyio.lowlevel
 
 from . import config as _config
 from ._loop_thread import LoopThread, close_at_exit, require_no_running_loop
-from ._run import RunPlan, iterate, prepare
+from ._run import RunPlan, check_approval_patterns, iterate, prepare
 from .approval import ApprovalGate, ApprovalSetting, resolve_approval
 from .builder import SettingsBuilder
 from .config import (
@@ -38,10 +38,11 @@ from .messages import Message
 from .models import Model, resolve_model
 from .result import RunResult
 from .skills import SkillsOptions, SkillsToolset
+from .skills.extension import EXTENSION_TOOL_NAMES
 from .tools.base import ToolServer
 from .tools.connections import ConnectionPool
 from .tools.loader import ToolLoader
-from .tools.routing import build_routes
+from .tools.routing import build_routes, visible_name
 
 if TYPE_CHECKING:
     from .batch import BatchControl, BatchInput, Engine, ItemResult, RetryPolicy
@@ -279,10 +280,20 @@ class Agent:
         Raises:
             ToolServerError: a required server could not connect.
             ToolNameConflictError: two servers expose the same tool name.
+            ConfigError: an approval pattern matches no tool of the servers.
         """
         self._bind_loop()
         tools = await self._pool.run_tools(notify_unavailable=False, before_run=True)
-        build_routes(tools.servers)
+        routes = build_routes(tools.servers)
+        if self.approval is not None:
+            # The skills step of a run may add the extension's tools to any server.
+            names = [(route.name, route.server_tool) for route in routes.values()]
+            names.extend(
+                (visible_name(offer.server, name), name)
+                for offer in tools.servers
+                for name in sorted(EXTENSION_TOOL_NAMES)
+            )
+            check_approval_patterns(self.approval, names, tools, self.name)
         return list(tools.warnings)
 
     async def aclose(self) -> None:

@@ -10,6 +10,11 @@ the model receives a tool error carrying the reason. Every decision becomes an
 The gate fails closed: a policy that raises, or returns anything other than a decision,
 a bool or a ``(bool, reason)`` pair, denies the call, with what went wrong as the reason.
 
+A pattern is a tool name or a glob of one, with no whitespace around it (`check_pattern`);
+a pattern that matches no tool of the connected servers is a configuration error
+(`ApprovalGate.check_patterns`), raised before the model is asked: a misspelt name would
+otherwise leave the tool it meant ungated.
+
 Policies by name (what a YAML file can hold): ``approve``, ``deny``, ``ask`` (the person
 at the terminal, `TerminalApproval`) and ``"module:function"`` (a callable imported when
 the agent is built).
@@ -44,6 +49,7 @@ __all__ = [
     "ApprovalSetting",
     "TerminalApproval",
     "approve_all",
+    "check_pattern",
     "deny_all",
     "is_policy_name",
     "resolve_approval",
@@ -55,6 +61,30 @@ _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _PREVIEW_CHARS = 2000
 _ASK_ATTEMPTS = 3
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_LISTED_TOOLS = 60
+
+#: What a valid pattern is, for error messages.
+VALID_PATTERN = (
+    "a valid pattern is a tool name or a glob of one: the name as the model sees it or as "
+    "its server names it, with * (any run of characters), ? (one character) and [...] (one "
+    "of a set), case-sensitive, with no whitespace around it; for example 'write_file', "
+    "'fs_*' or '*'"
+)
+
+
+def check_pattern(pattern: object) -> str | None:
+    """Why `pattern` is not a valid tool name pattern (see `VALID_PATTERN`), or None."""
+    if not isinstance(pattern, str):
+        return f"{pattern!r} is not a tool name pattern: it is a {type(pattern).__name__}"
+    if not pattern or pattern.isspace():
+        problem = "it is empty"
+    elif pattern != pattern.strip():
+        problem = "it has whitespace around it, which no tool name has"
+    elif any(unicodedata.category(ch) in _HIDDEN_CATEGORIES for ch in pattern):
+        problem = "it holds a control or invisible character"
+    else:
+        return None
+    return f"{pattern!r} is not a valid tool name pattern: {problem}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,8 +372,8 @@ class ApprovalGate:
             ``deny``, ``ask`` or ``"module:function"``.
 
     Raises:
-        ConfigError: no pattern, an empty pattern, no policy, or a policy that cannot be
-            found.
+        ConfigError: no pattern, a pattern that is not valid (empty, whitespace around
+            it; see `check_pattern`), no policy, or a policy that cannot be found.
     """
 
     tools: tuple[str, ...]
@@ -364,11 +394,9 @@ class ApprovalGate:
                 "or leave approval unset."
             )
         for index, pattern in enumerate(patterns):
-            if not isinstance(pattern, str) or not pattern.strip():
-                raise ConfigError(
-                    f"approval.tools[{index}] must be a non-empty tool name pattern, "
-                    f"got {pattern!r}."
-                )
+            problem = check_pattern(pattern)
+            if problem is not None:
+                raise ConfigError(f"approval.tools[{index}]: {problem}; {VALID_PATTERN}.")
         resolved, name = _resolve_policy(policy)
         object.__setattr__(self, "tools", patterns)
         object.__setattr__(self, "policy", resolved)
@@ -390,6 +418,44 @@ class ApprovalGate:
             for pattern in self.tools
             if not any(fnmatchcase(a, pattern) or fnmatchcase(b, pattern) for a, b in pairs)
         ]
+
+    def check_patterns(
+        self, names: Iterable[tuple[str, str]], *, unlisted: Iterable[str] = ()
+    ) -> list[str]:
+        """Fail closed on a pattern that matches none of `names`, the tools that exist
+        (pairs of the name the model sees and the name on the server).
+
+        Args:
+            names: every tool of the connected servers.
+            unlisted: the servers whose tools are not known (optional servers that could
+                not be reached yet): while there are any, a pattern may be meant for one
+                of their tools, so it is not judged.
+
+        Returns:
+            The patterns that match no tool but could not be judged (only with `unlisted`).
+
+        Raises:
+            ConfigError: a pattern matches no tool and every server's tools are known; the
+                message names the patterns and the tools that exist.
+        """
+        pairs = list(names)
+        missing = self.unmatched(pairs)
+        if not missing or list(unlisted):
+            return missing
+        tools = sorted({name for pair in pairs for name in pair})
+        shown = ", ".join(tools[:_LISTED_TOOLS]) or "none"
+        if len(tools) > _LISTED_TOOLS:
+            shown += f" and {len(tools) - _LISTED_TOOLS} more"
+        which = (
+            f"the pattern {missing[0]!r} matches"
+            if len(missing) == 1
+            else f"the patterns {', '.join(map(repr, missing))} match"
+        )
+        raise ConfigError(
+            f"approval.tools: {which} no tool of the connected servers, so the gate would "
+            "leave the tool it meant ungated (a misspelt name fails closed). The tools are: "
+            f"{shown}. Correct the pattern ({VALID_PATTERN}) or remove it."
+        )
 
     async def decide(self, request: ApprovalRequest) -> ApprovalRecord:
         """Ask the policy about `request`; any failure of the policy is a denial."""

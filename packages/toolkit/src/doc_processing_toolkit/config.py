@@ -21,7 +21,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from .approval import is_policy_name
+from .approval import VALID_PATTERN, check_pattern, is_policy_name
 from .errors import ConfigError
 
 __all__ = [
@@ -159,11 +159,20 @@ _ENTRY_ADAPTER: pydantic.TypeAdapter[McpCommandEntry | McpScriptEntry | McpHttpE
 )
 
 
+def _valid_pattern(pattern: str) -> str:
+    problem = check_pattern(pattern)
+    if problem is not None:
+        raise ValueError(f"{problem}; {VALID_PATTERN}")
+    return pattern
+
+
 class ApprovalConfig(_Strict):
     """``approval:``: the tool calls that need approval and the named policy deciding
     (see `doc_processing_toolkit.approval.ApprovalGate`)."""
 
-    tools: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    tools: Annotated[
+        list[Annotated[str, pydantic.AfterValidator(_valid_pattern)]], Field(min_length=1)
+    ]
     """Tool name patterns (fnmatch-style) whose calls need approval."""
     policy: str
     """``approve``, ``deny``, ``ask`` (the person at the terminal) or ``module:function``."""

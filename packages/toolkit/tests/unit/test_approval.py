@@ -341,23 +341,78 @@ async def test_a_prefix_does_not_take_a_tool_out_of_the_gate(
     ]
 
 
-async def test_a_pattern_that_matches_no_tool_is_logged_once(
-    caplog: pytest.LogCaptureFixture,
+async def test_a_pattern_that_matches_no_tool_fails_the_run_before_the_model_is_asked() -> None:
+    notebook = Notebook()
+    model = calls_then_answer(("write_note", {"path": "a", "text": "b"}))
+    agent = Agent(
+        model,
+        tools=notebook.tools(),
+        approval={"tools": ["write_note", "writ_file"], "policy": "approve"},
+    )
+    with pytest.raises(ConfigError) as raised:
+        await agent.run("one")
+    message = str(raised.value)
+    assert "approval.tools: the pattern 'writ_file' matches no tool" in message
+    assert "The tools are: read_note, write_note." in message
+    assert model.requests == []
+    assert notebook.calls == []
+
+
+async def test_opening_the_sessions_checks_the_patterns_too() -> None:
+    agent = Agent(
+        TestModel(), tools=Notebook().tools(), approval={"tools": ["delete_*"], "policy": "deny"}
+    )
+    with pytest.raises(ConfigError, match="the pattern 'delete_\\*' matches no tool"):
+        async with agent:
+            pass
+
+
+async def test_a_pattern_for_a_server_that_is_down_is_not_judged_while_it_is(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    down = {
+        "type": "mcp_command",
+        "command": sys.executable,
+        "args": [str(tmp_path / "no-such-server.py")],
+        "name": "search",
+        "required": False,
+    }
     notebook = Notebook()
     agent = Agent(
         TestModel(),
-        tools=notebook.tools(),
-        approval={"tools": ["write_note", "writ_file"], "policy": "deny"},
+        tools=[*notebook.tools(), down],
+        approval={"tools": ["write_note", "search_*"], "policy": "deny"},
     )
     with caplog.at_level(logging.WARNING, logger="doc_processing_toolkit.agent"):
-        await agent.run("one")
+        result = await agent.run("one")
         await agent.run("two")
-    messages = [r.getMessage() for r in caplog.records]
-    assert messages == [
-        "agent 'agent': approval pattern 'writ_file' matches no tool of its servers "
-        "(tools: read_note, write_note)"
+    await agent.aclose()
+    assert result.output == "echo: one"
+    warnings = [r.getMessage() for r in caplog.records if "approval" in r.getMessage()]
+    assert warnings == [
+        "agent 'agent': approval pattern 'search_*' matches no tool of the connected servers; "
+        "it is checked again once server 'search', which could not be reached, lists its tools"
     ]
+
+
+@pytest.mark.parametrize("pattern", [" write_note", "write_note ", "\twrite_*", "   ", ""])
+def test_patterns_with_whitespace_around_them_or_empty_are_refused(pattern: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        ApprovalGate(["read_note", pattern], "deny")
+    message = str(raised.value)
+    assert f"approval.tools[1]: {pattern!r} is not a valid tool name pattern" in message
+    assert "a valid pattern is a tool name or a glob of one" in message
+
+
+def test_yaml_patterns_are_checked_the_same_way(tmp_path: Path) -> None:
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "model: test\napproval:\n  tools: [' write_file']\n  policy: deny\n", encoding="utf-8"
+    )
+    with pytest.raises(
+        ConfigError, match=r"approval.tools\[0\]: ' write_file' is not a valid tool name pattern"
+    ):
+        Agent.from_yaml(config)
 
 
 # -- several calls in one reply ----------------------------------------------------------
@@ -465,7 +520,7 @@ def test_patterns_without_a_policy_are_refused_when_the_agent_is_built() -> None
             {"tools": "write_file", "policy": "deny"},
             r"got the string 'write_file'; write \['write_file'\]",
         ),
-        ({"tools": ["ok", ""], "policy": "deny"}, r"approval.tools\[1\] must be a non-empty"),
+        ({"tools": ["ok", ""], "policy": "deny"}, r"approval.tools\[1\]: '' is not a valid"),
         (
             {"tools": ["x"], "policy": "sometimes"},
             "must be 'approve', 'deny', 'ask' or 'module:function'",

@@ -250,6 +250,10 @@ LIST_SKILLS = _tool(
 )
 _LOADERS: Final = (LOAD_SKILL, LOAD_SKILL_RESOURCE)
 
+#: The tools the toolkit adds to a server that serves the Skills extension (the loaders
+#: only while its catalog has skills).
+EXTENSION_TOOL_NAMES: Final = frozenset(tool.name for tool in (LIST_SKILLS, *_LOADERS))
+
 
 def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

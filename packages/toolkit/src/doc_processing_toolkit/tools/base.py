@@ -141,11 +141,14 @@ class RunTools:
         notices: lines for the model's system prompt about this run's tools (for
             example, which optional servers are unavailable), after every server's own
             instructions.
+        unavailable: the optional servers that could not be reached, each with the names
+            of the tools it listed when it last could (None: it never listed any).
     """
 
     servers: tuple[ServerTools, ...]
     warnings: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
+    unavailable: tuple[tuple[ToolServer, tuple[str, ...] | None], ...] = ()
 
     def instructions(self) -> list[str]:
         """Every server's instructions in loaded order, then the notices."""

@@ -475,10 +475,13 @@ class ConnectionPool:
         listing = await self.list_servers(known)
         warnings: list[str] = []
         missing: list[str] = []
+        unavailable: list[tuple[ToolServer, tuple[str, ...] | None]] = []
         for server, message in listing.failed:
             if server.required:
                 raise ToolServerError(message)
             warnings.append(f"{message} (required: false, so the run goes on without it)")
+            connection = next(c for c in self.connections if c.server is server)
+            unavailable.append((server, connection.last_tools))
             if server not in known:
                 logger.warning("%s; continuing without it", message)
             missing.append(self._describe_missing(server))
@@ -494,7 +497,12 @@ class ConnectionPool:
                 "Unavailable in this run (the server could not be reached, so its tools are "
                 f"missing): {'; '.join(missing)}.",
             )
-        return RunTools(servers=tuple(listing.listed), warnings=tuple(warnings), notices=notices)
+        return RunTools(
+            servers=tuple(listing.listed),
+            warnings=tuple(warnings),
+            notices=notices,
+            unavailable=tuple(unavailable),
+        )
 
     def _describe_missing(self, server: ToolServer) -> str:
         connection = next(c for c in self.connections if c.server is server)
