@@ -22,7 +22,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +43,7 @@ __all__ = [
     "MAX_FIND_RESULTS",
     "MAX_LIST_ENTRIES",
     "MAX_SEARCH_RESULTS",
+    "MAX_WALK_DEPTH",
     "SKIPPED_DIRS",
     "Workspace",
     "edit_file",
@@ -80,6 +81,12 @@ MAX_LIST_ENTRIES = 1000
 MAX_FIND_RESULTS = 500
 #: Upper bound of `search_text`'s `max_results`.
 MAX_SEARCH_RESULTS = 1000
+#: Folder levels under the searched folder that `find_files` and `search_text` enter; a
+#: folder deeper than this is left out, and the answer names it (search from it instead).
+#: The walk holds one descriptor per level, so this also bounds what it keeps open.
+MAX_WALK_DEPTH = 128
+#: Folders left out for their depth that an answer names; the rest are counted.
+_SHOWN_TOO_DEEP = 3
 _SEARCH_LINE_CHARS = 300
 _BINARY_HINT = "for PDF, DOCX or XLSX use the document tools (read_document, get_file_overview)."
 
@@ -475,36 +482,97 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
         raise InvalidArgumentError(f"The glob pattern {pattern!r} is not valid: {exc}.") from None
 
 
-def _walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _folder_files(ws: Workspace, folder: Path, fd: int) -> Generator[Path, None, list[str]]:
+    """The regular files of the open folder `fd` (sorted) that resolve inside the workspace;
+    returns (as the generator's value) the names of its subfolders to walk, sorted."""
+    with os.scandir(fd) as scan:
+        entries = list(scan)
+    subfolders = sorted(e.name for e in entries if _is_dir(e) and e.name not in SKIPPED_DIRS)
+    for name in sorted(e.name for e in entries if not _is_dir(e)):
+        candidate = folder / name
+        try:
+            status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISLNK(status.st_mode):
+            # By name, only to decide whether to offer the link; whatever reads it later
+            # walks it again through `_io`.
+            real = _resolved(candidate)
+            if real is None or not is_inside(real, ws.root) or not real.is_file():
+                continue
+        elif not stat.S_ISREG(status.st_mode):
+            # Regular files only: reading a named pipe or a device would block.
+            continue
+        yield candidate
+    return subfolders
+
+
+def _walk_files(ws: Workspace, base: Path, too_deep: list[Path]) -> Iterator[Path]:
     """Regular files under `base` (sorted, depth first) that resolve inside the workspace.
 
-    The walk starts from a descriptor opened through `_io` and goes down with `os.fwalk`,
-    which enters every folder by descriptor and never through a link, so a folder swapped
-    for a link during the walk cannot list the files of a folder outside the workspace.
+    The walk starts from a descriptor opened through `_io` and enters every folder by
+    descriptor from its parent's, never through a link (``O_NOFOLLOW``), so a folder
+    swapped for a link during the walk cannot list the files of a folder outside the
+    workspace. It keeps its own stack (one open folder per level), not Python's, and does
+    not go deeper than `MAX_WALK_DEPTH` levels under `base`: each folder it leaves out for
+    that is added to `too_deep`, for the answer to name.
     """
     with _io.locate(ws.root, ws.relative(base), what="path", allow_root=True) as location:
+        # (open folder, its path, the names of its subfolders still to walk)
+        stack: list[tuple[int, Path, Iterator[str]]] = []
         fd = _io.open_folder(location)
         try:
-            for folder, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=fd):
-                dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-                for name in sorted(filenames):
-                    candidate = base / folder / name
-                    try:
-                        status = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISLNK(status.st_mode):
-                        # By name, only to decide whether to offer the link; whatever
-                        # reads it later walks it again through `_io`.
-                        real = _resolved(candidate)
-                        if real is None or not is_inside(real, ws.root) or not real.is_file():
-                            continue
-                    elif not stat.S_ISREG(status.st_mode):
-                        # Regular files only: reading a named pipe or a device would block.
-                        continue
-                    yield candidate
-        finally:
+            subfolders = yield from _folder_files(ws, base, fd)
+            stack.append((fd, base, iter(subfolders)))
+        except BaseException:
             os.close(fd)
+            raise
+        try:
+            while stack:
+                parent_fd, folder, names = stack[-1]
+                name = next(names, None)
+                if name is None:
+                    stack.pop()
+                    os.close(parent_fd)
+                    continue
+                if len(stack) > MAX_WALK_DEPTH:
+                    too_deep.append(folder / name)
+                    continue
+                try:
+                    fd = os.open(name, _FOLDER_FLAGS, dir_fd=parent_fd)
+                except OSError:
+                    continue  # gone, a link, or not readable: like os.fwalk, left out
+                try:
+                    subfolders = yield from _folder_files(ws, folder / name, fd)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                stack.append((fd, folder / name, iter(subfolders)))
+        finally:
+            for open_fd, _, _ in stack:
+                os.close(open_fd)
+
+
+def _with_depth_note(ws: Workspace, body: str, base: Path, too_deep: list[Path], hint: str) -> str:
+    """`body` held to the output limit, followed by a note naming the folders the walk left
+    out for their depth (the note is kept whole, `body` is cut to make room for it)."""
+    if not too_deep:
+        return truncate(body, ws.output_limit, hint=hint)
+    shown = ", ".join(ws.relative(folder) for folder in too_deep[:_SHOWN_TOO_DEEP])
+    more = len(too_deep) - _SHOWN_TOO_DEEP
+    others = f" and {more} more" if more > 0 else ""
+    note = (
+        f"[not searched: {len(too_deep)} folder(s) deeper than {MAX_WALK_DEPTH} folder "
+        f"levels under {ws.relative(base)}: {shown}{others}; to search inside one, pass it "
+        "(or a folder nearer to it) as path]"
+    )
+    room = ws.output_limit - len(note) - 1
+    if room <= 0:
+        return truncate(note, ws.output_limit)
+    return f"{truncate(body, room, hint=hint)}\n{note}"
 
 
 def _check_pattern(pattern: str, what: str) -> str:
@@ -539,17 +607,20 @@ def find_files(ws: Workspace, pattern: str, path: str = ".") -> str:
         label=f"The glob pattern {pattern!r}",
         unit="paths",
     )
-    candidates = ((p, p.relative_to(base).as_posix()) for p in _walk_files(ws, base))
+    too_deep: list[Path] = []
+    candidates = ((p, p.relative_to(base).as_posix()) for p in _walk_files(ws, base, too_deep))
     with bounded:
         matches = [ws.relative(p) for p, _ in bounded.filter(candidates, lambda item: item[1])]
+    hint = "narrow the pattern or the path"
     if not matches:
-        return f"No files under {ws.relative(base)} match {pattern!r}."
+        body = f"No files under {ws.relative(base)} match {pattern!r}."
+        return _with_depth_note(ws, body, base, too_deep, hint)
     lines = matches[:MAX_FIND_RESULTS]
     if len(matches) > MAX_FIND_RESULTS:
         lines.append(
             f"... and {len(matches) - MAX_FIND_RESULTS} more; narrow the pattern or the path"
         )
-    return truncate("\n".join(lines), ws.output_limit, hint="narrow the pattern or the path")
+    return _with_depth_note(ws, "\n".join(lines), base, too_deep, hint)
 
 
 def _searchable_text(ws: Workspace, file: Path, *, strict: bool = False) -> str | None:
@@ -602,7 +673,8 @@ def search_text(
     base = ws.resolve(path, allow_root=True)
     if not base.exists():
         raise NotFoundError(f"There is no file or folder {path!r} in the workspace {ws.root}.")
-    files: Iterable[Path] = [base] if base.is_file() else _walk_files(ws, base)
+    too_deep: list[Path] = []
+    files: Iterable[Path] = [base] if base.is_file() else _walk_files(ws, base, too_deep)
     searched = 0
 
     def lines() -> Iterator[tuple[str, int, str]]:
@@ -628,12 +700,13 @@ def search_text(
                 stopped = True
                 break
     if not results:
-        return f"No match for {pattern!r} under {ws.relative(base)} ({searched} files searched)."
+        body = f"No match for {pattern!r} under {ws.relative(base)} ({searched} files searched)."
+        return _with_depth_note(ws, body, base, too_deep, "narrow the search")
     if stopped:
         results.append(
             f"[stopped after {max_results} matches; narrow the pattern, the path or include]"
         )
-    return truncate("\n".join(results), ws.output_limit, hint="narrow the search")
+    return _with_depth_note(ws, "\n".join(results), base, too_deep, "narrow the search")
 
 
 def get_file_info(ws: Workspace, path: str) -> str:
