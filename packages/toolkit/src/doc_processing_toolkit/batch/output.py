@@ -27,7 +27,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +118,9 @@ class ResultsFile:
         """
         name = str(self.path)
         real = self._real_target()
+        same_file = _same_file_test(real)
         for source in inputs:
-            if _same_file(real, Path(source)):
+            if same_file(Path(source)):
                 raise BatchError(
                     f"the output file {name!r} is also the input ({os.fspath(source)!r}): "
                     "writing results there would destroy the items. Choose another --output "
@@ -156,8 +157,8 @@ class ResultsFile:
         if is_link and not real.exists():
             raise BatchError(
                 f"the output file {name!r} is a symbolic link to {str(self.path.readlink())!r}, "
-                "which does not exist; the results are not written somewhere else than you "
-                "see. Create that file, remove the link, or choose another --output (output=)."
+                "which does not exist; a batch does not create a file through a link. "
+                "Create that file, remove the link, or choose another --output (output=)."
             )
         if not real.parent.is_dir():
             raise BatchError(
@@ -282,14 +283,27 @@ def _first_foreign_line(data: bytes) -> tuple[int, bytes] | None:
     return None
 
 
-def _same_file(output: Path, source: Path) -> bool:
-    """Whether `output` (a real path) is the file `source` names: the same device and
-    inode, or the same real path when one of them does not exist."""
+def _same_file_test(output: Path) -> Callable[[Path], bool]:
+    """A test of whether a path names the file `output` (a real path): the same device
+    and inode when `output` exists, else the same real path. Made once for all the
+    inputs: a pattern may match a million files."""
     try:
-        a, b = output.stat(), source.stat()
+        info = output.stat()
     except OSError:
-        return output == Path(os.path.realpath(source))
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+        # Only a path with the same name can lead to a file that does not exist yet.
+        return lambda source: (
+            source.name == output.name and Path(os.path.realpath(source)) == output
+        )
+    identity = (info.st_dev, info.st_ino)
+
+    def same(source: Path) -> bool:
+        try:
+            other = source.stat()
+        except OSError:
+            return False
+        return (other.st_dev, other.st_ino) == identity
+
+    return same
 
 
 def _replace(real: Path, content: bytes, info: os.stat_result) -> None:
