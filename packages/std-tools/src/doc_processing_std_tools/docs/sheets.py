@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from xml.etree import ElementTree
 
 from ..errors import DocumentError, InvalidArgumentError
 from . import xlsx
@@ -73,11 +72,13 @@ def workbook(source: Source) -> Iterator[Workbook]:
     _openpyxl()
     with source.file() as stream:
         try:
-            book = Workbook(stream)
-        except (zipfile.BadZipFile, KeyError, ValueError, ElementTree.ParseError) as exc:
+            book = Workbook(stream, source.name)
+        except (zipfile.BadZipFile, ValueError) as exc:
+            detail = " ".join(str(exc).split())[:200] or type(exc).__name__
             raise DocumentError(
-                f"{source.name!r} could not be read as XLSX: the workbook is damaged or "
-                f"incomplete ({type(exc).__name__})."
+                f"{source.name!r} could not be read as XLSX: the file is not a complete ZIP "
+                f"package, which an XLSX file is ({detail}). Open it in Excel or LibreOffice "
+                "and save it again, or get an undamaged copy."
             ) from None
         try:
             yield book
@@ -110,10 +111,9 @@ _CORE = {
 }
 
 
-def _core_metadata(package: zipfile.ZipFile) -> dict[str, str]:
-    try:
-        core = ElementTree.fromstring(package.read("docProps/core.xml"))
-    except KeyError:
+def _core_metadata(book: Workbook) -> dict[str, str]:
+    core = book.optional_part_xml("docProps/core.xml")
+    if core is None:
         return {}
     found: dict[str, str] = {}
     for element in core:
@@ -208,7 +208,7 @@ def xlsx_overview(source: Source) -> dict[str, object]:
         outline = [_sheet_entry(book, n, s) for n, s in enumerate(book.sheets, start=1)]
         result: dict[str, object] = {
             "sheet_count": len(book.sheets),
-            "metadata": _core_metadata(book.package),
+            "metadata": _core_metadata(book),
             "outline": outline,
         }
         notes = _notes(outline)

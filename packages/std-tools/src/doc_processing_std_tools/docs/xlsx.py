@@ -8,11 +8,16 @@ through expat and turns each cell into its text at once. openpyxl's number-forma
 and date conversion are used for what they define (which format is a date, the 1900 and
 1904 calendars, shared formula translation).
 
-Data flow: `Workbook(stream)` reads the workbook part, its relations, the shared strings
-and the cell formats; `Workbook.rows(sheet, first, last)` feeds the sheet's part to expat
+Data flow: `Workbook(stream, name)` reads the workbook part, its relations, the shared
+strings and the cell formats; `Workbook.rows(sheet, first, last)` feeds the sheet's part to expat
 in blocks and yields (row number, cell texts) for each non-empty row, so a caller that
 stops early stops the parsing; `Workbook.facts(sheet)` scans a sheet's bytes with regular
 expressions for counts, without parsing it.
+
+A damaged package is a `DocumentError` that names the part and what is wrong with it
+(missing, not unpackable, not well-formed XML at a line and column), whichever part it is:
+every part is read through `Workbook.part_xml` (or `optional_part_xml`) or
+`Workbook.open_part`.
 """
 
 from __future__ import annotations
@@ -22,12 +27,16 @@ import functools
 import posixpath
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import IO, Any
 from xml.etree import ElementTree
 from xml.parsers import expat
+
+from ..errors import DocumentError
 
 __all__ = ["NOT_COMPUTED", "SheetFacts", "SheetPart", "Workbook", "cell_text"]
 
@@ -40,6 +49,8 @@ _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _NS = f"{{{_MAIN}}}"
 _REL_ID = f"{{{_REL}}}id"
+#: What Python's ZIP reader raises for a member it cannot unpack.
+_UNPACKING_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError)
 
 
 def cell_text(value: object) -> str:
@@ -90,21 +101,28 @@ _TRUE = ("1", "true")
 class Workbook:
     """An XLSX package opened for reading; close it (or use it in a ``with`` block).
 
-    Raises (on opening): zipfile.BadZipFile, KeyError (a missing part), ElementTree
-    ParseError (broken XML); `api` words them as a damaged file.
+    `name` is how messages name the file. A part that is missing, cannot be unpacked or
+    is not well-formed XML is a `DocumentError` naming the part and the cause, when the
+    workbook is opened (workbook, relations, shared strings, styles) or when a sheet is
+    read.
+
+    Raises (on opening): zipfile.BadZipFile (not a ZIP package at all), DocumentError
+    (a damaged part).
     """
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes], name: str = "the workbook") -> None:
         from openpyxl.utils.datetime import (  # type: ignore[import-untyped]
             CALENDAR_MAC_1904,
             CALENDAR_WINDOWS_1900,
         )
 
+        self.name = name
+        """How messages name the file (its workspace path)."""
         self.package = zipfile.ZipFile(stream)
         """The ZIP package, for parts this class does not read (document properties)."""
         try:
-            book = ElementTree.fromstring(self.package.read("xl/workbook.xml"))
-            relations = ElementTree.fromstring(self.package.read("xl/_rels/workbook.xml.rels"))
+            book = self.part_xml("xl/workbook.xml")
+            relations = self.part_xml("xl/_rels/workbook.xml.rels")
             targets = {r.get("Id"): r.get("Target", "") for r in relations}
             self.sheets: list[SheetPart] = []
             for sheet in book.iter(f"{_NS}sheet"):
@@ -140,13 +158,69 @@ class Workbook:
         """The sheet called `name` (one of `sheets`)."""
         return next(s for s in self.sheets if s.name == name)
 
-    def _shared_strings(self) -> list[str]:
+    def damaged(self, part: str, problem: str) -> DocumentError:
+        """The error for `part` of this package, which `problem` ("is missing", ...)."""
+        return DocumentError(
+            f"{self.name!r} could not be read as XLSX: the file looks damaged: its part "
+            f"{part} {problem}. Open the file in Excel or LibreOffice and save it again, or "
+            "get an undamaged copy."
+        )
+
+    def _unpacking(self, part: str, exc: BaseException) -> DocumentError:
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return self.damaged(part, f"cannot be unpacked ({detail})")
+
+    def part_xml(self, part: str) -> ElementTree.Element:
+        """The parsed XML of `part`.
+
+        Raises:
+            DocumentError: the part is missing, cannot be unpacked, or is not well-formed
+                XML; the message names the part and the cause.
+        """
+        root = self.optional_part_xml(part)
+        if root is None:
+            raise self.damaged(part, "is missing")
+        return root
+
+    def optional_part_xml(self, part: str) -> ElementTree.Element | None:
+        """The parsed XML of `part`, or None when the package has no such part.
+
+        Raises:
+            DocumentError: the part cannot be unpacked or is not well-formed XML.
+        """
         try:
-            data = self.package.read("xl/sharedStrings.xml")
+            data = self.package.read(part)
         except KeyError:
+            return None
+        except _UNPACKING_ERRORS as exc:
+            raise self._unpacking(part, exc) from None
+        try:
+            return ElementTree.fromstring(data)
+        except ElementTree.ParseError as exc:
+            raise self.damaged(part, f"is not well-formed XML ({exc})") from None
+
+    @contextmanager
+    def open_part(self, part: str) -> Iterator[IO[bytes]]:
+        """`part` as a stream for the block; damage found while opening or reading it is a
+        `DocumentError` naming the part (as `part_xml` words it)."""
+        try:
+            stream = self.package.open(part)
+        except KeyError:
+            raise self.damaged(part, "is missing") from None
+        except _UNPACKING_ERRORS as exc:
+            raise self._unpacking(part, exc) from None
+        with stream:
+            try:
+                yield stream
+            except _UNPACKING_ERRORS as exc:
+                raise self._unpacking(part, exc) from None
+
+    def _shared_strings(self) -> list[str]:
+        root = self.optional_part_xml("xl/sharedStrings.xml")
+        if root is None:
             return []
         strings: list[str] = []
-        for item in ElementTree.fromstring(data).iter(f"{_NS}si"):
+        for item in root.iter(f"{_NS}si"):
             # Rich text runs, without phonetic guides (rPh).
             texts = [t.text or "" for t in item.iter(f"{_NS}t")]
             guides = {id(t) for p in item.iter(f"{_NS}rPh") for t in p.iter(f"{_NS}t")}
@@ -164,9 +238,8 @@ class Workbook:
             is_timedelta_format,
         )
 
-        try:
-            styles = ElementTree.fromstring(self.package.read("xl/styles.xml"))
-        except KeyError:
+        styles = self.optional_part_xml("xl/styles.xml")
+        if styles is None:
             return {}
         codes: dict[int, str] = dict(BUILTIN_FORMATS)
         for fmt in styles.iter(f"{_NS}numFmt"):
@@ -206,7 +279,7 @@ class Workbook:
         if sheet.part is None:
             return
         reader = _SheetReader(self, first, last)
-        with self.package.open(sheet.part) as stream:
+        with self.open_part(sheet.part) as stream:
             while not reader.done and (block := stream.read(_BLOCK)):
                 _feed(reader, sheet, block, final=False)
                 yield from reader.take()
@@ -220,9 +293,8 @@ class Workbook:
         if sheet.part is None:
             return []
         folder, _, name = sheet.part.rpartition("/")
-        try:
-            relations = ElementTree.fromstring(self.package.read(f"{folder}/_rels/{name}.rels"))
-        except KeyError:
+        relations = self.optional_part_xml(f"{folder}/_rels/{name}.rels")
+        if relations is None:
             return []
         found: list[tuple[str, str, str]] = []
         for relation in relations:
@@ -230,9 +302,8 @@ class Workbook:
                 continue
             target = relation.get("Target", "")
             part = target.lstrip("/") if target.startswith("/") else f"{folder}/{target}"
-            try:
-                root = ElementTree.fromstring(self.package.read(posixpath.normpath(part)))
-            except KeyError:
+            root = self.optional_part_xml(posixpath.normpath(part))
+            if root is None:
                 continue
             authors = [a.text or "" for a in root.iter(f"{_NS}author")]
             for comment in root.iter(f"{_NS}comment"):
@@ -250,7 +321,7 @@ class Workbook:
         """The used range `sheet` records at its start (``A1:F50001``), or None."""
         if sheet.part is None:
             return None
-        with self.package.open(sheet.part) as stream:
+        with self.open_part(sheet.part) as stream:
             head = stream.read(_HEAD_BYTES)
         match = _DIMENSION.search(head)
         return match.group(1).decode() if match else None
@@ -261,7 +332,7 @@ class Workbook:
         if sheet.part is None:
             return SheetFacts(0, 0, 0, 0)
         carry = b""
-        with self.package.open(sheet.part) as stream:
+        with self.open_part(sheet.part) as stream:
             while True:
                 block = stream.read(1 << 20)
                 data = carry + block
@@ -301,11 +372,15 @@ _HEAD_BYTES = 65536
 
 
 def _feed(reader: _SheetReader, sheet: SheetPart, block: bytes, *, final: bool) -> None:
-    """Parse `block` of `sheet`; broken XML is an ElementTree `ParseError` naming the part."""
+    """Parse `block` of `sheet`; broken XML is a `DocumentError` naming the part."""
     try:
         reader.parser.Parse(block, final)
     except expat.ExpatError as exc:
-        raise ElementTree.ParseError(f"{sheet.part}: {exc}") from None
+        raise reader.book.damaged(
+            str(sheet.part),
+            f"is not well-formed XML ({expat.ErrorString(exc.code)}: "
+            f"line {exc.lineno}, column {exc.offset})",
+        ) from None
 
 
 def _last_cell_end(data: bytes) -> int:
