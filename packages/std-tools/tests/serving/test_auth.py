@@ -24,6 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent
 
+from doc_processing_std_tools.skills.sandbox import sandbox_status
+
 from .helpers import (
     AUDIENCE,
     ISSUER,
@@ -248,7 +250,10 @@ async def test_an_execute_scope_runs_scripts_but_does_not_write(
             "create_skill", {"skill_name": "sneaky", "description": "Should not appear."}
         )
     assert names == READ_TOOLS | EXECUTE_TOOLS
-    assert "hello from the script" in json.loads(text_of(ran))["stdout"]
+    if sandbox_status().bwrap is not None:
+        assert "hello from the script" in json.loads(text_of(ran))["stdout"]
+    else:  # without bubblewrap nothing keeps a script from writing: it does not run
+        assert ran.is_error and "'write'" in text_of(ran) and "nothing ran" in text_of(ran)
     assert created.is_error and "'write' scope" in text_of(created)
 
 

@@ -10,6 +10,9 @@ import httpx2
 import pytest
 from http_child import listening, serving, start_server
 
+from doc_processing_std_tools.config import loopback_host
+from doc_processing_std_tools.serving import is_loopback, transport_security
+
 from .helpers import ISSUER, Folders, Keys
 
 HEADERS = {
@@ -134,3 +137,37 @@ def test_every_loopback_form_keeps_the_host_and_origin_checks(
     assert not (folders.workspace / "rebound.txt").exists()
     assert not (folders.workspace / "origin.txt").exists()
     assert (own.status_code, own_origin.status_code) == (200, 200)
+
+
+@pytest.mark.parametrize(
+    ("host", "canonical"),
+    [
+        ("127.0.0.1", "127.0.0.1"),
+        ("127.0.0.2", "127.0.0.2"),
+        ("127.255.255.254", "127.255.255.254"),
+        ("localhost", "localhost"),
+        ("LOCALHOST", "localhost"),
+        ("LocalHost.", "localhost"),
+        ("::1", "::1"),
+        ("[::1]", "::1"),
+        ("0:0:0:0:0:0:0:1", "::1"),
+        ("0000:0000:0000:0000:0000:0000:0000:0001", "::1"),
+        (" 127.0.0.1 ", "127.0.0.1"),
+        ("0.0.0.0", None),
+        ("::", None),
+        ("", None),
+        ("::ffff:127.0.0.1", None),
+        ("128.0.0.1", None),
+        ("localhost.example", None),
+        ("documents.internal", None),
+    ],
+)
+def test_one_normalisation_decides_both_loopback_rules(host: str, canonical: str | None) -> None:
+    assert loopback_host(host) == canonical
+    assert is_loopback(host) is (canonical is not None)
+    checks = transport_security(host)
+    assert checks.enable_dns_rebinding_protection is (canonical is not None)
+    if canonical is not None:
+        own = f"[{canonical}]:*" if ":" in canonical else f"{canonical}:*"
+        assert own in checks.allowed_hosts
+        assert f"http://{own}" in checks.allowed_origins
