@@ -136,7 +136,9 @@ def test_a_cold_skills_scan_never_lists_a_skill_md_swapped_in_from_outside(
     def scan() -> str:
         nonlocal listed
         catalog = scan_once(skills, max_bytes=1 << 20)
-        listed += catalog.count
+        # (The swapper's own name for the other side, res.swaplink, breaks the naming rule
+        # and is listed with a warning when it is the real folder: only 'res' counts.)
+        listed += catalog.get("res") is not None
         return catalog.json
 
     with swapping(victim, target):
