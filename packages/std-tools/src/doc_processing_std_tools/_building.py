@@ -6,6 +6,9 @@ handler (a rich one, at INFO) on the root logger when the root has none. A libra
 leave that to the application, so `new_server` builds the server while the root logger
 holds a placeholder handler, which makes ``basicConfig`` a no-op, and removes it again.
 The command-line entry points configure logging themselves (`configure_cli_logging`).
+
+This module does not import the SDK (its classes come from the caller), so a command line
+can read its arguments, and answer ``--version`` and ``--help``, without loading it.
 """
 
 from __future__ import annotations
@@ -16,16 +19,17 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final, TypeVar
-
-from mcp.server.mcpserver import MCPServer
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from . import __version__
 from .errors import ConfigError
 
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
 __all__ = ["LOG_LEVELS", "configure_cli_logging", "log_level_option", "new_server"]
 
-ServerT = TypeVar("ServerT", bound=MCPServer)
+ServerT = TypeVar("ServerT", bound="MCPServer")
 
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """The values of ``--log-level`` and DPTTOOLS_LOG_LEVEL."""

@@ -7,53 +7,60 @@ agent = Agent("anthropic:claude-sonnet-5", instructions="Be brief.", tools=[serv
 result = agent.run_sync("Summarise report.pdf")
 ```
 
-Importing this package loads no provider SDK and no fastmcp; they are imported when used.
+Importing this package loads no provider SDK, no fastmcp and not even the MCP SDK: each
+public name's module is imported the first time the name is used, so ``dpt-agent --version``
+and ``--help`` answer at once.
 """
 
-from .agent import Agent, AgentBuilder, RunResult
-from .approval import (
-    ApprovalDecision,
-    ApprovalGate,
-    ApprovalPolicy,
-    ApprovalRecord,
-    ApprovalRequest,
-    TerminalApproval,
-)
-from .errors import (
-    ConfigError,
-    MaxTurnsExceededError,
-    MissingCredentialsError,
-    MissingDependencyError,
-    ModelAPIError,
-    ModelError,
-    ToolkitError,
-    ToolNameConflictError,
-    ToolServerError,
-)
-from .events import (
-    AgentEvent,
-    ApprovalEvent,
-    FinalResultEvent,
-    RunStartEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
-    ToolCallEvent,
-    ToolCallRecord,
-    ToolResultEvent,
-)
-from .messages import (
-    Message,
-    ProviderPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    Usage,
-)
-from .models import Model, ModelRequest, TestModel
-from .tools.base import ToolServer
-from .tools.loader import ToolLoader
-from .tools.local import LocalFunctionSession, tool
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent import Agent, AgentBuilder, RunResult
+    from .approval import (
+        ApprovalDecision,
+        ApprovalGate,
+        ApprovalPolicy,
+        ApprovalRecord,
+        ApprovalRequest,
+        TerminalApproval,
+    )
+    from .errors import (
+        ConfigError,
+        MaxTurnsExceededError,
+        MissingCredentialsError,
+        MissingDependencyError,
+        ModelAPIError,
+        ModelError,
+        ToolkitError,
+        ToolNameConflictError,
+        ToolServerError,
+    )
+    from .events import (
+        AgentEvent,
+        ApprovalEvent,
+        FinalResultEvent,
+        RunStartEvent,
+        TextDeltaEvent,
+        ThinkingDeltaEvent,
+        ToolCallEvent,
+        ToolCallRecord,
+        ToolResultEvent,
+    )
+    from .messages import (
+        Message,
+        ProviderPart,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+        ToolSpec,
+        Usage,
+    )
+    from .models import Model, ModelRequest, TestModel
+    from .tools.base import ToolServer
+    from .tools.loader import ToolLoader
+    from .tools.local import LocalFunctionSession, tool
 
 __version__ = "0.5.3"
 
@@ -101,3 +108,59 @@ __all__ = [
     "__version__",
     "tool",
 ]
+
+_LAZY: dict[str, str] = {
+    "Agent": ".agent",
+    "AgentBuilder": ".agent",
+    "AgentEvent": ".events",
+    "ApprovalDecision": ".approval",
+    "ApprovalEvent": ".events",
+    "ApprovalGate": ".approval",
+    "ApprovalPolicy": ".approval",
+    "ApprovalRecord": ".approval",
+    "ApprovalRequest": ".approval",
+    "ConfigError": ".errors",
+    "FinalResultEvent": ".events",
+    "LocalFunctionSession": ".tools.local",
+    "MaxTurnsExceededError": ".errors",
+    "Message": ".messages",
+    "MissingCredentialsError": ".errors",
+    "MissingDependencyError": ".errors",
+    "Model": ".models",
+    "ModelAPIError": ".errors",
+    "ModelError": ".errors",
+    "ModelRequest": ".models",
+    "ProviderPart": ".messages",
+    "RunResult": ".agent",
+    "RunStartEvent": ".events",
+    "TerminalApproval": ".approval",
+    "TestModel": ".models",
+    "TextDeltaEvent": ".events",
+    "TextPart": ".messages",
+    "ThinkingDeltaEvent": ".events",
+    "ToolCallEvent": ".events",
+    "ToolCallPart": ".messages",
+    "ToolCallRecord": ".events",
+    "ToolLoader": ".tools.loader",
+    "ToolNameConflictError": ".errors",
+    "ToolResultEvent": ".events",
+    "ToolResultPart": ".messages",
+    "ToolServer": ".tools.base",
+    "ToolServerError": ".errors",
+    "ToolSpec": ".messages",
+    "ToolkitError": ".errors",
+    "Usage": ".messages",
+    "tool": ".tools.local",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module the first time the name is asked for."""
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module_name, __name__), name)
+    globals()[name] = value
+    return value

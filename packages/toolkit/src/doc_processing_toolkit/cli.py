@@ -22,30 +22,22 @@ import logging
 import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
 from . import __version__
-from .agent import Agent
 from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest, TerminalApproval
 from .batch.command import add_batch_parser, run_batch_command
-from .config import AgentConfig, load_yaml
 from .errors import ConfigError, ToolkitError
-from .events import (
-    ApprovalEvent,
-    FinalResultEvent,
-    RunStartEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-)
 from .messages import ToolSpec
-from .models import TestModel, resolve_model
-from .models.test import reply
-from .result import RunResult
-from .skills import SkillsOutcome
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .config import AgentConfig
+    from .models import TestModel
+    from .result import RunResult
+    from .skills import SkillsOutcome
 
 __all__ = ["DryRun", "dry_run", "main", "run_result_json", "stream_run"]
 
@@ -201,6 +193,16 @@ async def _show_events(
     waiting: _Waiting | None = None,
 ) -> RunResult:
     """The events of one run, shown as they come (see `stream_run`)."""
+    from .events import (
+        ApprovalEvent,
+        FinalResultEvent,
+        RunStartEvent,
+        TextDeltaEvent,
+        ThinkingDeltaEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+    )
+
     at_line_start = True
     thinking = False  # whether `err` is in the middle of a "thinking:" line
     shown_warnings = 0
@@ -304,6 +306,9 @@ class DryRun:
 
 def _dry_run_model() -> TestModel:
     """The stand-in model of a dry run: it answers at once and keeps the request."""
+    from .models import TestModel
+    from .models.test import reply
+
     return TestModel(lambda request: reply(""), name="dry-run")
 
 
@@ -319,6 +324,8 @@ async def dry_run(
     Raises:
         ToolkitError: a required server could not connect, or tool names clash.
     """
+    from .models import resolve_model
+
     warnings: list[str] = []
     try:
         configured = resolve_model(model, **model_options)
@@ -464,6 +471,9 @@ def _build_agent(
     Raises:
         ConfigError: the configuration is invalid or names no model.
     """
+    from .agent import Agent
+    from .config import load_yaml
+
     config = load_yaml(options.config) if options.config else None
     model = options.model or (config.model if config is not None else None)
     if not model:

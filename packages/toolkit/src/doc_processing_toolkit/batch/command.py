@@ -12,12 +12,11 @@ import argparse
 import signal
 import sys
 from contextlib import aclosing
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 import anyio.abc
 
-from ..agent import Agent
 from ..approval import ApprovalGate, TerminalApproval
 from ..errors import ToolkitError
 from .control import BatchControl
@@ -26,6 +25,9 @@ from .progress import make_progress
 from .results import BatchSummary
 from .runner import make_engine
 from .worker import RetryPolicy
+
+if TYPE_CHECKING:
+    from ..agent import Agent
 
 __all__ = ["add_batch_parser", "run_batch_command"]
 
@@ -102,6 +104,8 @@ def add_batch_parser(commands: Any) -> None:
 
 
 def _build_agent(options: argparse.Namespace, err: TextIO) -> Agent:
+    from ..agent import Agent  # here, so that parsing the command line loads no MCP SDK
+
     overrides: dict[str, Any] = {}
     if options.model:
         overrides["model"] = options.model
