@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from ._tracing import RunTrace
 from .approval import ApprovalGate, ApprovalRecord, ApprovalRequest
 from .errors import MaxTurnsExceededError, ToolkitError
 from .events import (
@@ -183,9 +184,13 @@ async def iterate(
     history: Sequence[Message] | None,
     *,
     stream: bool,
+    trace: RunTrace | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
-    """The model / tool loop of one run, as events (see `Agent.run_stream`)."""
+    """The model / tool loop of one run, as events (see `Agent.run_stream`); `trace`
+    holds the run's span, the parent of a ``chat`` span per request and an
+    ``execute_tool`` span per call (see `_tracing`)."""
     model = plan.model
+    run_trace = trace or RunTrace.off()
     messages: list[Message] = list(history or ())
     start = len(messages)
     messages.append(Message.user(prompt))
@@ -206,27 +211,36 @@ async def iterate(
             tools=specs,
             provider_kwargs=plan.provider_kwargs,
         )
-        if stream:
-            response: ModelResponse | None = None
-            replies = model.stream(request)
-            try:
-                async for item in replies:
-                    if isinstance(item, TextDelta):
-                        yield TextDeltaEvent(item.text)
-                    elif isinstance(item, ThinkingDelta):
-                        yield ThinkingDeltaEvent(item.text)
-                    else:
-                        response = item
-            finally:
-                # A consumer that stops early closes the model's stream (and its HTTP
-                # response) now, not whenever the garbage collector gets to it.
-                close = getattr(replies, "aclose", None)
-                if close is not None:
-                    await close()
-            if response is None:
-                raise ToolkitError(f"model {model.name} ended its stream without a reply.")
-        else:
-            response = await model.request(request)
+        chat = run_trace.chat(request)
+        try:
+            if stream:
+                response: ModelResponse | None = None
+                replies = model.stream(request)
+                items = chat.follow(replies)
+                try:
+                    async for item in items:
+                        if isinstance(item, TextDelta):
+                            yield TextDeltaEvent(item.text)
+                        elif isinstance(item, ThinkingDelta):
+                            yield ThinkingDeltaEvent(item.text)
+                        else:
+                            response = item
+                finally:
+                    # A consumer that stops early closes the model's stream (and its HTTP
+                    # response) now, not whenever the garbage collector gets to it.
+                    for opened in (items, replies):
+                        close = getattr(opened, "aclose", None)
+                        if close is not None:
+                            await close()
+                if response is None:
+                    raise ToolkitError(f"model {model.name} ended its stream without a reply.")
+            else:
+                with chat.current():
+                    response = await model.request(request)
+        except BaseException as exc:
+            chat.failed(exc)
+            raise
+        chat.done(response)
         usage = usage + response.usage
         logger.debug(
             "agent %r turn %d: %s answered with %d tool calls",
@@ -272,13 +286,14 @@ async def iterate(
                 if decision is None:
                     continue
                 approvals.append(decision)
+                run_trace.approval(decision)
                 yield ApprovalEvent(decision)
                 if not decision.approved:
                     denials[index] = (
                         f"The call to {call.name} was denied and did not run: "
                         f"{decision.reason or 'no reason given'}"
                     )
-        done = await _call_tools(calls, setup, denials, plan.tool_timeout)
+        done = await _call_tools(calls, setup, denials, plan.tool_timeout, run_trace)
         records.extend(done)
         for record in done:
             yield ToolResultEvent(record)
@@ -301,13 +316,14 @@ async def _call_tools(
     setup: RunSetup,
     denials: Mapping[int, str],
     time_limit: float | None,
+    run_trace: RunTrace,
 ) -> list[ToolCallRecord]:
     if len(calls) == 1:
-        return [await _call_tool(calls[0], setup, denials.get(0), time_limit)]
+        return [await _call_tool(calls[0], setup, denials.get(0), time_limit, run_trace)]
     records: list[ToolCallRecord | None] = [None] * len(calls)
 
     async def run_one(index: int, call: ToolCallPart) -> None:
-        records[index] = await _call_tool(call, setup, denials.get(index), time_limit)
+        records[index] = await _call_tool(call, setup, denials.get(index), time_limit, run_trace)
 
     async with anyio.create_task_group() as group:
         for index, call in enumerate(calls):
@@ -316,12 +332,31 @@ async def _call_tools(
 
 
 async def _call_tool(
-    call: ToolCallPart, setup: RunSetup, denial: str | None, time_limit: float | None
+    call: ToolCallPart,
+    setup: RunSetup,
+    denial: str | None,
+    time_limit: float | None,
+    run_trace: RunTrace,
 ) -> ToolCallRecord:
-    """Run one call; `denial` (the approval gate's refusal) answers it without calling
-    the tool."""
-    started = time.perf_counter()
+    """Run one call under its ``execute_tool`` span; `denial` (the approval gate's
+    refusal) answers it without calling the tool."""
     route = setup.tools.get(call.name)
+    with run_trace.tool(call.id, call.name, call.arguments, route, setup.skills) as span:
+        done, error_type = await _answer(call, route, setup, denial, time_limit)
+        span.done(done, error_type)
+    return done
+
+
+async def _answer(
+    call: ToolCallPart,
+    route: ToolRoute | None,
+    setup: RunSetup,
+    denial: str | None,
+    time_limit: float | None,
+) -> tuple[ToolCallRecord, str | None]:
+    """The record of one call, and its error type (None: it succeeded): the route's, or
+    ``unknown_tool``, ``invalid_arguments`` or ``denied`` when the tool was not called."""
+    started = time.perf_counter()
 
     def record(content: str, is_error: bool) -> ToolCallRecord:
         return ToolCallRecord(
@@ -336,15 +371,16 @@ async def _call_tool(
 
     if route is None:
         available = ", ".join(sorted(setup.tools)) or "none"
-        return record(f"Unknown tool {call.name!r}. Available tools: {available}.", True)
+        text = f"Unknown tool {call.name!r}. Available tools: {available}."
+        return record(text, True), "unknown_tool"
     if call.arguments_error is not None:
-        return record(
+        text = (
             f"The arguments for {call.name!r} are not a JSON object ({call.arguments_error}); "
-            "call the tool again with valid JSON arguments.",
-            True,
+            "call the tool again with valid JSON arguments."
         )
+        return record(text, True), "invalid_arguments"
     if denial is not None:
-        return record(denial, True)
+        return record(denial, True), "denied"
     outcome = await call_route(route, call.arguments, time_limit)
     done = record(outcome.content, outcome.is_error)
     logger.debug(
@@ -354,7 +390,7 @@ async def _call_tool(
         "error" if done.is_error else "ok",
         done.duration,
     )
-    return done
+    return done, outcome.error_type
 
 
 async def _decide(gate: ApprovalGate, call: ToolCallPart, setup: RunSetup) -> ApprovalRecord | None:

@@ -24,6 +24,7 @@ import anyio.lowlevel
 from . import config as _config
 from ._loop_thread import LoopThread, close_at_exit, require_no_running_loop
 from ._run import RunPlan, check_approval_patterns, iterate, prepare
+from ._tracing import RunTrace
 from .approval import ApprovalGate, ApprovalSetting, resolve_approval
 from .builder import SettingsBuilder
 from .config import (
@@ -372,10 +373,20 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         plan = self._plan()
         self._bind_loop()
-        setup = await prepare(self._skills, plan, prompt)
-        async with aclosing(iterate(plan, setup, prompt, history, stream=stream)) as events:
-            async for event in events:
-                yield event
+        run = RunTrace.start(plan.name, plan.model.name)
+        try:
+            with run.current():
+                setup = await prepare(self._skills, plan, prompt)
+            run.skills(setup.skills)
+            async with aclosing(
+                iterate(plan, setup, prompt, history, stream=stream, trace=run)
+            ) as events:
+                async for event in events:
+                    yield event
+        except BaseException as exc:
+            run.end(exc)
+            raise
+        run.end()
 
     async def run(self, prompt: str, message_history: Sequence[Message] | None = None) -> RunResult:
         """Run the agent on `prompt` until the model gives a final answer.

@@ -101,10 +101,19 @@ def _path_fields(path: str) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """An item with its prompt, as an engine receives it."""
+    """An item with its prompt, as an engine receives it.
+
+    Attributes:
+        item: the item.
+        prompt: the prompt filled from the item's fields.
+        trace: the batch span's W3C trace context (``traceparent`` and ``tracestate``
+            pairs; empty when tracing is off), so the item's span joins the batch's trace
+            in this process or on a Ray actor.
+    """
 
     item: BatchItem
     prompt: str
+    trace: tuple[tuple[str, str], ...] = ()
 
 
 class PromptTemplate:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 
+from .._tracing import BatchTrace
 from ..errors import BatchError, TemplateFieldError
 from .control import BatchControl, Engine
 from .items import BatchItem, ItemSource, Job, PromptTemplate
@@ -97,14 +98,21 @@ async def run_batch(
     done = results_file.open(inputs=_input_files(items)) if results_file is not None else set()
     if done:
         logger.info("resuming: %d items already recorded as ok", len(done))
+    batch = BatchTrace(type(engine).__name__, os.fspath(output) if output is not None else None)
+    count = 0
     try:
-        async with aclosing(
-            engine.results(agent, _jobs(items, template, done), control or BatchControl())
-        ) as results:
+        jobs = _jobs(items, template, done, batch.carrier)
+        async with aclosing(engine.results(agent, jobs, control or BatchControl())) as results:
             async for result in results:
                 if results_file is not None and result.cause not in _NOT_WRITTEN:
                     results_file.write(result)
+                count += 1
                 yield result
+    except BaseException as exc:
+        batch.end(count, exc)
+        raise
+    else:
+        batch.end(count)
     finally:
         if results_file is not None:
             results_file.close()
@@ -129,10 +137,14 @@ def _input_files(items: BatchInput) -> list[str | os.PathLike[str]]:
 
 
 def _jobs(
-    items: BatchInput, template: PromptTemplate, done: set[str]
+    items: BatchInput,
+    template: PromptTemplate,
+    done: set[str],
+    trace: tuple[tuple[str, str], ...] = (),
 ) -> Iterator[Job | ItemResult]:
-    """Each item as a job to run, or as its result when it needs no run (already done,
-    seen before, unusable, or missing a template field)."""
+    """Each item as a job to run (carrying the batch span's context `trace`), or as its
+    result when it needs no run (already done, seen before, unusable, or missing a
+    template field)."""
     seen: set[str] = set()
     for value in items:
         item = value if isinstance(value, BatchItem) else BatchItem.of(value)
@@ -149,7 +161,7 @@ def _jobs(
             yield ItemResult.failed(item, item.error, cause="invalid item")
         else:
             try:
-                yield Job(item, template.render(item.fields))
+                yield Job(item, template.render(item.fields), trace)
             except TemplateFieldError as exc:
                 yield ItemResult.failed(item, exc)
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from .._tracing import item_span
 from ..errors import ModelAPIError
 from .items import Job
 from .results import ItemResult, describe_cause
@@ -94,7 +95,15 @@ class PauseGate:
 
 async def run_job(agent: Agent, job: Job, policy: RetryPolicy, gate: PauseGate) -> ItemResult:
     """Run one item on `agent`, retrying as `policy` says; never raises for the item's
-    own failure (cancellation still propagates)."""
+    own failure (cancellation still propagates). The item's span (a child of the batch's,
+    see `Job.trace`) holds each attempt's run."""
+    with item_span(job.item.id, job.trace) as span:
+        result = await _run_attempts(agent, job, policy, gate)
+        span.done(result.status, result.attempts, result.cause)
+        return result
+
+
+async def _run_attempts(agent: Agent, job: Job, policy: RetryPolicy, gate: PauseGate) -> ItemResult:
     item = job.item
     started = time.perf_counter()
     warnings: list[str] = []

@@ -177,10 +177,19 @@ def _error_message(tool: str, text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
-    """The text to send back to the model for one call, and whether it is an error."""
+    """The text to send back to the model for one call, and whether it is an error.
+
+    Attributes:
+        content: the text for the model.
+        is_error: whether the call failed.
+        error_type: how it failed, for traces (``error.type``): ``tool_error`` (the tool
+            answered with an error result), ``timeout``, or the exception's class name;
+            None when it succeeded.
+    """
 
     content: str
     is_error: bool
+    error_type: str | None = None
 
 
 async def call_route(
@@ -193,11 +202,13 @@ async def call_route(
             result = await route.session.call_tool(route.tool.name, arguments)
     except TimeoutError:
         logger.warning("tool %r timed out after %g s", route.name, time_limit)
-        return CallOutcome(f"Tool {route.name!r} timed out after {time_limit:g} s.", True)
+        text = f"Tool {route.name!r} timed out after {time_limit:g} s."
+        return CallOutcome(text, True, "timeout")
     except Exception as exc:
         logger.warning("tool %r failed: %s", route.name, describe_error(exc))
-        return CallOutcome(f"Tool {route.name!r} failed: {describe_error(exc)}", True)
+        text = f"Tool {route.name!r} failed: {describe_error(exc)}"
+        return CallOutcome(text, True, type(root_cause(exc)).__qualname__)
     text = result_text(result)
     if result.is_error:
-        return CallOutcome(_error_message(route.tool.name, text), True)
+        return CallOutcome(_error_message(route.tool.name, text), True, "tool_error")
     return CallOutcome(text, False)
