@@ -18,6 +18,7 @@ from pydantic import ConfigDict
 from pydantic.config import JsonDict
 
 from ._text import TRUNCATED_KEY, limit_output, truncate, wire_safe
+from ._tracing import note_limit
 from .config import get_settings
 from .errors import StdToolsError
 
@@ -38,7 +39,10 @@ def limited(text: str, *, hint: str = "") -> str:
     Every tool passes its answer through here, so no answer is ever longer than the limit,
     whatever the logic below it produced.
     """
-    return wire_safe(limit_output(text, get_settings().output_truncation_limit, hint=hint))
+    limit = get_settings().output_truncation_limit
+    if len(text) > limit:
+        note_limit("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT")
+    return wire_safe(limit_output(text, limit, hint=hint))
 
 
 def answer_config(*complete: str) -> ConfigDict:

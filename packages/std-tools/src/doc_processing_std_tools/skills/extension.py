@@ -30,6 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, PaginatedRequestParams, RequestParams
 
 from .._text import wire_safe
+from .._tracing import note_skill
 from ..config import Settings, get_settings
 from ..errors import StdToolsError
 from .publisher import PublishedSkill, SkillPublisher
@@ -138,6 +139,7 @@ class SkillsExtension(Extension):
                 "SKILL.md, skill://<name>/SKILL.md; call skills/list for the published skills.",
                 params.uri,
             )
+        note_skill(uri.skill)
         found = await anyio.to_thread.run_sync(self.publisher.skill, _settings(), uri.skill)
         if not isinstance(found, PublishedSkill):
             reason = (
@@ -158,6 +160,7 @@ class SkillsExtension(Extension):
                 "skill://<name> and skill://<name>/<folder>, without a trailing slash.",
                 params.uri,
             )
+        note_skill(uri.skill)
         try:
             children = await anyio.to_thread.run_sync(self.publisher.directory, _settings(), uri)
         except UnknownResourceError as exc:
@@ -218,6 +221,7 @@ def register_skill_resources(server: MCPServer, extension: SkillsExtension) -> N
         uri = parse_skill_uri(raw if isinstance(raw, str) else f"{SCHEME}{path}")
         if uri is None:
             raise ResourceNotFoundError(f"No resource is served at {SCHEME}{path}")
+        note_skill(uri.skill)
         try:
             return await anyio.to_thread.run_sync(publisher.read, _settings(), uri)
         except UnknownResourceError as exc:

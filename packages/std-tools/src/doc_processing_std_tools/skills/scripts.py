@@ -62,6 +62,7 @@ from anyio.abc import ByteReceiveStream
 
 from .. import _io
 from .._text import truncate
+from .._tracing import note_script
 from ..access import WRITE, current_scopes
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
@@ -742,6 +743,7 @@ async def _run_checked(
                 "killed); what was left of the run was killed. The lines above may say why."
             )
         stderr = f"{stderr}\n{message}" if stderr else message
+        note_script(-1, sandboxed)
         return ScriptResult(stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed)
     # Exactly this report, with nothing of a run after it (the supervisor adds
     # ``subreaper`` and ``killed`` to every report of a script it started).
@@ -761,6 +763,7 @@ async def _run_checked(
         else:
             message = "Stopped: the run was ended from outside (SIGTERM to its supervisor)."
         stderr = f"{stderr}\n{message}" if stderr else message
+        note_script(-1, sandboxed, message)
         return ScriptResult(stdout, stderr, -1, timed_out=timed_out, sandboxed=sandboxed)
     code = status.get("exit_code")
     signum = status.get("signal")
@@ -770,4 +773,5 @@ async def _run_checked(
         stderr = f"{stderr}\n{ending}" if stderr else ending
     if status.get("killed"):
         logger.debug("killed %s process(es) the skill script left running", status["killed"])
+    note_script(exit_code, sandboxed, ending)
     return ScriptResult(stdout, stderr, exit_code, sandboxed=sandboxed)

@@ -22,6 +22,7 @@ from pydantic import WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
 from .._tooling import answer_config, json_answer, limited, tool_errors
+from .._tracing import note_skill
 from ..config import get_settings
 from . import actions
 
@@ -147,6 +148,7 @@ def register_skills_tools(server: MCPServer) -> None:
         wrapped in <skill_content> with a <skill_resources> list; read those files with
         load_skill_resource and run its .py scripts with execute_skill_script.
         """
+        note_skill(skill_name)
         with tool_errors():
             return limited(
                 actions.load_skill(get_settings(), skill_name),
@@ -159,6 +161,7 @@ def register_skills_tools(server: MCPServer) -> None:
 
         resource_path is relative to the skill's folder, as load_skill lists it.
         """
+        note_skill(skill_name)
         with tool_errors():
             return limited(actions.load_skill_resource(get_settings(), skill_name, resource_path))
 
@@ -173,6 +176,7 @@ def register_skills_tools(server: MCPServer) -> None:
         command line, so quote arguments that contain spaces. The script runs in its own
         folder; after the configured timeout it is killed and exit_code is -1.
         """
+        note_skill(skill_name)
         with tool_errors():
             settings = get_settings()
             return json_answer(
