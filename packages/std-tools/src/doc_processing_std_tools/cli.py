@@ -158,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(str(exc))
     if args.workspace is not None and not settings.workspace_dir.is_dir():
         _fail(f"--workspace {args.workspace!r} is not a folder.")
+    if settings.workspace_refusal is not None:
+        logger.warning("%s", settings.workspace_refusal)
 
     from .server import make_composed_server
     from .skills.sandbox import announce_sandbox

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 from urllib.parse import urlsplit
 
 import platformdirs
@@ -118,6 +118,12 @@ class Settings:
     """How many folder levels under each skills folder are searched for skills."""
     cache_dir: Path | None = None
     """Where the persistent skills index is kept (DPTTOOLS_CACHE_DIR); None: no index."""
+
+    workspace_refusal: str | None = None
+    """Why the file and document tools refuse every call, or None when they work: set
+    when no workspace was given (neither ``--workspace`` nor DPTTOOLS_WORKSPACE_DIR) and
+    the working folder, the default workspace, is the file system's root or the home
+    folder, which would open the whole disk."""
 
     @property
     def skill_roots(self) -> tuple[Path, ...]:
@@ -238,6 +244,42 @@ def _cache_dir(raw: str) -> Path | None:
     return Path(value).expanduser().absolute()
 
 
+_HOST_PAGES: Final = "docs/hosts/: claude-desktop.md, claude-code.md, cursor.md or vscode.md"
+"""Where the documentation shows how each host passes ``--workspace`` to the server."""
+
+
+def _workspace_refusal(folder: Path, home: Path | None) -> str | None:
+    """The refusal of the file and document tools when no workspace was set and the
+    working folder `folder` (resolved) is the root or `home`; None elsewhere.
+
+    Hosts often start servers in ``/`` or in the home folder, where the default workspace
+    (the working folder) would let a model list, read and write the whole disk.
+    """
+    if folder == Path(folder.anchor):
+        where = f"the root of the file system ({folder})"
+    elif home is not None and folder == home:
+        where = f"the home folder ({folder})"
+    else:
+        return None
+    return (
+        f"No workspace is set and this server was started in {where}, so the file and "
+        "document tools refuse to work rather than open the whole disk. Name the folder "
+        "they may use with --workspace DIR in the server's arguments, or with the "
+        "environment variable DPTTOOLS_WORKSPACE_DIR=DIR, in the host's configuration "
+        f"of this server, and restart it; your host's page shows where ({_HOST_PAGES})."
+    )
+
+
+def _home(env: Mapping[str, str]) -> Path | None:
+    """The user's home folder, resolved: HOME of `env`, else the account's."""
+    raw = env.get("HOME")
+    try:
+        home = Path(raw) if raw else Path.home()
+        return home.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build settings from `environ` (default: `os.environ`) without caching them.
 
@@ -251,12 +293,18 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         return DEFAULTS[name] if value is None else value
 
     roots = _folders("DPTTOOLS_SKILLS_DIR", raw("DPTTOOLS_SKILLS_DIR"))
+    workspace = _folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR"))
     return Settings(
         skills_dir=roots[0],
         skills_dirs=roots if len(roots) > 1 else (),
         skills_depth=_positive_int("DPTTOOLS_SKILLS_DEPTH", raw("DPTTOOLS_SKILLS_DEPTH")),
         cache_dir=_cache_dir(raw("DPTTOOLS_CACHE_DIR")),
-        workspace_dir=_folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR")),
+        workspace_dir=workspace,
+        workspace_refusal=(
+            _workspace_refusal(workspace, _home(env))
+            if env.get("DPTTOOLS_WORKSPACE_DIR") is None
+            else None
+        ),
         sandbox_timeout=_positive_number(
             "DPTTOOLS_SANDBOX_TIMEOUT", raw("DPTTOOLS_SANDBOX_TIMEOUT")
         ),

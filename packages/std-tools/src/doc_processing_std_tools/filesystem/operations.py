@@ -31,6 +31,7 @@ from .. import _io
 from .._text import truncate
 from ..config import Settings, get_settings
 from ..errors import (
+    ConfigError,
     InvalidArgumentError,
     NotFoundError,
     PathOutsideRootError,
@@ -104,8 +105,16 @@ class Workspace:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Workspace:
-        """The workspace described by `settings` (default: the current settings)."""
+        """The workspace described by `settings` (default: the current settings).
+
+        Raises:
+            ConfigError: no workspace was set and the server runs in the root or the home
+                folder (`Settings.workspace_refusal`): every file and document tool
+                refuses, with a message naming the settings to use.
+        """
         current = settings if settings is not None else get_settings()
+        if current.workspace_refusal is not None:
+            raise ConfigError(current.workspace_refusal)
         return cls(
             root=current.workspace_dir,  # `load_settings` resolves it already
             max_file_bytes=current.max_file_size_bytes,
