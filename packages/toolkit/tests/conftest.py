@@ -133,3 +133,113 @@ def http_server() -> Iterator[HttpServer]:
         yield server
     finally:
         server.stop()
+
+
+class SpanRecords:
+    """The spans of a test: this process's (the SDK's in-memory exporter, switched on for
+    the test alone) and those traced server children wrote to JSON-lines files."""
+
+    def __init__(self, exporter: Any) -> None:
+        self.exporter = exporter
+        self.files: list[Path] = []
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every finished span as a plain record (name, kind, ids, attributes, events)."""
+        import json
+
+        records = [span_record(span) for span in self.exporter.get_finished_spans()]
+        for path in self.files:
+            if path.exists():
+                records.extend(json.loads(line) for line in path.read_text().splitlines())
+        return records
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        """The spans called `name`."""
+        return [r for r in self.all() if r["name"] == name]
+
+    def ancestors(self, record: dict[str, Any]) -> list[str]:
+        """The names of `record`'s ancestors, nearest first."""
+        by_id = {r["span_id"]: r for r in self.all()}
+        names: list[str] = []
+        parent = by_id.get(record["parent_id"])
+        while parent is not None:
+            names.append(parent["name"])
+            parent = by_id.get(parent["parent_id"])
+        return names
+
+    def tree(self) -> str:
+        """The spans as an indented tree, children in start order."""
+        records = sorted(self.all(), key=lambda r: r["start"])
+        ids = {r["span_id"] for r in records}
+        children: dict[str | None, list[dict[str, Any]]] = {}
+        for r in records:
+            children.setdefault(r["parent_id"] if r["parent_id"] in ids else None, []).append(r)
+        lines: list[str] = []
+
+        def walk(parent: str | None, depth: int) -> None:
+            for r in children.get(parent, []):
+                lines.append(f"{'  ' * depth}{r['name']} [{r['kind']}]")
+                walk(r["span_id"], depth + 1)
+
+        walk(None, 0)
+        return "\n".join(lines)
+
+
+def span_record(span: Any) -> dict[str, Any]:
+    """A finished SDK span as a JSON-able record (the traced children write the same)."""
+
+    def plain(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+    return {
+        "name": span.name,
+        "kind": span.kind.name,
+        "trace_id": f"{span.context.trace_id:032x}",
+        "span_id": f"{span.context.span_id:016x}",
+        "parent_id": f"{span.parent.span_id:016x}" if span.parent is not None else None,
+        "start": span.start_time,
+        "status": span.status.status_code.name,
+        "attributes": {k: plain(v) for k, v in (span.attributes or {}).items()},
+        "events": [
+            {"name": e.name, "attributes": {k: plain(v) for k, v in (e.attributes or {}).items()}}
+            for e in span.events
+        ],
+    }
+
+
+_SWITCHED: list[Any] = []
+
+
+@pytest.fixture
+def spans() -> Iterator[SpanRecords]:
+    """Record this test's spans: a global SDK tracer provider is set once per process
+    (spans go to an in-memory exporter only while a test holds this fixture)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    class Switched(SimpleSpanProcessor):
+        active = False
+
+        def on_end(self, span: ReadableSpan) -> None:
+            if self.active:
+                super().on_end(span)
+
+    if not _SWITCHED:
+        exporter = InMemorySpanExporter()
+        processor = Switched(exporter)
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            provider = TracerProvider()
+            trace.set_tracer_provider(provider)
+        provider.add_span_processor(processor)
+        _SWITCHED.append((processor, exporter))
+    processor, exporter = _SWITCHED[0]
+    exporter.clear()
+    processor.active = True
+    try:
+        yield SpanRecords(exporter)
+    finally:
+        processor.active = False
+        exporter.clear()
