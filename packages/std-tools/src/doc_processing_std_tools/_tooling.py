@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import errno
 import functools
+import inspect
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
@@ -22,7 +24,16 @@ from ._tracing import note_limit
 from .config import get_settings
 from .errors import StdToolsError
 
-__all__ = ["answer_config", "describe_os_error", "json_answer", "limited", "tool_errors"]
+__all__ = [
+    "answer_config",
+    "describe_os_error",
+    "json_answer",
+    "limited",
+    "mcp_tool",
+    "tool_errors",
+]
+
+ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
 
 # A JSON escape of a UTF-16 surrogate: only a text holding one can parse to a string that
 # cannot be sent as UTF-8 (a lone surrogate); any other text is sendable as it is.
@@ -30,6 +41,25 @@ _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 # The SDK puts "Error executing tool <name>: " before an error message; this much of the
 # limit is left for it (the longest tool name is well under 40 characters).
 _SDK_ERROR_PREFIX: Final = 64
+
+
+def mcp_tool(
+    server: MCPServer, *, structured_output: bool | None = None
+) -> Callable[[ToolFunction], ToolFunction]:
+    """Register the decorated function on `server` as a tool (``server.tool()``), described
+    by its docstring without the source's indentation (`inspect.cleandoc`).
+
+    The SDK sends ``__doc__`` as it is, so every line after the first would reach the
+    model with the eight spaces of a nested function's body in front of it. Every
+    std-tools tool is registered through here.
+    """
+
+    def register(function: ToolFunction) -> ToolFunction:
+        description = inspect.cleandoc(function.__doc__ or "")
+        decorate = server.tool(description=description, structured_output=structured_output)
+        return decorate(function)
+
+    return register
 
 
 def limited(text: str, *, hint: str = "") -> str:

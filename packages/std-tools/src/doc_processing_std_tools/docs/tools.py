@@ -19,7 +19,7 @@ from mcp.types import CallToolResult
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
-from .._tooling import answer_config, json_answer, limited, tool_errors
+from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
 from .worker import run_tool
 
 __all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_docs_tools"]
@@ -122,7 +122,7 @@ _PAGES = (
 def register_docs_tools(server: MCPServer) -> None:
     """Add the four document tools to `server`."""
 
-    @server.tool()
+    @mcp_tool(server)
     async def get_file_overview(
         path: Annotated[str, Field(description=_PATH)],
     ) -> Annotated[CallToolResult, DocumentOverview]:
@@ -137,7 +137,7 @@ def register_docs_tools(server: MCPServer) -> None:
         with tool_errors():
             return json_answer(limited(await run_tool("get_file_overview", {"path": path})))
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     async def read_document(
         path: Annotated[str, Field(description=_PATH)],
         pages: Annotated[str, Field(description=_PAGES)] = "",
@@ -150,7 +150,7 @@ def register_docs_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(await run_tool("read_document", {"path": path, "pages": pages}))
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     async def extract_tables(
         path: Annotated[str, Field(description=_PATH)],
         pages: Annotated[str, Field(description=_PAGES)] = "",
@@ -166,7 +166,7 @@ def register_docs_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(await run_tool("extract_tables", arguments))
 
-    @server.tool()
+    @mcp_tool(server)
     async def search_document(
         path: Annotated[str, Field(description=_PATH)],
         query: Annotated[str, Field(description="Text (or regular expression) to find.")],

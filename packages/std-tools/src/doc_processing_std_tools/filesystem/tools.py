@@ -17,7 +17,7 @@ from mcp.types import CallToolResult
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
-from .._tooling import answer_config, json_answer, limited, tool_errors
+from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
 from . import operations
 from .operations import Workspace
 
@@ -64,7 +64,7 @@ _PATH = "Path relative to the workspace folder, with '/' separators."
 def register_filesystem_tools(server: MCPServer) -> None:
     """Add the seven file system tools to `server`."""
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def read_file(
         path: Annotated[str, Field(description=_PATH)],
         start_line: Annotated[
@@ -83,7 +83,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
                 operations.read_file(Workspace.from_settings(), path, start_line, end_line)
             )
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def write_file(
         path: Annotated[str, Field(description=_PATH)],
         content: Annotated[str, Field(description="The complete new content of the file.")],
@@ -95,7 +95,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(operations.write_file(Workspace.from_settings(), path, content))
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def edit_file(
         path: Annotated[str, Field(description=_PATH)],
         old_text: Annotated[
@@ -113,7 +113,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
                 operations.edit_file(Workspace.from_settings(), path, old_text, new_text)
             )
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def list_directory(
         path: Annotated[str, Field(description="Folder relative to the workspace.")] = ".",
     ) -> str:
@@ -121,7 +121,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(operations.list_directory(Workspace.from_settings(), path))
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def find_files(
         pattern: Annotated[
             str,
@@ -137,7 +137,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(operations.find_files(Workspace.from_settings(), pattern, path))
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def search_text(
         pattern: Annotated[str, Field(description="Python regular expression to look for.")],
         path: Annotated[str, Field(description="Folder to search recursively, or a file.")] = ".",
@@ -160,7 +160,7 @@ def register_filesystem_tools(server: MCPServer) -> None:
                 )
             )
 
-    @server.tool()
+    @mcp_tool(server)
     def get_file_info(
         path: Annotated[str, Field(description=_PATH)],
     ) -> Annotated[CallToolResult, FileInfo]:

@@ -21,7 +21,7 @@ from mcp.types import CallToolResult
 from pydantic import WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
-from .._tooling import answer_config, json_answer, limited, tool_errors
+from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
 from .._tracing import note_skill
 from ..config import get_settings
 from . import actions
@@ -105,7 +105,7 @@ def register_skills_tools(server: MCPServer) -> None:
     was cut.
     """
 
-    @server.tool()
+    @mcp_tool(server)
     async def list_skills() -> Annotated[CallToolResult, SkillsListing]:
         """List every Agent Skill: name, description and SKILL.md path, as JSON.
 
@@ -122,7 +122,7 @@ def register_skills_tools(server: MCPServer) -> None:
                 catalog = await anyio.to_thread.run_sync(actions.scan, settings)
             return json_answer(catalog.json_within(settings.output_truncation_limit))
 
-    @server.tool()
+    @mcp_tool(server)
     async def search_skills(query: str, limit: int = 10) -> Annotated[CallToolResult, SkillsFound]:
         """Find the skills that fit a task, best first, as JSON.
 
@@ -140,7 +140,7 @@ def register_skills_tools(server: MCPServer) -> None:
                 )
             return json_answer(actions.search_skills(settings, query, limit))
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def load_skill(skill_name: str) -> str:
         """Load one skill's full SKILL.md instructions and the list of its files.
 
@@ -155,7 +155,7 @@ def register_skills_tools(server: MCPServer) -> None:
                 hint=f"read SKILL.md whole with load_skill_resource('{skill_name}', 'SKILL.md')",
             )
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def load_skill_resource(skill_name: str, resource_path: str) -> str:
         """Read a text file that belongs to a skill, such as references/glossary.md.
 
@@ -165,7 +165,7 @@ def register_skills_tools(server: MCPServer) -> None:
         with tool_errors():
             return limited(actions.load_skill_resource(get_settings(), skill_name, resource_path))
 
-    @server.tool()
+    @mcp_tool(server)
     async def execute_skill_script(
         skill_name: str, script_path: str, args: str = ""
     ) -> Annotated[CallToolResult, ScriptRun]:
@@ -183,7 +183,7 @@ def register_skills_tools(server: MCPServer) -> None:
                 limited(await actions.execute_skill_script(settings, skill_name, script_path, args))
             )
 
-    @server.tool(structured_output=False)
+    @mcp_tool(server, structured_output=False)
     def create_skill(skill_name: str, description: str) -> str:
         """Create a new skill folder holding a template SKILL.md, without overwriting.
 
