@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from ..config import Settings
 from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord
-from .publishable import UNPUBLISHABLE_WARNINGS
+from .publishable import unpublishable
 from .uris import CursorSigner, file_uri
 
 __all__ = [
@@ -144,7 +144,7 @@ class Listings:
         if known is not None:
             return known, False
         by_uri = sorted((file_uri(r.name, SKILL_FILE), r) for r in catalog.skills)
-        blocked = {d.skill: d for d in catalog.diagnostics if d.code in UNPUBLISHABLE_WARNINGS}
+        blocked = unpublishable(catalog.diagnostics)
         self._numbered += 1
         listing = Listing(
             self._numbered,

@@ -10,10 +10,11 @@ reason, or None; `LEFT_OUT_CODES` lists the codes added to the catalog's own.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from .catalog import SKILL_FILE, SkillDiagnostic, SkillRecord
+from .frontmatter import NAME_RULE, suggest_name
 from .skill_files import Tree
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "check_publishable",
     "frontmatter_of",
     "limits_problem",
+    "unpublishable",
     "unreadable",
 ]
 
@@ -40,8 +42,10 @@ LEFT_OUT_CODES: Final[Mapping[str, str]] = {
     "frontmatter_not_json": "the frontmatter holds a value JSON cannot carry verbatim",
     "invalid_description": "'description' is not text",
     "invalid_allowed_tools": "'allowed-tools' is neither text nor a list of text",
+    "folder_name_not_uri": "the folder name breaks the naming rule a skill:// URI needs",
 }
 """Codes the extension adds when it leaves a skill out, and what each means."""
+
 
 UNPUBLISHABLE_WARNINGS: Final = frozenset(
     {
@@ -60,6 +64,29 @@ UNPUBLISHABLE_WARNINGS: Final = frozenset(
 """The catalog's warnings after which a skill cannot be published: its URI must end in its
 frontmatter name, that name must follow the naming rule, and the frontmatter fields must
 have the types and lengths the Agent Skills specification gives them."""
+
+
+def unpublishable(diagnostics: Iterable[SkillDiagnostic]) -> dict[str, SkillDiagnostic]:
+    """Skill folder -> why the extension leaves it out, from the catalog's `diagnostics`
+    (its warnings in `UNPUBLISHABLE_WARNINGS`; the first one per skill). A folder name
+    that breaks the naming rule gets the extension's own ``folder_name_not_uri``: the
+    tools list such a skill (with a warning of their own), the extension cannot."""
+    found: dict[str, SkillDiagnostic] = {}
+    for diagnostic in diagnostics:
+        if diagnostic.code not in UNPUBLISHABLE_WARNINGS or diagnostic.skill in found:
+            continue
+        if diagnostic.code == "invalid_folder_name":
+            diagnostic = SkillDiagnostic(
+                diagnostic.skill,
+                "warning",
+                "folder_name_not_uri",
+                f"The folder name '{diagnostic.skill[:100]}' breaks the naming rule "
+                f"({NAME_RULE}), and a skill's skill:// URI is its name, so the MCP Skills "
+                f"extension does not publish it; rename the folder (for example to "
+                f"'{suggest_name(diagnostic.skill)}', with 'name:' set to match).",
+            )
+        found[diagnostic.skill] = diagnostic
+    return found
 
 
 def _json_problem(value: Any, where: str) -> str | None:

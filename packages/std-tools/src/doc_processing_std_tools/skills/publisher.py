@@ -40,7 +40,7 @@ from . import actions
 from .catalog import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord
 from .index import RootIndex, open_index
 from .listings import Listing, Listings, Page, listing_key
-from .publishable import UNPUBLISHABLE_WARNINGS, frontmatter_of, limits_problem, unreadable
+from .publishable import frontmatter_of, limits_problem, unpublishable, unreadable
 from .skill_files import (
     RACY_NS,
     ParentFolders,
@@ -445,10 +445,8 @@ class SkillPublisher:
         record = catalog.get(name)
         if record is None:
             return None, None
-        for diagnostic in catalog.diagnostics:
-            if diagnostic.skill == name and diagnostic.code in UNPUBLISHABLE_WARNINGS:
-                return None, diagnostic
-        return record, None
+        blocked = unpublishable(d for d in catalog.diagnostics if d.skill == name).get(name)
+        return (None, blocked) if blocked is not None else (record, None)
 
     def _published_shape(self, settings: Settings, uri: SkillUri) -> _Shape:
         record, diagnostic = self._record(settings, uri.skill)
