@@ -1,0 +1,233 @@
+"""The toolkit's spans of a run, after the OpenTelemetry GenAI conventions, recorded with
+the OpenTelemetry SDK's in-memory exporter (the `spans` fixture)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+from doc_processing_toolkit import Agent
+from doc_processing_toolkit._tracing import CAPTURE_CONTENT_ENV, BatchTrace
+from doc_processing_toolkit.approval import ApprovalRequest
+from doc_processing_toolkit.batch.items import BatchItem, Job
+from doc_processing_toolkit.batch.ray_engine import BatchWorker
+from doc_processing_toolkit.batch.worker import RetryPolicy
+from doc_processing_toolkit.models.test import TestModel
+
+pytestmark = pytest.mark.anyio
+
+SpanRecords = Any  # the `spans` fixture's records (tests/conftest.py)
+
+ECHO_THEN_ANSWER = [{"call": "echo", "arguments": {"text": "secret words"}}, {"reply": "Done."}]
+
+
+async def test_a_run_is_one_trace_of_invoke_agent_chat_and_execute_tool_spans(
+    spans: SpanRecords, make_server: Callable[..., MCPServer]
+) -> None:
+    agent = Agent(model=TestModel(ECHO_THEN_ANSWER), tools=[make_server()], name="helper")
+    await agent.run("Echo something.")
+
+    (run,) = spans.named("invoke_agent helper")
+    assert run["parent_id"] is None
+    assert run["kind"] == "INTERNAL"
+    assert run["attributes"]["gen_ai.operation.name"] == "invoke_agent"
+    assert run["attributes"]["gen_ai.agent.name"] == "helper"
+    assert run["attributes"]["gen_ai.provider.name"] == "test"
+    assert run["attributes"]["gen_ai.request.model"] == "model"
+    assert run["attributes"]["doc_processing.skills.status"] == "no_server"
+
+    chats = spans.named("chat model")
+    assert len(chats) == 2
+    for chat in chats:
+        assert chat["kind"] == "CLIENT"
+        assert chat["parent_id"] == run["span_id"]
+        attributes = chat["attributes"]
+        assert attributes["gen_ai.operation.name"] == "chat"
+        assert attributes["gen_ai.provider.name"] == "test"
+        assert attributes["gen_ai.request.model"] == "model"
+        assert attributes["gen_ai.response.model"] == "model"
+        assert attributes["gen_ai.usage.input_tokens"] > 0
+        assert attributes["gen_ai.usage.output_tokens"] > 0
+    assert [c["attributes"]["gen_ai.response.finish_reasons"] for c in chats] == [
+        ["tool_use"],
+        ["end_turn"],
+    ]
+
+    (tool,) = spans.named("execute_tool echo")
+    assert tool["parent_id"] == run["span_id"]
+    assert tool["attributes"]["gen_ai.operation.name"] == "execute_tool"
+    assert tool["attributes"]["gen_ai.tool.name"] == "echo"
+    assert tool["attributes"]["gen_ai.tool.call.id"].startswith("call_")
+    assert tool["attributes"]["doc_processing.tool.server"] == "demo"
+    assert tool["status"] != "ERROR"
+    (served,) = spans.named("tools/call echo")
+    assert served["kind"] == "SERVER"
+    assert served["parent_id"] == tool["span_id"]
+    assert {r["trace_id"] for r in spans.all()} == {run["trace_id"]}
+
+
+async def test_content_is_recorded_only_when_capture_is_turned_on(
+    spans: SpanRecords,
+    make_server: Callable[..., MCPServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent = Agent(
+        model=TestModel(ECHO_THEN_ANSWER), tools=[make_server()], instructions="Be brief."
+    )
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    await agent.run("Echo the secret words.")
+    captured = json.dumps([r["attributes"] for r in spans.all()])
+    assert "secret words" not in captured
+    assert "Be brief." not in captured
+
+    spans.exporter.clear()
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    await agent.run("Echo the secret words.")
+    first, second = spans.named("chat model")
+    system = json.loads(first["attributes"]["gen_ai.system_instructions"])
+    assert system[0]["content"].startswith("Be brief.")
+    (user,) = json.loads(first["attributes"]["gen_ai.input.messages"])
+    assert user == {
+        "role": "user",
+        "parts": [{"type": "text", "content": "Echo the secret words."}],
+    }
+    (output,) = json.loads(first["attributes"]["gen_ai.output.messages"])
+    assert output["parts"][0]["type"] == "tool_call"
+    assert output["parts"][0]["arguments"] == {"text": "secret words"}
+    assert output["finish_reason"] == "tool_use"
+    answer = json.loads(second["attributes"]["gen_ai.input.messages"])[-1]
+    assert answer["parts"][0]["type"] == "tool_call_response"
+    (tool,) = spans.named("execute_tool echo")
+    assert json.loads(tool["attributes"]["gen_ai.tool.call.arguments"]) == {"text": "secret words"}
+    assert tool["attributes"]["gen_ai.tool.call.result"] == "secret words"
+
+
+async def test_failed_denied_and_unknown_calls_carry_their_error_type(
+    spans: SpanRecords, make_server: Callable[..., MCPServer]
+) -> None:
+    def policy(request: ApprovalRequest) -> tuple[bool, str]:
+        return (request.tool != "add", "no sums today")
+
+    steps = [
+        {
+            "calls": [
+                {"name": "fail", "arguments": {"reason": "why not"}},
+                {"name": "add", "arguments": {"a": 1, "b": 2}},
+                {"name": "nope"},
+            ]
+        },
+        {"reply": "Done."},
+    ]
+    agent = Agent(
+        model=TestModel(steps),
+        tools=[make_server(tools=("fail", "add"))],
+        approval={"tools": ["fail", "add"], "policy": policy},
+        name="gated",
+    )
+    await agent.run("Try everything.")
+
+    def error_of(name: str) -> Any:
+        (span,) = spans.named(f"execute_tool {name}")
+        assert span["status"] == "ERROR"
+        return span["attributes"]["error.type"]
+
+    assert error_of("fail") == "tool_error"
+    assert error_of("add") == "denied"
+    assert error_of("nope") == "unknown_tool"
+    (run,) = spans.named("invoke_agent gated")
+    decisions = [e for e in run["events"] if e["name"] == "doc_processing.approval"]
+    assert [
+        (e["attributes"]["gen_ai.tool.name"], e["attributes"]["doc_processing.approval.approved"])
+        for e in decisions
+    ] == [("fail", True), ("add", False)]
+    assert decisions[1]["attributes"]["doc_processing.approval.reason"] == "no sums today"
+
+
+async def test_a_streamed_run_is_traced_like_any_run(
+    spans: SpanRecords, make_server: Callable[..., MCPServer]
+) -> None:
+    agent = Agent(model=TestModel(ECHO_THEN_ANSWER), tools=[make_server()], name="streamer")
+    async for _ in agent.run_stream("Echo something."):
+        pass
+    (run,) = spans.named("invoke_agent streamer")
+    chats = spans.named("chat model")
+    assert len(chats) == 2
+    assert all(c["parent_id"] == run["span_id"] for c in chats)
+    assert all("gen_ai.usage.output_tokens" in c["attributes"] for c in chats)
+
+
+async def test_a_run_that_fails_ends_its_span_with_the_error(spans: SpanRecords) -> None:
+    def broken(request: Any) -> Any:
+        raise RuntimeError("the model fell over")
+
+    agent = Agent(model=TestModel(broken), name="fragile")
+    with pytest.raises(RuntimeError):
+        await agent.run("Hello.")
+    (run,) = spans.named("invoke_agent fragile")
+    (chat,) = spans.named("chat model")
+    assert run["status"] == chat["status"] == "ERROR"
+    assert run["attributes"]["error.type"] == chat["attributes"]["error.type"] == "RuntimeError"
+
+
+async def test_a_local_batch_is_one_trace_with_a_span_per_item(spans: SpanRecords) -> None:
+    agent = Agent(model=TestModel(), name="batcher")
+    results = [r async for r in agent.run_batch([{"n": 1}, {"n": 2}, {"n": 3}], "Item {n}")]
+    assert [r.status for r in results] == ["ok", "ok", "ok"]
+
+    (batch,) = spans.named("batch")
+    assert batch["attributes"]["doc_processing.batch.engine"] == "LocalEngine"
+    assert batch["attributes"]["doc_processing.batch.items"] == 3
+    items = spans.named("batch_item")
+    assert len(items) == 3
+    assert {i["parent_id"] for i in items} == {batch["span_id"]}
+    assert {i["attributes"]["doc_processing.batch.item.status"] for i in items} == {"ok"}
+    runs = spans.named("invoke_agent batcher")
+    assert sorted(r["parent_id"] for r in runs) == sorted(i["span_id"] for i in items)
+    assert {r["trace_id"] for r in spans.all()} == {batch["trace_id"]}
+
+
+async def test_a_ray_actor_runs_its_item_under_the_batch_span_it_is_sent(
+    spans: SpanRecords,
+) -> None:
+    # What a Ray actor receives is the pickled job: the batch's context travels as text.
+    batch = BatchTrace("RayEngine", None)
+    job = Job(BatchItem.of({"n": 1}), "Item 1", batch.carrier)
+    received = pickle.loads(pickle.dumps(job))
+    worker = BatchWorker(lambda: Agent(model=TestModel(), name="actor"), RetryPolicy())
+    try:
+        result = await worker.run(received)
+    finally:
+        await worker.stop()
+    batch.end(1)
+    assert result["status"] == "ok"
+    (root,) = spans.named("batch")
+    (item,) = spans.named("batch_item")
+    (run,) = spans.named("invoke_agent actor")
+    assert item["parent_id"] == root["span_id"]
+    assert run["parent_id"] == item["span_id"]
+    assert {r["trace_id"] for r in spans.all()} == {root["trace_id"]}
+
+
+def test_without_a_tracer_provider_a_run_records_nothing_and_starts_no_span() -> None:
+    code = (
+        "import asyncio\n"
+        "from doc_processing_toolkit import Agent\n"
+        "from doc_processing_toolkit._tracing import RunTrace, BatchTrace\n"
+        "from doc_processing_toolkit.models.test import TestModel\n"
+        "run = RunTrace.start('a', 'test:model')\n"
+        "assert run.context is None and not run.span.is_recording()\n"
+        "assert BatchTrace('LocalEngine', None).carrier == ()\n"
+        "print(asyncio.run(Agent(model=TestModel()).run('hi')).output)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "echo: hi"
