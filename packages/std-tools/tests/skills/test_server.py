@@ -519,12 +519,14 @@ async def test_large_binary_non_utf8_missing_and_folder_resources_are_refused(
 ) -> None:
     folder = skills.write("res")
     (folder / "big.txt").write_text("x" * (1024 * 1024 + 1), encoding="utf-8")
-    (folder / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (folder / "blob.bin").write_bytes(b"\x7fELF\x00\x00\x00")
+    (folder / "cut.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
     (folder / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
     (folder / "sub").mkdir()
     expectations = {
         "big.txt": "DPTTOOLS_MAX_FILE_SIZE_MB",
-        "image.png": "binary",
+        "blob.bin": "binary",
+        "cut.png": "cut short or damaged",
         "latin.txt": "UTF-8",
         "missing.md": "does not exist",
         "sub": "is a folder",

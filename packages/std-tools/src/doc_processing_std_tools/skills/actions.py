@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 from xml.sax.saxutils import escape
@@ -21,6 +23,8 @@ from .._text import fit_json, truncate, wire_safe
 from ..config import Settings
 from ..errors import (
     AlreadyExistsError,
+    BinaryFileError,
+    FileTooLargeError,
     InvalidArgumentError,
     NotFoundError,
     StdToolsError,
@@ -41,14 +45,17 @@ from .search import SkillSearch
 from .voice import MODEL, Voice
 
 __all__ = [
+    "MAX_IMAGE_BYTES",
     "MAX_LISTED_RESOURCES",
     "MAX_SEARCH_LIMIT",
+    "SkillImage",
     "cached",
     "check_skill_name",
     "clear_cache",
     "create_skill",
     "execute_skill_script",
     "find_skill",
+    "image_type",
     "list_resources",
     "load_skill",
     "load_skill_resource",
@@ -59,6 +66,54 @@ __all__ = [
 
 MAX_LISTED_RESOURCES: Final = 50
 """At most this many files are named in load_skill's resource list."""
+
+MAX_IMAGE_BYTES: Final = 5 * 1024 * 1024
+"""The largest image load_skill_resource returns as image content (5 MiB, the most that
+model providers accept for one image)."""
+
+_IMAGE_SIGNATURES: Final = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillImage:
+    """An image file of a skill (PNG, JPEG, GIF or WebP, at most `MAX_IMAGE_BYTES`), as
+    load_skill_resource answers with it: the tool layer sends it as image content."""
+
+    data: bytes
+    """The file's bytes."""
+    mime_type: str
+    """``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``."""
+
+
+def image_type(head: bytes) -> str | None:
+    """The MIME type of an image that models read (PNG, JPEG, GIF, WebP), told by the
+    first bytes of the file (its signature, not its name); None for anything else."""
+    for signature, mime_type in _IMAGE_SIGNATURES:
+        if head.startswith(signature):
+            return mime_type
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _is_whole_image(data: bytes, mime_type: str) -> bool:
+    """Whether the image `data` (of `mime_type`, told by `image_type`) has its ends: a
+    model provider refuses the whole request for an image it cannot decode, so a cut or
+    damaged file is refused here instead of sent."""
+    if mime_type == "image/png":
+        return data[12:16] == b"IHDR" and data.endswith(b"IEND\xaeB`\x82")
+    if mime_type == "image/jpeg":
+        return b"\xff\xd9" in data[-1024:]
+    if mime_type == "image/gif":
+        return len(data) > 13 and data.rstrip(b"\x00").endswith(b";")
+    declared = int.from_bytes(data[4:8], "little") + 8
+    return declared in (len(data), len(data) - 1)
+
 
 # The process-wide, stamp-keyed catalogs, one per persistent index folder (None: none).
 _catalogs: dict[Path | None, SkillCatalog] = {}
@@ -268,6 +323,24 @@ def _read_text(
         BinaryFileError: the file is binary or not UTF-8 (the rule the catalog applies to
             SKILL.md too, so a listed skill always loads).
     """
+    data = _read_file(settings, root, relative, what, missing=missing, folder=folder)
+    text, _ = _io.decode_utf8(
+        data, what, hint="a SKILL.md must be text: save it as UTF-8 without NUL bytes."
+    )
+    return text.replace("\r\n", "\n")
+
+
+def _read_file(
+    settings: Settings,
+    root: Path,
+    relative: str,
+    what: str,
+    *,
+    missing: StdToolsError,
+    folder: StdToolsError,
+) -> bytes:
+    """The bytes of the regular file at `relative` inside `root`, read through `_io` (see
+    `_read_text` for what is refused)."""
     _, data, _ = _io.read_bytes(
         root,
         relative,
@@ -277,13 +350,38 @@ def _read_text(
         missing=missing,
         folder=folder,
     )
-    text, _ = _io.decode_utf8(
-        data,
-        what,
-        hint="only text files (Markdown, JSON, CSV, source code, ...) can be read; save it "
-        "as UTF-8, or use a tool made for its format.",
-    )
-    return text.replace("\r\n", "\n")
+    return data
+
+
+def _file_kind(root: Path, relative: str) -> str | None:
+    """How load_skill marks a listed file: ``image`` (load_skill_resource returns it as
+    an image), ``binary`` (neither text nor such an image), or None for text, told by
+    its first `_io.SNIFF_BYTES` bytes. A file that cannot be opened is not marked: the
+    read says why."""
+    try:
+        _, head, size = _io.read_bytes(
+            root,
+            relative,
+            what="resource",
+            shown="resource",
+            limit=sys.maxsize,
+            missing=NotFoundError("gone"),
+            folder=InvalidArgumentError("a folder"),
+            head=_io.SNIFF_BYTES,
+        )
+    except (StdToolsError, OSError):
+        return None
+    if image_type(head) is not None:
+        return "image" if size <= MAX_IMAGE_BYTES else "binary"
+    if _io.is_binary(head):
+        return "binary"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A character cut at the end of the sniffed bytes is still text.
+        if len(head) < _io.SNIFF_BYTES or exc.start < len(head) - 3:
+            return "binary"
+    return None
 
 
 def list_resources(folder: Path, skills_dir: Path) -> list[str]:
@@ -338,14 +436,19 @@ def load_skill(settings: Settings, skill_name: str) -> str:
     limit = settings.output_truncation_limit
     head = f"<skill_content name={_attr(skill_name)} directory={_attr(str(folder))}>\n"
     shown = resources[:MAX_LISTED_RESOURCES]
-    tail = _resources_tail(folder, resources, shown)
+    kinds = {
+        path: kind
+        for path in shown
+        if (kind := _file_kind(_root(record), f"{record.folder}/{path}")) is not None
+    }
+    tail = _resources_tail(folder, resources, shown, kinds)
     # The file list gives way before the instructions: it may take half of the limit.
     body = text.rstrip("\n")
     while (
         shown and len(head) + len(tail) + len(body) > limit and len(head) + len(tail) > limit // 2
     ):
         shown = shown[: len(shown) // 2]
-        tail = _resources_tail(folder, resources, shown)
+        tail = _resources_tail(folder, resources, shown, kinds)
     body = truncate(
         body,
         max(limit - len(head) - len(tail), 0),
@@ -354,26 +457,53 @@ def load_skill(settings: Settings, skill_name: str) -> str:
     return head + body + tail
 
 
-def _resources_tail(folder: Path, resources: list[str], shown: list[str]) -> str:
-    """The end of load_skill's answer: the list of files `shown` (of `resources`)."""
+def _resources_tail(
+    folder: Path, resources: list[str], shown: list[str], kinds: dict[str, str]
+) -> str:
+    """The end of load_skill's answer: the list of files `shown` (of `resources`), each
+    image or binary file marked with its kind (see `_file_kind`)."""
     lines = [f"<skill_resources count={_attr(str(len(resources)))}>"]
-    lines.extend(f"<file>{escape(path)}</file>" for path in shown)
+    lines.extend(
+        f"<file kind={_attr(kinds[path])}>{escape(path)}</file>"
+        if path in kinds
+        else f"<file>{escape(path)}</file>"
+        for path in shown
+    )
     if len(resources) > len(shown):
         lines.append(
             f"<more>{len(resources) - len(shown)} more files are not listed; read any file "
             "with load_skill_resource.</more>"
         )
     lines.append("</skill_resources>")
+    marked = {kinds[path] for path in shown if path in kinds}
+    notes = []
+    if "image" in marked:
+        notes.append('load_skill_resource shows you a file of kind="image" as an image. ')
+    if "binary" in marked:
+        notes.append(
+            'A file of kind="binary" cannot be read: use it through the skill\'s scripts '
+            "(execute_skill_script) or by its path where the instructions say. "
+        )
     return (
-        "\n\n" + "\n".join(lines) + "\n"
-        f"Relative paths in these instructions resolve against {escape(str(folder))}; read "
-        "files with load_skill_resource and run scripts with execute_skill_script.\n"
+        "\n\n" + "\n".join(lines) + "\n" + "".join(notes) + "Relative paths in these "
+        f"instructions resolve against {escape(str(folder))}; read files with "
+        "load_skill_resource and run scripts with execute_skill_script.\n"
         "</skill_content>"
     )
 
 
-def load_skill_resource(settings: Settings, skill_name: str, resource_path: str) -> str:
-    """The text of one file inside the skill's folder."""
+def load_skill_resource(
+    settings: Settings, skill_name: str, resource_path: str
+) -> str | SkillImage:
+    """One file inside the skill's folder: its text, or the image itself for a PNG, JPEG,
+    GIF or WebP file of at most `MAX_IMAGE_BYTES`.
+
+    Raises:
+        BinaryFileError: any other binary (or non-UTF-8) file; the message says what the
+            model can do with it instead.
+        FileTooLargeError: an image over `MAX_IMAGE_BYTES`, or any file over
+            DPTTOOLS_MAX_FILE_SIZE_MB.
+    """
     record = _skill_folder(settings, skill_name)
     relative = _skill_relative(record, resource_path, "resource_path")
     what = f"resource_path {resource_path!r}"
@@ -385,8 +515,34 @@ def load_skill_resource(settings: Settings, skill_name: str, resource_path: str)
         f"{what} does not exist in skill '{skill_name}'; load_skill lists the skill's "
         "files, with paths relative to its folder."
     )
+    data = _read_file(settings, _root(record), relative, what, missing=missing, folder=folder)
+    mime_type = image_type(data)
+    if mime_type is not None:
+        if len(data) > MAX_IMAGE_BYTES:
+            raise FileTooLargeError(
+                f"{what} is an image of {_io.human_size(len(data))}; images are shown up "
+                f"to {_io.human_size(MAX_IMAGE_BYTES)}. Use it through the skill's "
+                "instructions or scripts (execute_skill_script), by its path "
+                f"{record.directory / resource_path}."
+            )
+        if not _is_whole_image(data, mime_type):
+            raise BinaryFileError(
+                f"{what} starts like an image ({mime_type}) but is cut short or damaged, so "
+                "it is not shown (a model would refuse it); the skill's author should save "
+                "it again."
+            )
+        return SkillImage(data=data, mime_type=mime_type)
+    absolute = record.directory / resource_path
+    text, _ = _io.decode_utf8(
+        data,
+        what,
+        hint="load_skill_resource returns text files, and PNG, JPEG, GIF and WebP images, "
+        "and this is neither. Use it as the skill's instructions say: a script of the "
+        f"skill (execute_skill_script) can read it at {absolute}, or pass that path to a "
+        "tool that takes one.",
+    )
     return truncate(
-        _read_text(settings, _root(record), relative, what, missing=missing, folder=folder),
+        text.replace("\r\n", "\n"),
         settings.output_truncation_limit,
         hint="the file is longer than DPTTOOLS_OUTPUT_TRUNCATION_LIMIT allows",
     )

@@ -8,16 +8,18 @@ the settings are read when a tool is called, never at import time.
 list_skills, search_skills and execute_skill_script answer with a JSON object: the client
 gets it as the text block the contract documents and as structured content, described by
 the tool's output schema (`SkillsListing`, `SkillsFound`, `ScriptRun`). The other three
-answer with text only.
+answer with text only, except load_skill_resource on an image, which answers with the
+image as MCP image content (`image_answer`).
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
@@ -26,7 +28,7 @@ from .._tracing import note_skill
 from ..config import get_settings
 from . import actions
 
-__all__ = ["ScriptRun", "SkillsFound", "SkillsListing", "register_skills_tools"]
+__all__ = ["ScriptRun", "SkillsFound", "SkillsListing", "image_answer", "register_skills_tools"]
 
 
 _ARRAY = WithJsonSchema({"type": "array"})
@@ -95,6 +97,22 @@ class ScriptRun(TypedDict, total=False):
     """Present when the answer was cut to the output limit: what was left out."""
 
 
+def image_answer(resource_path: str, image: actions.SkillImage) -> CallToolResult:
+    """load_skill_resource's answer for an image: a line naming it, then the image as MCP
+    image content (base64), which a model can look at."""
+    label = f"{resource_path} ({image.mime_type}, {len(image.data):,} bytes)"
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text=label),
+            ImageContent(
+                type="image",
+                data=base64.b64encode(image.data).decode("ascii"),
+                mime_type=image.mime_type,
+            ),
+        ]
+    )
+
+
 def register_skills_tools(server: MCPServer) -> None:
     """Add the skills tools to `server` (any `MCPServer`, such as a composed one).
 
@@ -156,14 +174,18 @@ def register_skills_tools(server: MCPServer) -> None:
             )
 
     @mcp_tool(server, structured_output=False)
-    def load_skill_resource(skill_name: str, resource_path: str) -> str:
-        """Read a text file that belongs to a skill, such as references/glossary.md.
+    def load_skill_resource(skill_name: str, resource_path: str) -> str | CallToolResult:
+        """Read a file that belongs to a skill, such as references/glossary.md: its text,
+        or the image itself for a PNG, JPEG, GIF or WebP file.
 
         resource_path is relative to the skill's folder, as load_skill lists it.
         """
         note_skill(skill_name)
         with tool_errors():
-            return limited(actions.load_skill_resource(get_settings(), skill_name, resource_path))
+            found = actions.load_skill_resource(get_settings(), skill_name, resource_path)
+            if isinstance(found, actions.SkillImage):
+                return image_answer(resource_path, found)
+            return limited(found)
 
     @mcp_tool(server)
     async def execute_skill_script(
