@@ -57,7 +57,10 @@ def test_only_direct_subfolders_holding_a_skill_md_are_skills(skills: SkillsFold
     (skills.path / "notes.txt").write_text("a file", encoding="utf-8")
     catalog = scan_once(skills.path, max_bytes=MAX)
     assert [s.name for s in catalog.skills] == ["real"]
-    assert catalog.diagnostics == ()
+    # group/nested is not a skill at depth 1, but it is not passed over in silence.
+    (deeper,) = catalog.diagnostics
+    assert (deeper.code, deeper.level) == ("skills_deeper", "warning")
+    assert "group/nested" in deeper.message
 
 
 def test_a_missing_folder_gives_an_empty_catalog_with_a_note(tmp_path: Path) -> None:
@@ -410,8 +413,11 @@ def test_a_warm_catalog_drops_a_skill_whose_link_was_re_pointed_outside(
     assert cache.peek(skills.path, max_bytes=MAX) is None
     warm = cache.scan(skills.path, max_bytes=MAX)
     assert warm.count == 0
+    # _real/one and _real/two, deeper than depth 1 and now listed by no link, are named
+    # by a skills_deeper warning besides.
     assert [(d.skill, d.level, d.code) for d in warm.diagnostics] == [
-        ("linked", "error", "outside_skills_dir")
+        ("linked", "error", "outside_skills_dir"),
+        (skills.path.name, "warning", "skills_deeper"),
     ]
     assert "Secret text" not in warm.json
     assert warm.json == scan_once(skills.path, max_bytes=MAX).json
@@ -432,7 +438,10 @@ def test_a_link_re_pointed_to_another_folder_inside_is_followed(
     assert cache.scan(skills.path, max_bytes=MAX).count == 0
     re_point(link, places["one"])
     assert listed(cache.scan(skills.path, max_bytes=MAX)) == [("linked", "First inside.")]
-    assert cache.scan(skills.path, max_bytes=MAX).diagnostics == ()
+    # Only _real/two, which no link lists, is named as a skill deeper down.
+    (deeper,) = cache.scan(skills.path, max_bytes=MAX).diagnostics
+    assert deeper.code == "skills_deeper"
+    assert "_real/two" in deeper.message and "_real/one" not in deeper.message
 
 
 def test_a_deleted_skills_folder_shows_on_the_next_scan(skills: SkillsFolder) -> None:

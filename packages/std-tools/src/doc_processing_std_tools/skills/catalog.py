@@ -398,11 +398,14 @@ class SkillCatalog:
 def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
     records: list[SkillRecord] = []
     diagnostics: list[SkillDiagnostic] = []
-    found = 0
+    found = 0  # folders with a SKILL.md, whether or not it could be read
+    # Candidates at the depth searched that hold no SKILL.md: where deeper ones may be.
+    empty: list[str] = []
     # Shallowest first, then by path: the first skill found under a name keeps it.
     for name in sorted(cache.folders, key=lambda n: (n.count("/"), n)):
         entry = cache.entries.get(name)
         if entry is None or entry.stamp is None:
+            empty.append(name)
             continue
         found += 1
         if entry.record is not None:
@@ -410,10 +413,17 @@ def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
         diagnostics.extend(entry.diagnostics)
     diagnostics.extend(cache.refused)
     kept = _first_of_each_name(records, diagnostics)
-    if found == 0 and not cache.refused:
-        deeper = deeper_diagnostic(skills_dir, depth)
-        if deeper is not None:
-            diagnostics.append(deeper)
+    # Whether or not skills were found at the depth searched: SKILL.md files below it are
+    # skills the listing leaves out without a word otherwise.
+    deeper = deeper_diagnostic(
+        skills_dir,
+        depth,
+        found=found,
+        below=empty,
+        listed=[record.directory for record in records],
+    )
+    if deeper is not None:
+        diagnostics.append(deeper)
     kept.sort(key=lambda r: r.name)
     diagnostics.sort(key=lambda d: d.skill)
     return Catalog(skills_dir, tuple(kept), tuple(diagnostics))

@@ -14,6 +14,7 @@ import errno
 import logging
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
@@ -225,14 +226,29 @@ _DEEPEST_SEARCH: Final = 6
 _MOST_FOLDERS_SEARCHED: Final = 5_000
 
 
-def find_deeper(skills_dir: Path, depth: int) -> list[str]:
+def find_deeper(skills_dir: Path, depth: int, below: Iterable[str] | None = None) -> list[str]:
     """Folders (relative, ``/``-separated) holding a SKILL.md more than `depth` levels
-    under `skills_dir`, up to 6 levels and 5,000 folders searched (a hint, not a scan)."""
+    under `skills_dir`, up to 6 levels and 5,000 folders searched (a hint, not a scan).
+
+    `below` names the folders at the depth searched that hold no SKILL.md (what a scan
+    left as candidates without a skill), so the search starts there instead of at
+    `skills_dir`: a collection whose every folder is a skill costs nothing.
+    """
     found: list[str] = []
-    level = [("", skills_dir)]
+    if depth >= _DEEPEST_SEARCH:
+        return found
+    if below is None:
+        level, first = [("", skills_dir)], 1
+    else:
+        level = [
+            (name + "/", skills_dir / name)
+            for name in sorted(below)
+            if not (skills_dir / name).is_symlink()
+        ]
+        first = depth + 1
     searched = 0
-    for current in range(1, _DEEPEST_SEARCH + 1):
-        below: list[tuple[str, Path]] = []
+    for current in range(first, _DEEPEST_SEARCH + 1):
+        deeper: list[tuple[str, Path]] = []
         for prefix, folder in level:
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -252,23 +268,46 @@ def find_deeper(skills_dir: Path, depth: int) -> list[str]:
                     if current > depth:
                         found.append(relative)
                     continue
-                below.append((relative + "/", Path(entry.path)))
-        level = below
+                deeper.append((relative + "/", Path(entry.path)))
+        level = deeper
     return found
 
 
-def deeper_diagnostic(skills_dir: Path, depth: int) -> SkillDiagnostic | None:
-    found = find_deeper(skills_dir, depth)
-    if not found:
+def deeper_diagnostic(
+    skills_dir: Path,
+    depth: int,
+    *,
+    found: int = 0,
+    below: Iterable[str] | None = None,
+    listed: Iterable[Path] = (),
+) -> SkillDiagnostic | None:
+    """The ``skills_deeper`` warning when SKILL.md files lie deeper than `depth` levels
+    under `skills_dir` (see `find_deeper`, which `below` is passed to), whether or not
+    `found` skills were listed at the depth searched; None when there are none.
+
+    A deeper folder that a listed skill folder (`listed`) is a link to is listed already
+    (``skills/pdf -> plugins/docs/skills/pdf``), so it is not named.
+    """
+    deeper = find_deeper(skills_dir, depth, below)
+    if deeper:
+        served = {folder.resolve() for folder in listed}
+        deeper = [name for name in deeper if (skills_dir / name).resolve() not in served]
+    if not deeper:
         return None
-    needed = max(part.count("/") + 1 for part in found)
-    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    needed = max(part.count("/") + 1 for part in deeper)
+    shown = ", ".join(deeper[:3]) + (f" and {len(deeper) - 3} more" if len(deeper) > 3 else "")
+    within = f"within {depth} folder level(s) of {skills_dir}"
+    listed = (
+        f"No skill was found {within}, but SKILL.md files are deeper: {shown}."
+        if found == 0
+        else f"{found} skill(s) were found {within}, and SKILL.md files deeper down are "
+        f"not listed: {shown}."
+    )
     return SkillDiagnostic(
         skills_dir.name,
         "warning",
         "skills_deeper",
-        f"No skill was found within {depth} folder level(s) of {skills_dir}, but SKILL.md "
-        f"files are deeper: {shown}. Set DPTTOOLS_SKILLS_DEPTH={needed} (the server's "
-        f"--skills-depth {needed}) to search that deep, or add the folders that hold the "
-        "skills to DPTTOOLS_SKILLS_DIR.",
+        f"{listed} Set DPTTOOLS_SKILLS_DEPTH={needed} (the server's --skills-depth "
+        f"{needed}) to search that deep, or add the folders that hold the skills to "
+        "DPTTOOLS_SKILLS_DIR.",
     )
