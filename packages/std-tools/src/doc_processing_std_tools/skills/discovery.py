@@ -297,7 +297,7 @@ def deeper_diagnostic(
     needed = max(part.count("/") + 1 for part in deeper)
     shown = ", ".join(deeper[:3]) + (f" and {len(deeper) - 3} more" if len(deeper) > 3 else "")
     within = f"within {depth} folder level(s) of {skills_dir}"
-    listed = (
+    summary = (
         f"No skill was found {within}, but SKILL.md files are deeper: {shown}."
         if found == 0
         else f"{found} skill(s) were found {within}, and SKILL.md files deeper down are "
@@ -307,7 +307,7 @@ def deeper_diagnostic(
         skills_dir.name,
         "warning",
         "skills_deeper",
-        f"{listed} Set DPTTOOLS_SKILLS_DEPTH={needed} (the server's --skills-depth "
+        f"{summary} Set DPTTOOLS_SKILLS_DEPTH={needed} (the server's --skills-depth "
         f"{needed}) to search that deep, or add the folders that hold the skills to "
         "DPTTOOLS_SKILLS_DIR.",
     )
