@@ -31,7 +31,9 @@ import json
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import Token
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from opentelemetry import context as otel_context
@@ -148,16 +150,17 @@ def _current(ctx: Context) -> Iterator[None]:
 class ChatTrace:
     """The ``chat`` span of one model request (a no-op when tracing is off)."""
 
-    __slots__ = ("_context", "_span", "capture")
+    __slots__ = ("_span", "capture")
 
     def __init__(self, span: Span | None, capture: bool) -> None:
         self._span = span
-        self._context = trace.set_span_in_context(span) if span is not None else None
         self.capture = capture
 
     def current(self) -> AbstractContextManager[None]:
         """Make the span current while the request is sent (not across a stream's yields)."""
-        return _current(self._context) if self._context is not None else nullcontext()
+        if self._span is None:
+            return nullcontext()
+        return _current(trace.set_span_in_context(self._span))
 
     async def follow(self, replies: AsyncIterator[T]) -> AsyncIterator[T]:
         """`replies`, each one awaited with the span current (the caller closes `replies`)."""
@@ -201,13 +204,35 @@ class ChatTrace:
 
 
 class ToolTrace:
-    """The ``execute_tool`` span of one tool call (a no-op when tracing is off)."""
+    """The ``execute_tool`` span of one tool call (a no-op when tracing is off): a context
+    manager that makes the span current inside its block and ends it on the way out."""
 
-    __slots__ = ("_span", "capture")
+    __slots__ = ("_span", "_token", "capture")
 
     def __init__(self, span: Span | None, capture: bool) -> None:
         self._span = span
+        self._token: Token[Context] | None = None
         self.capture = capture
+
+    def __enter__(self) -> ToolTrace:
+        if self._span is not None:
+            self._token = otel_context.attach(trace.set_span_in_context(self._span))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        span = self._span
+        if span is None:
+            return
+        if self._token is not None:
+            otel_context.detach(self._token)
+        if error is not None:
+            _fail(span, error)
+        span.end()
 
     def done(self, record: ToolCallRecord, error_type: str | None) -> None:
         """Record how the call ended: `error_type` (None: it succeeded) and, when content
@@ -315,7 +340,6 @@ class RunTrace:
         )
         return ChatTrace(span, self.capture)
 
-    @contextmanager
     def tool(
         self,
         call_id: str,
@@ -323,11 +347,11 @@ class RunTrace:
         arguments: Mapping[str, Any],
         route: ToolRoute | None,
         skills: SkillsOutcome | None,
-    ) -> Iterator[ToolTrace]:
-        """The ``execute_tool`` span of one call, current inside the block."""
+    ) -> ToolTrace:
+        """The ``execute_tool`` span of one call (started now), to use as ``with``: it is
+        current inside the block."""
         if self.context is None:
-            yield _OFF_TOOL
-            return
+            return _OFF_TOOL
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
@@ -347,15 +371,10 @@ class RunTrace:
                     attributes["doc_processing.skill.name"] = skill
         if self.capture:
             attributes["gen_ai.tool.call.arguments"] = _json(dict(arguments))
-        with _tracer().start_as_current_span(
-            f"execute_tool {name}",
-            self.context,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            record_exception=True,
-            set_status_on_exception=True,
-        ) as span:
-            yield ToolTrace(span, self.capture)
+        span = _tracer().start_span(
+            f"execute_tool {name}", self.context, kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        return ToolTrace(span, self.capture)
 
     def approval(self, record: ApprovalRecord) -> None:
         """Add the approval gate's decision on one call as an event of the run's span."""
