@@ -104,6 +104,36 @@ def measure(mode: str, workload: str, runs: int) -> float:
     return anyio.run(main)
 
 
+def tracing_calls(iterations: int = 100_000) -> float:
+    """Seconds that the tracing calls of one run (start, skills, two requests, one tool
+    call, end) take without a tracer provider: what every untraced run pays."""
+    from doc_processing_toolkit._tracing import RunTrace
+    from doc_processing_toolkit.messages import Message, ModelResponse, TextPart, Usage
+    from doc_processing_toolkit.models import ModelRequest
+    from doc_processing_toolkit.skills import SkillsOutcome
+
+    request = ModelRequest(
+        system=None, messages=(Message.user("go"),), tools=(), provider_kwargs={}
+    )
+    response = ModelResponse(parts=(TextPart("ok"),), usage=Usage(1, 1, 1))
+    outcome = SkillsOutcome(status="no_server")
+    started = time.perf_counter()
+    for _ in range(iterations):
+        run = RunTrace.start("agent", "test:model")
+        with run.current():
+            pass
+        run.skills(outcome)
+        for _ in range(2):
+            chat = run.chat(request)
+            with chat.current():
+                pass
+            chat.done(response)
+        with run.tool("call_1", "echo", ARGUMENTS, None, outcome) as tool:
+            tool.done(None, None)  # type: ignore[arg-type]
+        run.end()
+    return (time.perf_counter() - started) / iterations
+
+
 def child(mode: str, workload: str, runs: int, src: str | None) -> float:
     env = dict(os.environ)
     if src is not None:
@@ -124,9 +154,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="processes per mode")
     parser.add_argument("--baseline-src", help="the toolkit src folder of a commit to compare")
     parser.add_argument("--workload", choices=list(WORKLOADS), action="append")
-    parser.add_argument("--child", choices=["baseline", "none", "sdk"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", choices=["baseline", "none", "sdk", "calls"], help=argparse.SUPPRESS
+    )
     options = parser.parse_args()
     workloads = options.workload or list(WORKLOADS)
+    if options.child == "calls":
+        print(json.dumps({"median": tracing_calls(), "toolkit": ""}))
+        return
     if options.child:
         mode = "none" if options.child == "baseline" else options.child
         median = measure(mode, workloads[0], options.runs)
@@ -136,6 +171,8 @@ def main() -> None:
         return
     modes = ["baseline"] if options.baseline_src else []
     modes += ["none", "sdk"]
+    calls = child("calls", workloads[0], 0, None)
+    print(f"tracing calls of one run without a provider: {calls * 1e6:.2f} us")
     for workload in workloads:
         runs = options.runs or (2000 if workload == "in-process" else 200)
         medians: dict[str, list[float]] = {mode: [] for mode in modes}

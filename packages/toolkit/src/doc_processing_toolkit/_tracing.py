@@ -159,7 +159,7 @@ class ChatTrace:
     def current(self) -> AbstractContextManager[None]:
         """Make the span current while the request is sent (not across a stream's yields)."""
         if self._span is None:
-            return nullcontext()
+            return _NOTHING
         return _current(trace.set_span_in_context(self._span))
 
     async def follow(self, replies: AsyncIterator[T]) -> AsyncIterator[T]:
@@ -247,6 +247,7 @@ class ToolTrace:
             span.set_status(StatusCode.ERROR)
 
 
+_NOTHING: Final[AbstractContextManager[None]] = nullcontext()
 _OFF_CHAT: Final = ChatTrace(None, False)
 _OFF_TOOL: Final = ToolTrace(None, False)
 
@@ -275,6 +276,9 @@ class RunTrace:
         """Start the run's span under whatever span is current (usually none: a new
         trace)."""
         provider, model = _split_model(model_name)
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            # No provider was set: every span would be the API's invalid one.
+            return cls(trace.INVALID_SPAN, None, False, provider, model)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent_name,
@@ -296,7 +300,7 @@ class RunTrace:
 
     def current(self) -> AbstractContextManager[None]:
         """Make the run's span current (around steps that do not yield)."""
-        return _current(self.context) if self.context is not None else nullcontext()
+        return _current(self.context) if self.context is not None else _NOTHING
 
     def skills(self, outcome: SkillsOutcome) -> None:
         """Record what the skills step decided: status, source, server, the skills
