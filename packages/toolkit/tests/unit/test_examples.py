@@ -66,3 +66,24 @@ def test_the_example_yaml_runs_with_the_cli_and_injects_the_example_skills() -> 
         "skills: 3 from 'std-tools': invoice-extraction, pii-redaction, table-profiling"
         in done.stdout + done.stderr
     )
+
+
+def test_the_tracing_example_draws_one_trace_from_the_agent_to_the_script() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "tracing_tree.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=offline_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    names = [line.split(" (")[0] for line in lines if "|" in line]
+    assert names[0] == "invoke_agent invoices"
+    at = names.index("  execute_tool execute_skill_script")
+    assert names[at + 1 : at + 3] == [
+        "    MCP send tools/call execute_skill_script",
+        "      tools/call execute_skill_script",
+    ]
+    assert "          doc_processing.script.exit_code = 0" in lines
