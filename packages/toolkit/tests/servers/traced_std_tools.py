@@ -1,53 +1,15 @@
 """doc-processing-std-tools in a child process with an OpenTelemetry SDK tracer provider
-that appends every span, as one JSON line, to the file named by TRACE_FILE.
+that appends every span, as one JSON line, to the file named by TRACE_FILE (see
+span_files.py).
 
 Arguments are the std-tools command line's (``--transport streamable-http --port N``...).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Sequence
+from span_files import install
 
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-
-
-def plain(value: object) -> object:
-    return list(value) if isinstance(value, tuple) else value
-
-
-class FileExporter(SpanExporter):
-    """Appends each span to a JSON-lines file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        with open(self.path, "a", encoding="utf-8") as out:
-            for span in spans:
-                assert span.context is not None
-                record = {
-                    "name": span.name,
-                    "kind": span.kind.name,
-                    "trace_id": f"{span.context.trace_id:032x}",
-                    "span_id": f"{span.context.span_id:016x}",
-                    "parent_id": f"{span.parent.span_id:016x}" if span.parent else None,
-                    "start": span.start_time,
-                    "status": span.status.status_code.name,
-                    "attributes": {k: plain(v) for k, v in (span.attributes or {}).items()},
-                    "events": [],
-                    "process": "server",
-                }
-                out.write(json.dumps(record) + "\n")
-        return SpanExportResult.SUCCESS
-
-
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(FileExporter(os.environ["TRACE_FILE"])))
-trace.set_tracer_provider(provider)
+install()
 
 from doc_processing_std_tools.cli import main  # noqa: E402
 

@@ -157,7 +157,7 @@ async def test_stdio_server_spans_join_the_run_through_meta(
     (sent,) = spans.named("MCP send tools/call execute_skill_script")
     (served,) = spans.named("tools/call execute_skill_script")
     assert served["parent_id"] == sent["span_id"]
-    assert served.get("process") == "server"
+    assert isinstance(served.get("process"), int)  # written by the server child
 
 
 @pytest.mark.anyio
