@@ -57,6 +57,7 @@ __all__ = [
     "ItemTrace",
     "RunTrace",
     "ToolTrace",
+    "caller_context",
     "capture_content",
     "item_span",
 ]
@@ -145,6 +146,15 @@ def _current(ctx: Context) -> Iterator[None]:
         yield
     finally:
         otel_context.detach(token)
+
+
+def caller_context() -> AbstractContextManager[None]:
+    """The calling thread's OpenTelemetry context, to make current in a task of another
+    thread (the loop thread of `Agent.run_sync`): the run is then a child of the caller's
+    span, as with ``await agent.run``. Call it in the caller's thread."""
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return _NOTHING
+    return _current(otel_context.get_current())
 
 
 class ChatTrace:

@@ -24,7 +24,7 @@ import anyio.lowlevel
 from . import config as _config
 from ._loop_thread import LoopThread, close_at_exit, require_no_running_loop
 from ._run import RunPlan, check_approval_patterns, iterate, prepare
-from ._tracing import RunTrace
+from ._tracing import RunTrace, caller_context
 from .approval import ApprovalGate, ApprovalSetting, resolve_approval
 from .builder import SettingsBuilder
 from .config import (
@@ -437,9 +437,11 @@ class Agent:
         """
         require_no_running_loop("run_sync()", "`await agent.run()`")
         history = message_history
+        caller = caller_context()
 
         async def call() -> RunResult:
-            return await self.run(prompt, message_history=history)
+            with caller:
+                return await self.run(prompt, message_history=history)
 
         return self._sync_loop().call(call)
 

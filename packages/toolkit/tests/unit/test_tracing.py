@@ -231,3 +231,17 @@ def test_without_a_tracer_provider_a_run_records_nothing_and_starts_no_span() ->
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "echo: hi"
+
+
+def test_run_sync_is_a_child_of_the_callers_span(spans: SpanRecords) -> None:
+    from opentelemetry import trace
+
+    agent = Agent(model=TestModel(), name="synced")
+    try:
+        with trace.get_tracer("app").start_as_current_span("request"):
+            agent.run_sync("Hello.")
+    finally:
+        agent.close()
+    (request,) = spans.named("request")
+    (run,) = spans.named("invoke_agent synced")
+    assert run["parent_id"] == request["span_id"]
