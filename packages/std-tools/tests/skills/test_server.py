@@ -181,7 +181,7 @@ FRONTMATTER_ROWS = [
         "bad-name",
         "---\nname: Bad_Name\ndescription: d\n---\n",
         True,
-        [("warning", "invalid_name"), ("warning", "name_mismatch")],
+        [("warning", "invalid_name")],
     ),
     (
         "long-description",

@@ -41,7 +41,7 @@ def test_keys_outside_the_specification_and_a_list_of_allowed_tools_are_warnings
     skills: SkillsFolder, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = skills.write("review", OUTSIDE_THE_SPEC.format(name="review"))
-    status, out = validate(capsys, str(folder))
+    status, out = validate(capsys, "--verbose", str(folder))
     assert status == 0
     warned = [line for line in out if "[unknown_field]" in line]
     assert [line.split("'")[1] for line in warned] == [

@@ -41,6 +41,8 @@ from .discovery import (
     is_racy,
     links_moved,
     list_folders,
+    misnamed_skill_md,
+    misnamed_skill_md_diagnostic,
     probe,
     stamp_of,
 )
@@ -412,6 +414,10 @@ def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
             records.append(entry.record)
         diagnostics.extend(entry.diagnostics)
     diagnostics.extend(cache.refused)
+    for name in empty:
+        actual = misnamed_skill_md(skills_dir / name)
+        if actual is not None:
+            diagnostics.append(misnamed_skill_md_diagnostic(name, actual, skills_dir / name))
     kept = _first_of_each_name(records, diagnostics)
     # Whether or not skills were found at the depth searched: SKILL.md files below it are
     # skills the listing leaves out without a word otherwise.

@@ -14,17 +14,25 @@ import argparse
 import os
 import shutil
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 from .. import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
 from .catalog import SKILL_FILE, SkillDiagnostic, find_deeper, read_skill, scan_once
+from .diagnostics import CODES
+from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
 from .voice import PERSON
 
 __all__ = ["main"]
+
+#: Lines ``dpt-skills validate`` prints for one diagnostic code without --verbose; the
+#: others are counted in the summary by code.
+SHOWN_PER_CODE: Final = 3
 
 
 def _settings(skills_dir: str | None, depth: str | None = None) -> Settings:
@@ -81,6 +89,9 @@ def _validate_one(
 ) -> tuple[int, list[tuple[str, SkillDiagnostic]]]:
     """(skills checked, diagnostics with where they were found) for one PATH argument."""
     if path.is_file():
+        if path.name.lower() == SKILL_FILE.lower() and path.name != SKILL_FILE:
+            diagnostic = misnamed_skill_md_diagnostic(path.parent.name, path.name, path.parent)
+            return 1, [(str(path), diagnostic)]
         if path.name != SKILL_FILE:
             problem = (
                 f"{path} is a file but not a {SKILL_FILE}; pass a skill folder or its SKILL.md."
@@ -94,6 +105,9 @@ def _validate_one(
         folder = path.absolute()
         _, diagnostics = read_skill(folder, max_bytes=max_bytes, root=folder.parent, lint=True)
         return 1, [(str(path), d) for d in diagnostics]
+    actual = misnamed_skill_md(path)
+    if actual is not None:
+        return 1, [(str(path), misnamed_skill_md_diagnostic(path.name, actual, path))]
     catalog = scan_once(path.absolute(), max_bytes=max_bytes, depth=depth, lint=True)
     checked = catalog.count + len({d.skill for d in catalog.diagnostics if d.level == "error"})
     if checked == 0:
@@ -110,22 +124,31 @@ def _validate_one(
                 f"{', ...' if len(deeper) > 3 else ''}): pass --skills-depth {needed}."
             )
         return 0, [(str(path), SkillDiagnostic(path.name, "error", "no_skills", problem))]
-    return checked, [(str(path / d.skill), d) for d in catalog.diagnostics]
+    return checked, [
+        (str(path) if d.code == "skills_deeper" else str(path / d.skill), d)
+        for d in catalog.diagnostics
+    ]
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     settings = _settings(None, args.skills_depth)
     max_bytes = settings.max_file_size_bytes
-    checked = errors = warnings = 0
+    checked = 0
+    found: list[tuple[str, SkillDiagnostic]] = []
     for raw in args.paths:
-        count, found = _validate_one(Path(raw).expanduser(), max_bytes, settings.skills_depth)
+        count, diagnostics = _validate_one(Path(raw).expanduser(), max_bytes, settings.skills_depth)
         checked += count
-        for where, diagnostic in found:
+        found.extend(diagnostics)
+    by_code = Counter(diagnostic.code for _, diagnostic in found)
+    shown: Counter[str] = Counter()
+    for where, diagnostic in found:
+        if args.verbose or shown[diagnostic.code] < SHOWN_PER_CODE:
             _print_diagnostic(where, diagnostic)
-            if diagnostic.level == "error":
-                errors += 1
-            else:
-                warnings += 1
+            shown[diagnostic.code] += 1
+    errors = sum(diagnostic.level == "error" for _, diagnostic in found)
+    warnings = len(found) - errors
+    if any(count > SHOWN_PER_CODE for count in by_code.values()):
+        _print_summary(by_code, shown, found)
     print(f"Checked {checked} skill(s): {errors} error(s), {warnings} warning(s).")
     if errors:
         return 1
@@ -133,6 +156,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print("Failed: --strict treats warnings as errors.")
         return 1
     return 0
+
+
+def _print_summary(
+    by_code: Counter[str], shown: Counter[str], found: list[tuple[str, SkillDiagnostic]]
+) -> None:
+    """The diagnostics by code, errors first then the most frequent, each with what it
+    means and how many of its lines were left out (--verbose prints them)."""
+    levels = {diagnostic.code: diagnostic.level for _, diagnostic in found}
+    print("By code:")
+    for code, count in sorted(by_code.items(), key=lambda i: (levels[i[0]] != "error", -i[1])):
+        info = CODES.get(code)
+        meaning = f": {info.meaning}" if info is not None else ""
+        left_out = count - shown[code]
+        more = f" ({left_out} not shown; --verbose prints every line)" if left_out else ""
+        print(f"  {count:>6}  {code} ({levels[code]}s){meaning}{more}")
 
 
 def _cmd_new(args: argparse.Namespace) -> int:
@@ -173,6 +211,13 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--skills-depth", metavar="N", help=depth_help)
     validate.add_argument(
         "--strict", action="store_true", help="exit with status 1 on warnings too"
+    )
+    validate.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=f"print every diagnostic (default: the first {SHOWN_PER_CODE} of each code, "
+        "then a summary by code)",
     )
     validate.set_defaults(handler=_cmd_validate)
 

@@ -81,6 +81,7 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     # Where skills are found (catalog): several roots, nested collections.
     ("duplicate_name", "error", "an earlier root or folder already has a skill of that name"),
     ("skills_deeper", "warning", "SKILL.md files deeper than the search depth, not listed"),
+    ("skill_md_case", "error", "a skill.md (or Skill.md ...) where SKILL.md is expected"),
     # The specification's rules that the catalog does not need (lint; validate only).
     ("unknown_field", "warning", "a top-level key the specification does not define"),
     ("misspelled_field", "warning", "such a key, close to a missing specification field"),

@@ -31,6 +31,8 @@ __all__ = [
     "is_racy",
     "links_moved",
     "list_folders",
+    "misnamed_skill_md",
+    "misnamed_skill_md_diagnostic",
     "probe",
     "stamp_of",
 ]
@@ -219,6 +221,35 @@ def _undecodable_name_diagnostic(name: str) -> SkillDiagnostic:
         "folder_name_not_utf8",
         f"The folder name {shown!r} is not valid UTF-8, so no client can name this skill; "
         "rename the folder with lowercase letters, digits and hyphens.",
+    )
+
+
+def misnamed_skill_md(folder: Path) -> str | None:
+    """The name of a file in `folder` spelled like SKILL.md in other letter cases
+    (``skill.md``, ``Skill.md``), when `folder` has no SKILL.md itself; None otherwise.
+
+    Such a folder is not a skill on a case-sensitive file system, and only the exact name
+    is read on every other one, so the author is told to rename the file.
+    """
+    try:
+        with os.scandir(folder) as entries:
+            names = [entry.name for entry in entries]
+    except OSError:
+        return None
+    if SKILL_FILE in names:
+        return None
+    return next((name for name in sorted(names) if name.lower() == SKILL_FILE.lower()), None)
+
+
+def misnamed_skill_md_diagnostic(skill: str, actual: str, folder: Path) -> SkillDiagnostic:
+    """The ``skill_md_case`` error for the folder `skill` whose file is named `actual`."""
+    return SkillDiagnostic(
+        skill,
+        "error",
+        "skill_md_case",
+        f"{folder} has '{actual}' but no '{SKILL_FILE}': the file must be named {SKILL_FILE} "
+        f"exactly, in capitals, so this folder is not a skill. Rename '{actual}' to "
+        f"'{SKILL_FILE}'.",
     )
 
 

@@ -468,12 +468,20 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
         )
     else:
         name = _as_string(raw_name).strip()
+        # One warning per name: a name that breaks a rule is not also a mismatch (the
+        # rule's warning says what the skill is listed as).
+        listed_as = (
+            f" The skill is listed as '{folder_name}', its folder's name; set "
+            f"'name: {folder_name}'."
+            if name != folder_name and is_valid_name(folder_name)
+            else ""
+        )
         if len(name) > MAX_NAME_LENGTH:
             diagnostics.append(
                 diagnostic(
                     "name_too_long",
                     f"'name' is {len(name)} characters long, more than {MAX_NAME_LENGTH}; "
-                    "shorten it and rename the folder to match.",
+                    f"shorten it and rename the folder to match.{listed_as}",
                 )
             )
         elif not is_valid_name(name):
@@ -481,10 +489,10 @@ def _name_diagnostics(raw_name: Any, folder_name: str) -> list[Diagnostic]:
                 diagnostic(
                     "invalid_name",
                     f"'name' {name!r} breaks the naming rule ({NAME_RULE}); rename the "
-                    "skill and its folder to follow it.",
+                    f"skill and its folder to follow it.{listed_as}",
                 )
             )
-        if name != folder_name:
+        elif name != folder_name:
             diagnostics.append(
                 diagnostic(
                     "name_mismatch",
