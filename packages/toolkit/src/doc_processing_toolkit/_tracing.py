@@ -133,6 +133,8 @@ def _error_type(exc: BaseException) -> str:
 
 
 def _fail(span: Span, exc: BaseException) -> None:
+    if isinstance(exc, GeneratorExit):
+        return  # a consumer that stopped early is no error
     span.set_attribute("error.type", _error_type(exc))
     span.set_status(StatusCode.ERROR, str(exc)[:500] or None)
     if isinstance(exc, Exception):
@@ -410,7 +412,7 @@ class RunTrace:
         """End the run's span; `error` is what ended the run, if it failed."""
         if self.context is None:
             return
-        if error is not None and not isinstance(error, GeneratorExit):
+        if error is not None:
             _fail(self.span, error)
         self.span.end()
 
@@ -462,7 +464,7 @@ class BatchTrace:
         if self._span is None:
             return
         self._span.set_attribute("doc_processing.batch.items", items)
-        if error is not None and not isinstance(error, GeneratorExit):
+        if error is not None:
             _fail(self._span, error)
         self._span.end()
 

@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -245,3 +246,15 @@ def test_run_sync_is_a_child_of_the_callers_span(spans: SpanRecords) -> None:
     (request,) = spans.named("request")
     (run,) = spans.named("invoke_agent synced")
     assert run["parent_id"] == request["span_id"]
+
+
+async def test_a_stream_left_early_ends_its_spans_without_an_error(spans: SpanRecords) -> None:
+    agent = Agent(model=TestModel(chunk_size=1), name="quitter")
+    async with aclosing(agent.run_stream("A long enough prompt.")) as events:
+        async for event in events:
+            if type(event).__name__ == "TextDeltaEvent":
+                break
+    (run,) = spans.named("invoke_agent quitter")
+    (chat,) = spans.named("chat model")
+    assert run["status"] != "ERROR" and chat["status"] != "ERROR"
+    assert chat["parent_id"] == run["span_id"]
