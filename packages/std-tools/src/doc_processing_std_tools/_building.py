@@ -38,6 +38,17 @@ LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # DEBUG only.
 _NOISY: Final = (("mcp.server.streamable_http", "Terminating session: "),)
 
+# The SDK's INFO line for each call that fails with a message meant for the client (a file
+# that does not exist, an argument out of range, a skill:// URI of no skill): the model's
+# to handle, not news for the host's log. The entry points show them at DEBUG, after one
+# INFO line that says so.
+_SDK_SERVER_LOGGER: Final = "mcp.server.mcpserver.server"
+_FAILED_CALLS: Final = frozenset(
+    {"Tool %r failed: %r", "Tool %r rejected arguments: %r", "Resource %r failed: %r"}
+)
+
+logger = logging.getLogger(__name__)
+
 
 @contextmanager
 def _root_logging_untouched() -> Iterator[None]:
@@ -74,6 +85,30 @@ class _Demote(logging.Filter):
         return True
 
 
+class _FailedCalls(logging.Filter):
+    """Shows the SDK's line for each failed call (`_FAILED_CALLS`) as DEBUG; the first one
+    also gets an INFO line of ours saying where the others went."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._told = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or record.msg not in _FAILED_CALLS:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        shown = logging.getLogger().isEnabledFor(logging.DEBUG)
+        if not self._told and not shown:
+            self._told = True
+            logger.info(
+                "%s. Calls that fail with a message for the client (a missing file, a bad "
+                "argument) are the model's to handle, so later ones are logged at DEBUG "
+                "only (--log-level debug or DPTTOOLS_LOG_LEVEL=DEBUG shows each)",
+                record.getMessage(),
+            )
+        return shown
+
+
 def configure_cli_logging(level: str | None) -> str:
     """What a server's command line does about logging (never the library): one handler
     on standard error at `level` (``--log-level``), else DPTTOOLS_LOG_LEVEL, else INFO.
@@ -98,6 +133,9 @@ def configure_cli_logging(level: str | None) -> str:
     )
     for logger_name, prefix in _NOISY:
         logging.getLogger(logger_name).addFilter(_Demote(prefix))
+    sdk_server = logging.getLogger(_SDK_SERVER_LOGGER)
+    if not any(isinstance(known, _FailedCalls) for known in sdk_server.filters):
+        sdk_server.addFilter(_FailedCalls())
     return level
 
 
