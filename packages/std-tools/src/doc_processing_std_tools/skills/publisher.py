@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -361,15 +362,26 @@ class SkillPublisher:
                 stored.flush(listed_all=root in listed)
 
     def _report(self, left_out: list[SkillDiagnostic]) -> None:
-        for diagnostic in left_out:
-            if diagnostic not in self._reported:
-                self._reported.add(diagnostic)
-                logger.info(
-                    "skill %r is not published by the MCP Skills extension: %s (%s)",
-                    diagnostic.skill,
-                    diagnostic.code,
-                    diagnostic.message,
-                )
+        """Log the skills left out that were not reported yet: each at DEBUG, and one INFO
+        line that counts them by code (a host's log gets no line per skill)."""
+        fresh = [d for d in dict.fromkeys(left_out) if d not in self._reported]
+        if not fresh:
+            return
+        self._reported.update(fresh)
+        for diagnostic in fresh:
+            logger.debug(
+                "skill %r is not published by the MCP Skills extension: %s (%s)",
+                diagnostic.skill,
+                diagnostic.code,
+                diagnostic.message,
+            )
+        codes = Counter(diagnostic.code for diagnostic in fresh)
+        logger.info(
+            "%d skill(s) not published by the MCP Skills extension (%s); list_skills' "
+            "diagnostics say why, and DEBUG logs each",
+            len(fresh),
+            ", ".join(f"{code}: {count}" for code, count in codes.most_common()),
+        )
 
     def skill(self, settings: Settings, name: str) -> PublishedSkill | SkillDiagnostic | None:
         """One skill as published now (hashing only its files); a diagnostic when it is
