@@ -186,6 +186,11 @@ class SkillsOutcome:
             ``local`` (the toolkit's index over the skills known); None when every skill
             is shown.
         stale_age: when ``stale``, the age in seconds of the catalog injected.
+        rejected: the skills of an extension server refused in this run, by the URI of
+            their SKILL.md, each with why: a file that did not match the listing (size,
+            digest or frontmatter) in this run, or in an earlier one while ``skills/list``
+            lists the skill unchanged. No file of a rejected skill is read, and its line
+            is left out of the catalog.
     """
 
     status: Status
@@ -202,6 +207,7 @@ class SkillsOutcome:
     total: int | None = None
     ranking: Ranking | None = None
     stale_age: float | None = None
+    rejected: dict[str, str] = field(default_factory=dict)
 
 
 def has_own_catalog(instructions: str | None) -> bool:

@@ -11,7 +11,11 @@ skills wrapper offers the model three of its own on that server (inside its tool
 
 Every file read is checked against the entry it was listed with (size, then digest; for
 SKILL.md also the frontmatter); anything that does not match is refused with a tool error
-and one WARNING. A skill is identified by its server and its URI, never by its name. Nothing
+and one WARNING, and the whole skill is rejected (the extension's host duty: a host MUST
+NOT load a skill on any discrepancy): no file of it is read again, its catalog line is
+left out of later runs, and it is offered again only when a fresh ``skills/list`` changes
+its entry (`Rejections`). A skill is identified by its server and its URI, never by its
+name. Nothing
 from such a server is ever executed: the wrapper offers no tool that runs a script, and a
 script file can only be read as text.
 """
@@ -54,6 +58,8 @@ __all__ = [
     "ExtensionCatalog",
     "ExtensionSkill",
     "ExtensionSkillsSession",
+    "Rejection",
+    "Rejections",
     "declares_extension",
     "fetch_extension_catalog",
     "offer_with_skill_tools",
@@ -136,6 +142,51 @@ class ExtensionCatalog:
     def fresh(self, now: float) -> bool:
         """Whether the answer may still be used instead of asking again."""
         return now - self.fetched_at < self.ttl
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A skill refused because one of its files did not match its listing.
+
+    Attributes:
+        skill: the entry as listed when it was refused (it stays refused while
+            ``skills/list`` lists it unchanged).
+        reason: why, as the model was told.
+    """
+
+    skill: ExtensionSkill
+    reason: str
+
+
+class Rejections:
+    """The skills of one extension server refused so far, kept across runs by the skills
+    wrapper, with those refused in the current run."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, Rejection] = {}
+        self.this_run: dict[str, str] = {}
+        """Skill URI -> why, for the skills refused in the current run or still refused
+        from an earlier one (the run's `SkillsOutcome.rejected`)."""
+
+    def start_run(self, catalog: ExtensionCatalog) -> frozenset[str]:
+        """Begin a run on `catalog` (a ``skills/list`` answer): forget each rejection
+        whose entry that answer changed or no longer lists, and return the URIs of the
+        skills still refused."""
+        self._held = {
+            uri: held for uri, held in self._held.items() if catalog.by_uri.get(uri) == held.skill
+        }
+        self.this_run = {uri: held.reason for uri, held in self._held.items()}
+        return frozenset(self._held)
+
+    def reject(self, skill: ExtensionSkill, reason: str) -> None:
+        """Refuse `skill` from now on (until its listed entry changes)."""
+        self._held[skill.uri] = Rejection(skill, reason)
+        self.this_run[skill.uri] = reason
+
+    def reason(self, uri: str) -> str | None:
+        """Why the skill at `uri` is refused, or None when it is not."""
+        held = self._held.get(uri)
+        return None if held is None else held.reason
 
 
 def _parse_entry(raw: Any) -> ExtensionSkill:
@@ -291,15 +342,23 @@ class ExtensionSkillsSession:
         server_name: the server's name, for messages and the origin tag.
         catalog: the entries held for this run (reads are checked against them).
         own: the tool names the wrapper answers.
+        rejections: the skills of this server refused so far; a mismatch adds to it
+            (default: a new, empty record).
     """
 
     def __init__(
-        self, inner: Any, server_name: str, catalog: ExtensionCatalog, own: frozenset[str]
+        self,
+        inner: Any,
+        server_name: str,
+        catalog: ExtensionCatalog,
+        own: frozenset[str],
+        rejections: Rejections | None = None,
     ) -> None:
         self.inner = inner
         self._server = server_name
         self._catalog = catalog
         self._own = own
+        self._rejections = rejections if rejections is not None else Rejections()
 
     async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
         """The server's own tools (the wrapper's are offered by the skills step)."""
@@ -326,11 +385,36 @@ class ExtensionSkillsSession:
 
     def _listing(self) -> str:
         lines = [
-            f"{skill.name}\t{skill.uri}\t{skill.description}" for skill in self._catalog.skills
+            f"{skill.name}\t{skill.uri}\t{skill.description}"
+            for skill in self._catalog.skills
+            if self._rejections.reason(skill.uri) is None
         ]
         return "\n".join(lines) or f"server {self._server!r} lists no skills."
 
+    def _refuse(self, skill: ExtensionSkill, reason: str) -> _Refused:
+        """Reject the whole of `skill` for `reason` (logged once, as a WARNING)."""
+        logger.warning(
+            "skills: server %r: skill %s rejected, none of its files is used: %s",
+            self._server,
+            skill.uri,
+            reason,
+        )
+        self._rejections.reject(skill, reason)
+        return _Refused(
+            f"refused: {reason}. The skill {skill.uri} is not used: none of its files is "
+            "read in this run."
+        )
+
+    def _check_not_rejected(self, skill: ExtensionSkill) -> None:
+        reason = self._rejections.reason(skill.uri)
+        if reason is not None:
+            raise _Refused(
+                f"refused: the skill {skill.uri} of server {self._server!r} was rejected "
+                f"({reason}); none of its files is used. Work without it."
+            )
+
     async def _read(self, skill: ExtensionSkill, uri: str) -> bytes:
+        self._check_not_rejected(skill)
         listed = skill.files.get(uri)
         if listed is None:
             raise _Refused(
@@ -356,17 +440,11 @@ class ExtensionSkillsSession:
                 if len(data) != listed.size
                 else "a different SHA-256 digest from the one listed"
             )
-            logger.warning(
-                "skills: server %r served %s for %s (%s); refused",
-                self._server,
-                uri,
-                what,
-                "the skill changed since it was listed, or the file was tampered with",
-            )
-            raise _Refused(
-                f"refused: {uri} from server {self._server!r} does not match the skills "
-                f"listing ({what}). The skill may have changed on the server since the "
-                "catalog was read; it is not used in this run."
+            raise self._refuse(
+                skill,
+                f"{uri} from server {self._server!r} does not match the skills listing "
+                f"({what}): the skill changed on the server since it was listed, or the "
+                "file was tampered with",
             )
         return data
 
@@ -388,15 +466,10 @@ class ExtensionSkillsSession:
         skill = self._skill(uri)
         text = (await self._read(skill, uri)).decode("utf-8", errors="replace")
         if _frontmatter(text) != dict(skill.frontmatter):
-            logger.warning(
-                "skills: server %r served a SKILL.md for %s whose frontmatter differs from "
-                "its listing; refused",
-                self._server,
-                uri,
-            )
-            raise _Refused(
-                f"refused: the frontmatter of {uri} from server {self._server!r} differs "
-                "from the skills listing; it is not used in this run."
+            raise self._refuse(
+                skill,
+                f"the frontmatter of {uri} from server {self._server!r} differs from the "
+                "skills listing",
             )
         others = [f for f in skill.files if f != uri]
         listing = "\n".join(f"  {escape(f)}" for f in others)
@@ -425,16 +498,21 @@ class ExtensionSkillsSession:
 
 
 def offer_with_skill_tools(
-    source: ServerTools, catalog: ExtensionCatalog, *, with_loaders: bool
+    source: ServerTools,
+    catalog: ExtensionCatalog,
+    *,
+    with_loaders: bool,
+    rejections: Rejections | None = None,
 ) -> ServerTools:
     """`source` with the wrapper's ``list_skills`` added and, `with_loaders`, its
     ``load_skill`` and ``load_skill_resource`` (each only when the server has no tool of
-    that name), their calls going through an `ExtensionSkillsSession`."""
+    that name), their calls going through an `ExtensionSkillsSession` that refuses the
+    skills of `rejections`."""
     existing = {tool.name for tool in source.tools}
     offered = (LIST_SKILLS, *_LOADERS) if with_loaders else (LIST_SKILLS,)
     added = tuple(tool for tool in offered if tool.name not in existing)
     own = frozenset(tool.name for tool in added)
-    session = ExtensionSkillsSession(source.session, source.server.name, catalog, own)
+    session = ExtensionSkillsSession(source.session, source.server.name, catalog, own, rejections)
     return ServerTools(
         server=source.server,
         session=session,

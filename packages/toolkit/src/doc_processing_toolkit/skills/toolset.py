@@ -62,6 +62,7 @@ from .catalog import (
 )
 from .extension import (
     ExtensionCatalog,
+    Rejections,
     declares_extension,
     fetch_extension_catalog,
     offer_with_skill_tools,
@@ -330,6 +331,7 @@ class SkillsToolset:
         self._last_source: tuple[ServerTools, Source] | None = None
         self._held: dict[ToolServer, _Held] = {}
         self._good: dict[ToolServer, _Good] = {}
+        self._rejections: dict[ToolServer, Rejections] = {}
 
     async def run_tools(
         self,
@@ -500,9 +502,19 @@ class SkillsToolset:
         for diagnostic in catalog.diagnostics:
             logger.warning("skills: %s", describe_diagnostic(diagnostic))
         offer = source
+        rejected: dict[str, str] = {}
         if fetched.extension is not None:
+            rejections = self._rejections.setdefault(source.server, Rejections())
+            refused = rejections.start_run(fetched.extension)
+            if refused:  # a rejected skill is not offered until its entry changes
+                kept = tuple(s for s in catalog.skills if s.uri not in refused)
+                catalog = replace(catalog, skills=kept, rendered={}, lines={})
+            rejected = rejections.this_run
             offer = offer_with_skill_tools(
-                source, fetched.extension, with_loaders=bool(catalog.skills)
+                source,
+                fetched.extension,
+                with_loaders=bool(catalog.skills),
+                rejections=rejections,
             )
         if not catalog.skills:
             offered = frozenset(t.name for t in offer.tools)
@@ -515,6 +527,7 @@ class SkillsToolset:
                 hidden_tools=hidden,
                 diagnostics=catalog.diagnostics,
                 source=kind,
+                rejected=rejected,
             )
         else:
             notice = None
@@ -541,6 +554,7 @@ class SkillsToolset:
                 left_out_count=shown.left_out_count,
                 total=shown.total,
                 ranking=shown.ranking,
+                rejected=rejected,
             )
         servers = tuple(offer if s is source else s for s in tools.servers)
         return replace(tools, servers=servers), outcome
