@@ -1,4 +1,5 @@
-# Two entry points: `make demo` and `make test`. Both create .venv on first use from
+# Two entry points: `make demo` and `make test` (`make conformance`: the official MCP
+# conformance suite, see docs/conformance.md). Both create .venv on first use from
 # python3 alone, then install exactly what requirements.lock pins (versions and hashes).
 # `make lock` re-resolves the dependencies and rewrites the two lock files.
 PYTHON ?= python3
@@ -10,7 +11,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck docs pytest bench lock dist clean
+.PHONY: demo test lint typecheck docs pytest conformance bench lock dist clean
 
 # A .venv whose interpreter no longer starts (its Python was removed or upgraded) or is
 # older than 3.11 is rebuilt from scratch instead of failing in every later step.
@@ -50,6 +51,11 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir .site
 
+# The official MCP conformance suite against the composed server and the toolkit's Agent as
+# a host; installs the suite and Node 22 (npm packages, pinned) under .conformance/.
+conformance: $(STAMP)
+	$(BIN)/python conformance/run.py
+
 bench: $(UV)
 	$(UV) pip sync --quiet --python $(BIN)/python requirements-bench.lock
 	rm -f $(STAMP)
@@ -69,4 +75,4 @@ lock: $(UV)
 	$(UV) export --frozen --no-emit-project --no-header --all-groups -o requirements-bench.lock >/dev/null
 
 clean:
-	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache dist
+	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache dist .conformance
