@@ -54,7 +54,8 @@ def test_a_missing_skills_folder_tells_a_person_what_to_run(
     assert main(["list", "--skills-dir", str(missing)]) == 0
     out = capsys.readouterr().out
     assert f"The skills folder {missing} does not exist" in out
-    assert "run `dpt-skills new NAME --description TEXT`" in out and "--skills-dir" in out
+    # The command it suggests looks in the same folder.
+    assert f"run `dpt-skills new NAME --description TEXT --skills-dir {missing}`" in out
     assert_for_a_person(out)
 
 

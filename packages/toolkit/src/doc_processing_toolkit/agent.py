@@ -235,9 +235,16 @@ class Agent:
     # -- sessions -------------------------------------------------------------------------
 
     async def __aenter__(self) -> Agent:
-        """Open every server's session now; they stay open until the block ends."""
+        """Open every server's session now; they stay open until the block ends.
+
+        The model is set up first (as a run does before it connects), so a configuration
+        error of the model (an unknown provider, a bad option, a malformed test script)
+        is raised before any server starts.
+        """
         if self._exit_stack is not None:
             raise ToolkitError("this agent is already entered with `async with`.")
+        if self._model_spec is not None:
+            _ = self.model
         self._bind_loop()
         stack = AsyncExitStack()
         await stack.__aenter__()

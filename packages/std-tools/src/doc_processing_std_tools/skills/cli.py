@@ -26,7 +26,7 @@ from . import actions
 from .catalog import SKILL_FILE, SkillDiagnostic, find_deeper, read_skill, scan_once
 from .diagnostics import CODES
 from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
-from .voice import PERSON
+from .voice import person
 
 __all__ = ["main"]
 
@@ -62,7 +62,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(catalog.json)
         return 0
-    note = catalog.note_for(PERSON)
+    note = catalog.note_for(person(args.skills_dir))
     if note and not catalog.skills_dirs:
         print(note)
         return 0
@@ -175,7 +175,7 @@ def _print_summary(
 
 def _cmd_new(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir)
-    print(actions.create_skill(settings, args.name, args.description, PERSON))
+    print(actions.create_skill(settings, args.name, args.description, person(args.skills_dir)))
     return 0
 
 

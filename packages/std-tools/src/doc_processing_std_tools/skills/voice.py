@@ -10,10 +10,11 @@ message changes with the audience.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, replace
 from typing import Final
 
-__all__ = ["MODEL", "PERSON", "Voice"]
+__all__ = ["MODEL", "PERSON", "Voice", "person"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +56,27 @@ PERSON: Final = Voice(
     skills_dir_setting="DPTTOOLS_SKILLS_DIR (or pass --skills-dir)",
 )
 """Messages of ``dpt-skills``: the reader is a person at a terminal."""
+
+_COMMANDS: Final = ("`dpt-skills list`", "`dpt-skills new NAME --description TEXT`")
+
+
+def person(skills_dir: str | None = None) -> Voice:
+    """`PERSON` for a command given ``--skills-dir`` `skills_dir`: every ``dpt-skills``
+    command the messages suggest carries the same option (quoted for a POSIX shell), so
+    it looks in the same folder; `PERSON` itself without one."""
+    if skills_dir is None:
+        return PERSON
+    option = f" --skills-dir {shlex.quote(skills_dir)}"
+
+    def with_option(text: str) -> str:
+        for command in _COMMANDS:
+            text = text.replace(command, f"{command[:-1]}{option}`")
+        return text
+
+    return replace(
+        PERSON,
+        see_names=with_option(PERSON.see_names),
+        see_names_clause=with_option(PERSON.see_names_clause),
+        create=with_option(PERSON.create),
+        shows_new=with_option(PERSON.shows_new),
+    )

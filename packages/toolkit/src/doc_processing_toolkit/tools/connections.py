@@ -21,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -39,7 +41,7 @@ from ..errors import ToolServerError
 from .base import RunTools, ServerTools, ToolServer, ToolSession, list_all_tools
 from .routing import describe_error, root_cause, visible_name
 
-__all__ = ["Connection", "ConnectionPool", "Listing"]
+__all__ = ["Connection", "ConnectionPool", "Listing", "command_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -345,7 +347,7 @@ async def _enter_session(
         return fast_session
     if server.route in ("mcp_command", "mcp_script"):
         if server.route == "mcp_command":
-            command, args = target.command, list(target.args)
+            command, args = command_path(target.command, target.env), list(target.args)
         else:
             command, args = sys.executable, target.python_args
         params = StdioServerParameters(
@@ -357,6 +359,26 @@ async def _enter_session(
     if server.route == "mcp_http":
         return await _enter_http_session(server, stack)
     raise ToolServerError(f"server {server.describe()} has no connectable route")
+
+
+def command_path(command: str, env: Mapping[str, str] | None = None) -> str:
+    """The program an ``mcp_command`` entry starts: `command` itself when it is a path or
+    is found on the PATH the server will get (its `env`'s, else this process's), else the
+    console script of that name next to the running interpreter, when there is one.
+
+    So ``command: doc-processing-std-tools`` starts the script installed in this
+    interpreter's virtual environment even when that environment is not activated (its
+    ``bin`` folder is not on PATH), as ``python -m`` would.
+    """
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return command
+    search = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(command, path=search) is not None:
+        return command
+    if not sys.executable:
+        return command
+    beside = shutil.which(command, path=str(Path(sys.executable).parent))
+    return beside if beside is not None else command
 
 
 def _http_headers(server: ToolServer) -> dict[str, str]:
