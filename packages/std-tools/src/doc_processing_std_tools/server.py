@@ -46,6 +46,7 @@ def make_composed_server(
             changes something together with `read_only`.
     """
     from ._building import new_server
+    from ._notices import enable_client_logging
     from .access import COMPOSED_TOOLS, select_tools
     from .docs.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
@@ -69,6 +70,7 @@ def make_composed_server(
     register_filesystem_tools(server)
     register_docs_tools(server)
     restrict_tools(server, COMPOSED_TOOLS, kept, read_only=False)
+    enable_client_logging(server)
     return server
 
 

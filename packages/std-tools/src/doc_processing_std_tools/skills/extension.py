@@ -8,7 +8,9 @@ import MCP:
   ``resources/directory/read``.
 - `register_skill_resources` adds the ``skill://{+path}`` resource template, so that
   ``resources/read`` returns the exact bytes of any published file (text for UTF-8, a blob
-  otherwise), and a middleware that gives each read the file's own MIME type.
+  otherwise), a middleware that gives each read the file's own MIME type, and one that
+  lists each published skill's SKILL.md in ``resources/list`` under the frontmatter's
+  name and description.
 
 Every result is computed from the same catalog as the five tools, at call time: nothing is
 cached on the client's behalf (``ttlMs`` 0), and results are marked ``private`` so that no
@@ -28,6 +30,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, PaginatedRequestParams, RequestParams
+from pydantic import BaseModel
 
 from .._text import wire_safe
 from .._tracing import note_skill
@@ -205,14 +208,54 @@ class SkillsExtension(Extension):
                         content["mimeType"] = mime_type(parsed.relative)
         return result
 
+    async def skill_manifests(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Middleware: ``resources/list`` also lists the SKILL.md of every published
+        skill, named and described as its frontmatter is (the extension's SHOULD), with
+        the MIME type text/markdown. The other files of a skill are found through
+        ``skills/list``, not here."""
+        result = await call_next(ctx)
+        if ctx.method != "resources/list" or (ctx.params or {}).get("cursor") is not None:
+            return result
+        if isinstance(result, BaseModel):
+            result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if not isinstance(result, dict) or not isinstance(result.get("resources"), list):
+            return result
+        manifests = await anyio.to_thread.run_sync(self._manifests, _settings())
+        listed = {r.get("uri") for r in result["resources"] if isinstance(r, dict)}
+        result["resources"].extend(m for m in manifests if m["uri"] not in listed)
+        return result
+
+    def _manifests(self, settings: Settings) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            page = self.publisher.page(settings, cursor)
+            for entry in page.entries:
+                front = entry.get("frontmatter") or {}
+                resource: dict[str, Any] = {
+                    "uri": entry["uri"],
+                    "name": str(front.get("name", "")),
+                    "mimeType": mime_type("SKILL.md"),
+                }
+                if isinstance(front.get("description"), str):
+                    resource["description"] = front["description"]
+                found.append(resource)
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
+
 
 def register_skill_resources(server: MCPServer, extension: SkillsExtension) -> None:
     """Serve every published file of `extension`'s skills through ``resources/read``.
 
-    Adds the ``skill://{+path}`` template to `server`. The server must have been built
-    with ``extensions=[extension]`` and ``middleware=[extension.mime_types]``.
+    Adds the ``skill://{+path}`` template to `server`, and the middleware that lists
+    each skill's SKILL.md in ``resources/list``. The server must have been built with
+    ``extensions=[extension]`` and ``middleware=[extension.mime_types]``.
     """
     publisher = extension.publisher
+    server.middleware.append(extension.skill_manifests)
 
     async def read_skill_file(path: str, ctx: Context) -> str | bytes:
         # The template decodes `path`; the URI as sent is parsed once more, segment by

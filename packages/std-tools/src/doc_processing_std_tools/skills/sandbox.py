@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from .._notices import notice
 from ..errors import ConfigError
 
 __all__ = [
@@ -154,6 +155,12 @@ def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
             f"DPTTOOLS_SCRIPT_SANDBOX=bwrap, but {status.problem}. No script runs until "
             "bubblewrap works; or set DPTTOOLS_SCRIPT_SANDBOX=auto to run scripts without it."
         )
+    notice(
+        logger,
+        logging.WARNING,
+        f"this skill script runs WITHOUT the bubblewrap sandbox ({status.problem}); it can "
+        "read what the server's user can read and use the network",
+    )
     return None
 
 

@@ -61,6 +61,7 @@ import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
 from .. import _io
+from .._notices import notice
 from .._text import truncate
 from .._tracing import note_script
 from ..access import WRITE, current_scopes
@@ -771,6 +772,7 @@ async def _run_checked(
     ending = _describe_end(status, err.tail, policy, cpu_limit) if exit_code != 0 else None
     if ending:
         stderr = f"{stderr}\n{ending}" if stderr else ending
+        notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
     if status.get("killed"):
         logger.debug("killed %s process(es) the skill script left running", status["killed"])
     note_script(exit_code, sandboxed, ending)

@@ -14,6 +14,7 @@ from typing import Final
 from mcp.server.mcpserver import MCPServer
 
 from .._building import new_server
+from .._notices import enable_client_logging
 from ..access import SKILLS_TOOLS
 from ..config import get_settings
 from ..serving import restrict_tools
@@ -59,6 +60,7 @@ def new_skills_server(*, tools: Sequence[str] | None = None, read_only: bool = F
     register_skills_tools(server)
     register_skill_resources(server, extension)
     restrict_tools(server, SKILLS_TOOLS, tools, read_only=read_only)
+    enable_client_logging(server)
     return server
 
 
