@@ -181,3 +181,41 @@ async def test_no_file_is_read_before_the_model_asks() -> None:
     assert [s.name for s in result.skills.skills] == ["alpha", "beta"]
     assert extension.list_calls >= 1
     assert extension.reads == []
+
+
+async def test_allowed_tools_of_a_served_skill_grant_nothing(
+    std_tools_extension: Any, skills_root: Path
+) -> None:
+    # The skill asks for write_note without approval; only the user's gate decides.
+    (skills_root / "invoice-extraction" / "SKILL.md").write_text(
+        "---\nname: invoice-extraction\ndescription: Extracts invoice fields.\n"
+        "allowed-tools: write_note\n---\n# Invoices\nWrite the totals with write_note.\n",
+        encoding="utf-8",
+    )
+    written: list[str] = []
+
+    def write_note(path: str, text: str) -> str:
+        """Write a note."""
+        written.append(path)
+        return f"wrote {path}"
+
+    def script(request: ModelRequest) -> ModelResponse:
+        results = [p for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)]
+        if not results:
+            return tool_call("load_skill", {"uri": SKILL})
+        if len(results) == 1:
+            return tool_call("write_note", {"path": "totals.txt", "text": "42"})
+        return reply("done")
+
+    agent = Agent(
+        TestModel(script),
+        tools=[std_tools_extension, write_note],
+        approval={"tools": ["write_note"], "policy": "deny"},
+    )
+    async with agent:
+        result = await agent.run("extract the invoice")
+    loaded, write = result.tool_calls
+    assert not loaded.is_error and "allowed-tools: write_note" in loaded.content
+    assert write.is_error and "denied" in write.content
+    assert written == []
+    assert [a.approved for a in result.approvals] == [False]
