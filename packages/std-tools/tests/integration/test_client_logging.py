@@ -6,6 +6,7 @@ per connection) and on 2026-07-28 (level chosen per request in ``_meta``)."""
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,3 +159,17 @@ async def test_the_skill_md_of_each_published_skill_is_listed_as_its_frontmatter
         "The good skill.",
         "text/markdown",
     )
+
+
+def test_an_application_without_logging_still_sees_the_warnings_once() -> None:
+    code = (
+        "import logging\n"
+        "from doc_processing_std_tools.server import make_composed_server\n"
+        "make_composed_server()\n"
+        "log = logging.getLogger('doc_processing_std_tools.skills.scripts')\n"
+        "log.warning('a warning'); log.info('an info line')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stderr.splitlines() == ["a warning"]
