@@ -39,7 +39,7 @@ from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, Tool
 from .models import Model, ModelRequest, TextDelta, ThinkingDelta
 from .result import RunResult, ToolCallRecord
 from .skills import SkillsOptions, SkillsOutcome, SkillsToolset, append_catalog
-from .skills.extension import EXTENSION_TOOL_NAMES
+from .skills.extension import EXTENSION_TOOL_NAMES, listed_files
 from .tools.base import RunTools
 from .tools.routing import ToolRoute, build_routes, call_route, visible_name
 
@@ -407,5 +407,6 @@ async def _decide(gate: ApprovalGate, call: ToolCallPart, setup: RunSetup) -> Ap
         server_tool=route.server_tool,
         arguments=copy.deepcopy(call.arguments),
         call_id=call.id,
+        skill_files=listed_files(route.session, route.server_tool, call.arguments),
     )
     return await gate.decide(request)

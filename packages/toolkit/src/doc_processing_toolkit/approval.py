@@ -98,6 +98,11 @@ class ApprovalRequest:
         arguments: a copy of the arguments the model gave; changing it changes nothing,
             the call runs with the arguments that were approved.
         call_id: pairs the request with the call in the run's messages.
+        skill_files: for the skills wrapper's ``load_skill`` and ``load_skill_resource`` on
+            a server that serves the MCP Skills extension, every file of the skill the call
+            reads as the server listed it (URI -> ``sha256:`` digest); None for any other
+            call. A policy that remembers an approval for a skill keys it on this, so the
+            approval falls as soon as a file of the skill changes.
     """
 
     tool: str
@@ -105,6 +110,7 @@ class ApprovalRequest:
     server_tool: str
     arguments: dict[str, Any]
     call_id: str
+    skill_files: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from doc_processing_toolkit import Agent, TestModel
+from doc_processing_toolkit import Agent, ApprovalRequest, TestModel
 from doc_processing_toolkit.messages import ModelResponse, ToolResultPart
 from doc_processing_toolkit.models.base import ModelRequest
 from doc_processing_toolkit.models.test import reply, tool_call
@@ -219,3 +219,35 @@ async def test_allowed_tools_of_a_served_skill_grant_nothing(
     assert write.is_error and "denied" in write.content
     assert written == []
     assert [a.approved for a in result.approvals] == [False]
+
+
+async def test_an_approval_tied_to_the_listed_files_falls_when_a_digest_changes(
+    std_tools_extension: Any, skills_root: Path
+) -> None:
+    asked: list[ApprovalRequest] = []
+    remembered: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+
+    def remembering(request: ApprovalRequest) -> bool:
+        """Approve once per skill version: the key is the exact listed file set."""
+        assert request.skill_files is not None
+        key = (request.server_tool, tuple(sorted(request.skill_files.items())))
+        if key not in remembered:
+            asked.append(request)
+            remembered.add(key)
+        return True
+
+    agent = Agent(
+        TestModel(one_run(("load_skill", SKILL))),
+        tools=[std_tools_extension],
+        approval={"tools": ["load_skill"], "policy": remembering},
+    )
+    async with agent:
+        await agent.run("one")
+        await agent.run("two")  # same files: the remembered approval holds
+        guide = skills_root / "invoice-extraction" / "references" / "guide.md"
+        guide.write_text("Use the totals table, then the tax table.\n", "utf-8")
+        third = await agent.run("three")  # a digest changed: asked again
+    assert len(asked) == 2
+    assert set(asked[0].skill_files or {}) == {GUIDE, SKILL}
+    assert asked[0].skill_files != asked[1].skill_files
+    assert not third.tool_calls[0].is_error

@@ -62,6 +62,7 @@ __all__ = [
     "Rejections",
     "declares_extension",
     "fetch_extension_catalog",
+    "listed_files",
     "offer_with_skill_tools",
 ]
 
@@ -383,6 +384,19 @@ class ExtensionSkillsSession:
         except _Refused as exc:
             return _error(str(exc))
 
+    def listed_files(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
+        """The files, as listed (URI -> digest), of the skill a call of the wrapper's
+        `tool` with `arguments` would read; None when it reads none."""
+        uri = arguments.get("uri")
+        if tool not in self._own or tool == "list_skills" or not isinstance(uri, str):
+            return None
+        owner = self._catalog.by_uri.get(uri) if tool == "load_skill" else None
+        if owner is None and tool == "load_skill_resource":
+            owner = next((s for s in self._catalog.skills if uri in s.files), None)
+        if owner is None or owner.dynamic:
+            return None
+        return {f.uri: f.digest for f in owner.files.values()}
+
     def _listing(self) -> str:
         lines = [
             f"{skill.name}\t{skill.uri}\t{skill.description}"
@@ -495,6 +509,15 @@ class ExtensionSkillsSession:
             return json.dumps(
                 {"uri": uri, "size": len(data), "note": "binary file, not shown as text"}
             )
+
+
+def listed_files(session: Any, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
+    """For a call of the wrapper's ``load_skill`` or ``load_skill_resource`` through
+    `session`: every file of the skill it reads, as listed (URI -> digest). None for any
+    other call, and for a URI the listing does not have."""
+    if not isinstance(session, ExtensionSkillsSession):
+        return None
+    return session.listed_files(tool, arguments)
 
 
 def offer_with_skill_tools(
