@@ -428,7 +428,10 @@ def _skill_named(arguments: Mapping[str, Any], skills: SkillsOutcome) -> str | N
     if not isinstance(uri, str):
         return None
     for entry in skills.skills:
-        if entry.uri == uri:
+        # A skill's SKILL.md, or another file of its folder.
+        if entry.uri is not None and (
+            uri == entry.uri or uri.startswith(entry.uri.rsplit("/", 1)[0] + "/")
+        ):
             return entry.name
     if uri.startswith(_SKILL_SCHEME):
         return uri[len(_SKILL_SCHEME) :].split("/", 1)[0] or None

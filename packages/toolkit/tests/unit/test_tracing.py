@@ -258,3 +258,38 @@ async def test_a_stream_left_early_ends_its_spans_without_an_error(spans: SpanRe
     (chat,) = spans.named("chat model")
     assert run["status"] != "ERROR" and chat["status"] != "ERROR"
     assert chat["parent_id"] == run["span_id"]
+
+
+async def test_a_fastmcp_server_span_joins_the_run_through_meta(spans: SpanRecords) -> None:
+    import fastmcp
+
+    server = fastmcp.FastMCP("fast")
+
+    @server.tool
+    def echo(text: str) -> str:
+        return text
+
+    agent = Agent(model=TestModel(ECHO_THEN_ANSWER), tools=[server], name="fast-agent")
+    async with agent:
+        await agent.run("Echo something.")
+    (served,) = spans.named("tools/call echo")
+    assert spans.ancestors(served)[:3] == [
+        "MCP send tools/call echo",
+        "execute_tool echo",
+        "invoke_agent fast-agent",
+    ]
+
+
+def test_a_skill_is_named_by_its_tools_argument_or_its_extension_uri() -> None:
+    from doc_processing_toolkit._tracing import _skill_named
+    from doc_processing_toolkit.skills.catalog import SkillEntry, SkillsOutcome
+
+    outcome = SkillsOutcome(
+        status="injected",
+        skills=(SkillEntry("pdf", "PDFs.", uri="skill://acme/pdf/SKILL.md"),),
+    )
+    assert _skill_named({"skill_name": "greet"}, outcome) == "greet"
+    assert _skill_named({"uri": "skill://acme/pdf/SKILL.md"}, outcome) == "pdf"
+    assert _skill_named({"uri": "skill://acme/pdf/references/forms.md"}, outcome) == "pdf"
+    assert _skill_named({"uri": "skill://other/references/a.md"}, outcome) == "other"
+    assert _skill_named({"uri": "https://example.com"}, outcome) is None
