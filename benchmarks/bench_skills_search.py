@@ -45,7 +45,7 @@ Measured at each size:
 - recall@1 and recall@5: the std-tools ``search_skills`` tool, called with the query and
   ``limit`` 10 over an in-memory MCP session with the SDK's own client (``mcp.Client``);
   the right skill is the query's skill; its rank is its place in the answer;
-- latency: ``actions.search_skills(settings, query, limit)`` called in process (no MCP)
+- latency: ``search.search_skills(settings, query, limit)`` called in process (no MCP)
   for every query, ``--rounds`` times, after one warm-up call (the first call, which may
   build an index, is reported apart); median and p95, and the median over MCP;
 - in block: the toolkit ``Agent`` with its offline ``TestModel``, the std-tools skills
@@ -354,8 +354,9 @@ def search_in_process(
 ) -> tuple[float, list[float]]:
     """The first call's time (it may build an index) and every later call's, in ms."""
     from doc_processing_std_tools.skills import actions
+    from doc_processing_std_tools.skills import search as searching
 
-    search = actions.search_skills  # type: ignore[attr-defined]
+    search = searching.search_skills
     actions.clear_cache()
     started = time.perf_counter()
     search(settings, "warm up", TOP)
@@ -431,9 +432,11 @@ def p95(values: Sequence[float]) -> float:
 
 
 def has_search() -> bool:
-    from doc_processing_std_tools.skills import actions
-
-    return hasattr(actions, "search_skills")
+    try:
+        from doc_processing_std_tools.skills import search
+    except ImportError:
+        return False
+    return hasattr(search, "search_skills")
 
 
 async def measure(

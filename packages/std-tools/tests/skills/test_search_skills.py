@@ -13,7 +13,7 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import make_composed_server, skills_server
 from doc_processing_std_tools.config import get_settings, reset_settings
-from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.skills import search as searching
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -203,8 +203,8 @@ async def test_a_cut_listing_names_search_skills_and_search_reaches_the_rest(
 def test_the_search_follows_each_new_catalog_by_difference(skills: SkillsFolder) -> None:
     fill(skills, distractors=30)
     settings = get_settings()
-    first = actions.search_skills(settings, "invoices", 5)
+    first = searching.search_skills(settings, "invoices", 5)
     skills.write("invoice-archive", description="Archives paid invoices by year.")
-    second = json.loads(actions.search_skills(settings, "invoices archive", 5))
+    second = json.loads(searching.search_skills(settings, "invoices archive", 5))
     assert second["skills"][0]["name"] == "invoice-archive"
     assert json.loads(first)["skills"][0]["name"] == "invoice-extraction"

@@ -1,17 +1,16 @@
-"""The five skills operations as plain functions, free of MCP.
+"""The five skills operations of the contract as plain functions, free of MCP, and the
+process-wide catalog they (and `search.search_skills`) read.
 
 Each function takes the `Settings` to honour and either returns the text a tool answers
 with or raises a `StdToolsError` whose message says what was wrong and how to fix it.
-`server.py` only wraps these for MCP.
+`tools.py` only wraps these for MCP.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 from xml.sax.saxutils import escape
@@ -19,7 +18,7 @@ from xml.sax.saxutils import escape
 import yaml
 
 from .. import _io
-from .._text import fit_json, truncate, wire_safe
+from .._text import fit_json, truncate
 from ..config import Settings
 from ..errors import (
     AlreadyExistsError,
@@ -39,81 +38,28 @@ from .frontmatter import (
     parse_skill_md,
     suggest_name,
 )
+from .images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
 from .lint import template_body
 from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
-from .search import SkillSearch
 from .voice import MODEL, Voice
 
 __all__ = [
-    "MAX_IMAGE_BYTES",
     "MAX_LISTED_RESOURCES",
-    "MAX_SEARCH_LIMIT",
-    "SkillImage",
     "cached",
     "check_skill_name",
     "clear_cache",
     "create_skill",
     "execute_skill_script",
     "find_skill",
-    "image_type",
     "list_resources",
     "load_skill",
     "load_skill_resource",
     "render_template",
     "scan",
-    "search_skills",
 ]
 
 MAX_LISTED_RESOURCES: Final = 50
 """At most this many files are named in load_skill's resource list."""
-
-MAX_IMAGE_BYTES: Final = 5 * 1024 * 1024
-"""The largest image load_skill_resource returns as image content (5 MiB, the most that
-model providers accept for one image)."""
-
-_IMAGE_SIGNATURES: Final = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
-
-
-@dataclass(frozen=True, slots=True)
-class SkillImage:
-    """An image file of a skill (PNG, JPEG, GIF or WebP, at most `MAX_IMAGE_BYTES`), as
-    load_skill_resource answers with it: the tool layer sends it as image content."""
-
-    data: bytes
-    """The file's bytes."""
-    mime_type: str
-    """``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``."""
-
-
-def image_type(head: bytes) -> str | None:
-    """The MIME type of an image that models read (PNG, JPEG, GIF, WebP), told by the
-    first bytes of the file (its signature, not its name); None for anything else."""
-    for signature, mime_type in _IMAGE_SIGNATURES:
-        if head.startswith(signature):
-            return mime_type
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
-def _is_whole_image(data: bytes, mime_type: str) -> bool:
-    """Whether the image `data` (of `mime_type`, told by `image_type`) has its ends: a
-    model provider refuses the whole request for an image it cannot decode, so a cut or
-    damaged file is refused here instead of sent."""
-    if mime_type == "image/png":
-        return data[12:16] == b"IHDR" and data.endswith(b"IEND\xaeB`\x82")
-    if mime_type == "image/jpeg":
-        return b"\xff\xd9" in data[-1024:]
-    if mime_type == "image/gif":
-        return len(data) > 13 and data.rstrip(b"\x00").endswith(b";")
-    declared = int.from_bytes(data[4:8], "little") + 8
-    return declared in (len(data), len(data) - 1)
-
 
 # The process-wide, stamp-keyed catalogs, one per persistent index folder (None: none).
 _catalogs: dict[Path | None, SkillCatalog] = {}
@@ -144,65 +90,6 @@ def cached(settings: Settings) -> Catalog | None:
     """
     return _catalog(settings).peek_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
-    )
-
-
-MAX_SEARCH_LIMIT: Final = 50
-"""search_skills returns at most this many skills."""
-
-_search: SkillSearch | None = None
-
-
-def search_skills(settings: Settings, query: str, limit: int = 10) -> str:
-    """The search_skills JSON: the listed skills that best match `query`, best first.
-
-    The answer is ``{"query", "skills": [{"name", "description", "path", "score"}],
-    "count"}`` (``score``: higher is better), plus a ``note`` when nothing matched, held
-    to the output limit. Reads the catalog as list_skills does, so it sees the same
-    changes and finds only listed skills.
-
-    Raises:
-        InvalidArgumentError: `query` has no word, or `limit` is not 1 to 50.
-    """
-    global _search
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidArgumentError(
-            "query is empty; pass a few words that describe the task, such as "
-            "'extract tables from a PDF invoice'."
-        )
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
-        raise InvalidArgumentError(
-            f"limit {limit!r} is out of range; pass a whole number from 1 to "
-            f"{MAX_SEARCH_LIMIT} (default 10)."
-        )
-    catalog = cached(settings) or scan(settings)
-    if _search is None:
-        _search = SkillSearch()
-    hits = _search.search(catalog, query, limit)
-    payload: dict[str, object] = {
-        "query": query,
-        "skills": [
-            {
-                "name": hit.record.name,
-                "description": hit.record.description,
-                "path": str(hit.record.path),
-                "score": hit.score,
-            }
-            for hit in hits
-        ],
-        "count": len(hits),
-    }
-    if not hits:
-        payload["note"] = (
-            f"No listed skill matches the words of this query (the catalog lists "
-            f"{catalog.count} skill(s)); try other words, such as the kind of document or "
-            "the task, or call list_skills."
-        )
-    text = wire_safe(json.dumps(payload, ensure_ascii=False, indent=2))
-    return (
-        fit_json(payload, settings.output_truncation_limit, hint="Ask for fewer skills with limit.")
-        if len(text) > settings.output_truncation_limit
-        else text
     )
 
 
@@ -525,7 +412,7 @@ def load_skill_resource(
                 "instructions or scripts (execute_skill_script), by its path "
                 f"{record.directory / resource_path}."
             )
-        if not _is_whole_image(data, mime_type):
+        if not is_whole_image(data, mime_type):
             raise BinaryFileError(
                 f"{what} starts like an image ({mime_type}) but is cut short or damaged, so "
                 "it is not shown (a model would refuse it); the skill's author should save "

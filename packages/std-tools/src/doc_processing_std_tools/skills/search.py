@@ -25,15 +25,27 @@ and the ranking puts those that share the rarest and most words first.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
 from dataclasses import dataclass
 from typing import Final
 
+from .._text import fit_json, wire_safe
+from ..config import Settings
+from ..errors import InvalidArgumentError
+from . import actions
 from .records import EXCERPT_LENGTH, Catalog, SkillRecord
 
-__all__ = ["MAX_QUERY_WORDS", "SearchHit", "SkillSearch", "query_words"]
+__all__ = [
+    "MAX_QUERY_WORDS",
+    "MAX_SEARCH_LIMIT",
+    "SearchHit",
+    "SkillSearch",
+    "query_words",
+    "search_skills",
+]
 
 MAX_QUERY_WORDS: Final = 64
 """A query uses at most this many distinct words (the first ones)."""
@@ -172,4 +184,63 @@ def _columns(record: SkillRecord) -> tuple[str, str, str, str]:
         record.description,
         metadata,
         record.excerpt[:EXCERPT_LENGTH],
+    )
+
+
+MAX_SEARCH_LIMIT: Final = 50
+"""search_skills returns at most this many skills."""
+
+_search: SkillSearch | None = None
+
+
+def search_skills(settings: Settings, query: str, limit: int = 10) -> str:
+    """The search_skills JSON: the listed skills that best match `query`, best first.
+
+    The answer is ``{"query", "skills": [{"name", "description", "path", "score"}],
+    "count"}`` (``score``: higher is better), plus a ``note`` when nothing matched, held
+    to the output limit. Reads the catalog as list_skills does, so it sees the same
+    changes and finds only listed skills.
+
+    Raises:
+        InvalidArgumentError: `query` has no word, or `limit` is not 1 to 50.
+    """
+    global _search
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgumentError(
+            "query is empty; pass a few words that describe the task, such as "
+            "'extract tables from a PDF invoice'."
+        )
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidArgumentError(
+            f"limit {limit!r} is out of range; pass a whole number from 1 to "
+            f"{MAX_SEARCH_LIMIT} (default 10)."
+        )
+    catalog = actions.cached(settings) or actions.scan(settings)
+    if _search is None:
+        _search = SkillSearch()
+    hits = _search.search(catalog, query, limit)
+    payload: dict[str, object] = {
+        "query": query,
+        "skills": [
+            {
+                "name": hit.record.name,
+                "description": hit.record.description,
+                "path": str(hit.record.path),
+                "score": hit.score,
+            }
+            for hit in hits
+        ],
+        "count": len(hits),
+    }
+    if not hits:
+        payload["note"] = (
+            f"No listed skill matches the words of this query (the catalog lists "
+            f"{catalog.count} skill(s)); try other words, such as the kind of document or "
+            "the task, or call list_skills."
+        )
+    text = wire_safe(json.dumps(payload, ensure_ascii=False, indent=2))
+    return (
+        fit_json(payload, settings.output_truncation_limit, hint="Ask for fewer skills with limit.")
+        if len(text) > settings.output_truncation_limit
+        else text
     )

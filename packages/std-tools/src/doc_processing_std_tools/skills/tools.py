@@ -26,7 +26,8 @@ from typing_extensions import TypedDict
 from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
 from .._tracing import note_skill
 from ..config import get_settings
-from . import actions
+from . import actions, search
+from .images import SkillImage
 
 __all__ = ["ScriptRun", "SkillsFound", "SkillsListing", "image_answer", "register_skills_tools"]
 
@@ -97,7 +98,7 @@ class ScriptRun(TypedDict, total=False):
     """Present when the answer was cut to the output limit: what was left out."""
 
 
-def image_answer(resource_path: str, image: actions.SkillImage) -> CallToolResult:
+def image_answer(resource_path: str, image: SkillImage) -> CallToolResult:
     """load_skill_resource's answer for an image: a line naming it, then the image as MCP
     image content (base64), which a model can look at."""
     label = f"{resource_path} ({image.mime_type}, {len(image.data):,} bytes)"
@@ -154,9 +155,9 @@ def register_skills_tools(server: MCPServer) -> None:
             if actions.cached(settings) is None:
                 # Reading changed skills (and a first search's index) off the event loop.
                 return json_answer(
-                    await anyio.to_thread.run_sync(actions.search_skills, settings, query, limit)
+                    await anyio.to_thread.run_sync(search.search_skills, settings, query, limit)
                 )
-            return json_answer(actions.search_skills(settings, query, limit))
+            return json_answer(search.search_skills(settings, query, limit))
 
     @mcp_tool(server, structured_output=False)
     def load_skill(skill_name: str) -> str:
@@ -183,7 +184,7 @@ def register_skills_tools(server: MCPServer) -> None:
         note_skill(skill_name)
         with tool_errors():
             found = actions.load_skill_resource(get_settings(), skill_name, resource_path)
-            if isinstance(found, actions.SkillImage):
+            if isinstance(found, SkillImage):
                 return image_answer(resource_path, found)
             return limited(found)
 
