@@ -21,7 +21,7 @@ from ..approval import ApprovalGate, TerminalApproval
 from ..errors import ToolkitError
 from .control import BatchControl
 from .items import open_input
-from .progress import make_progress
+from .progress import make_progress, rich_available
 from .results import BatchSummary
 from .runner import make_engine
 from .worker import RetryPolicy
@@ -127,6 +127,22 @@ def _build_agent(options: argparse.Namespace, err: TextIO) -> Agent:
     return agent
 
 
+def _announce(options: argparse.Namespace, total: int, err: TextIO) -> None:
+    """The first line, written before anything starts: what is about to run, and where
+    its results go (servers and the first items can take a while to show progress)."""
+    resume = ", resuming" if options.resume else ""
+    err.write(
+        f"dpt-agent batch: {total} item{'' if total == 1 else 's'}, engine {options.engine}, "
+        f"concurrency {options.concurrency}{resume}; results to {options.output}\n"
+    )
+    if err.isatty() and not rich_available():
+        err.write(
+            "dpt-agent batch: a progress line every 10 s; install the rich extra "
+            "(pip install 'doc-processing-toolkit[rich]') for a live progress bar\n"
+        )
+    err.flush()
+
+
 def run_batch_command(options: argparse.Namespace, *, err: TextIO | None = None) -> int:
     """Run ``dpt-agent batch`` with parsed `options`; returns the exit status: 0 every
     item ok, 3 some items failed (the batch went on), 1 the batch could not run, 130
@@ -147,6 +163,7 @@ def run_batch_command(options: argparse.Namespace, *, err: TextIO | None = None)
     except ToolkitError as exc:
         err.write(f"dpt-agent: error: {exc}\n")
         return EXIT_ERROR
+    _announce(options, total, err)
     summary = BatchSummary()
     control = BatchControl()
 

@@ -13,7 +13,7 @@ from typing import Protocol, TextIO
 
 from .results import ItemResult
 
-__all__ = ["PlainProgress", "Progress", "RichProgress", "make_progress"]
+__all__ = ["PlainProgress", "Progress", "RichProgress", "make_progress", "rich_available"]
 
 
 class Progress(Protocol):
@@ -127,9 +127,20 @@ class RichProgress:
         self._bar.stop()
 
 
+def rich_available() -> bool:
+    """True when the ``rich`` extra (the live progress bar) can be imported."""
+    try:
+        return importlib.util.find_spec("rich") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def make_progress(stream: TextIO, total: int | None, *, interval: float = 10.0) -> Progress:
     """A `RichProgress` when `stream` is a terminal and rich is installed, else a
     `PlainProgress` printing every `interval` seconds."""
-    if stream.isatty() and importlib.util.find_spec("rich") is not None:
-        return RichProgress(stream, total)
+    if stream.isatty() and rich_available():
+        try:
+            return RichProgress(stream, total)
+        except ImportError:
+            pass  # found, but broken: plain lines still show the progress
     return PlainProgress(stream, total, interval=interval)
