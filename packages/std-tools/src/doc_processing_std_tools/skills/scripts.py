@@ -29,7 +29,8 @@ A run, step by step:
    running, before it reports how the script ended.
 5. Output is read as it arrives, and only the part that can be shown is kept, so a script
    that prints without end costs bounded memory. A script that hit a limit gets a message
-   at the end of ``stderr`` naming the limit and its setting.
+   at the end of ``stderr`` naming the limit and its setting; one that failed under
+   bubblewrap on a file the sandbox hides, a line saying so (`sandbox.hidden_path_note`).
 
 If the supervisor dies without a report, or stops answering a grace period past the
 timeout, the server kills its process group and every process carrying the run id
@@ -72,6 +73,7 @@ from .sandbox import (
     SandboxUnavailableError,
     announce_sandbox,
     bwrap_command,
+    hidden_path_note,
     sandbox_status,
     use_bwrap,
 )
@@ -773,6 +775,10 @@ async def _run_checked(
     if ending:
         stderr = f"{stderr}\n{ending}" if stderr else ending
         notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
+    elif sandboxed and exit_code != 0:
+        hidden = hidden_path_note(err.tail, launch.prefix, script.folder.path)
+        if hidden:
+            stderr = stderr.rstrip("\n") + "\n" + hidden
     if status.get("killed"):
         logger.debug("killed %s process(es) the skill script left running", status["killed"])
     note_script(exit_code, sandboxed, ending)
