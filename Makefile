@@ -39,7 +39,7 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory pytest lint typecheck docs
 
 pytest: $(STAMP)
-	$(BIN)/pytest packages/std-tools/tests packages/toolkit/tests
+	$(BIN)/pytest -n 2 packages/std-tools/tests packages/toolkit/tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
