@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Generic, Self, TypeVar
 
 from .. import _io
 from .._text import wire_safe
@@ -284,17 +284,18 @@ class SkillFiles:
         return gone
 
 
-class ParentFolders:
-    """Descriptors of the folders that hold skills, opened once through `_io` and shared
-    by the `SkillReader` of every skill in them; a context manager that closes them."""
+_Key = TypeVar("_Key")
+
+
+class _Descriptors(Generic[_Key]):
+    """Folder descriptors opened on first use and closed together: a context manager."""
 
     __slots__ = ("_fds",)
 
     def __init__(self) -> None:
-        """Open nothing yet."""
-        self._fds: dict[Path, int | None] = {}
+        self._fds: dict[_Key, int | None] = {}
 
-    def __enter__(self) -> ParentFolders:
+    def __enter__(self) -> Self:
         """Open nothing yet: each folder is opened on its first use."""
         return self
 
@@ -304,6 +305,13 @@ class ParentFolders:
             if fd is not None:
                 os.close(fd)
         self._fds.clear()
+
+
+class ParentFolders(_Descriptors[Path]):
+    """Descriptors of the folders that hold skills, opened once through `_io` and shared
+    by the `SkillReader` of every skill in them; a context manager that closes them."""
+
+    __slots__ = ()
 
     def fd(self, parent: Path) -> int | None:
         """A descriptor of `parent` (as `_io` opens a root), or None when it cannot be
@@ -319,7 +327,7 @@ class ParentFolders:
         return self._fds[parent]
 
 
-class SkillReader:
+class SkillReader(_Descriptors[str]):
     """Reads the files of one skill folder for hashing, by the tools' rules, cheaply.
 
     The skill folder is opened once through `_io` (`_io.locate`, `_io.open_folder`), each
@@ -332,27 +340,16 @@ class SkillReader:
     manager: it closes the folders it opened.
     """
 
-    __slots__ = ("_fds", "_limit", "_name", "_parents", "_root")
+    __slots__ = ("_limit", "_name", "_parents", "_root")
 
     def __init__(self, folder: Path, limit: int, parents: ParentFolders | None = None) -> None:
         """Read from the skill `folder` (absolute), no file over `limit` bytes; `parents`
         shares the descriptor of the folder that holds it with other readers."""
+        super().__init__()
         self._root = folder.parent
         self._name = folder.name
         self._limit = limit
         self._parents = parents
-        self._fds: dict[str, int | None] = {}
-
-    def __enter__(self) -> SkillReader:
-        """Open nothing yet: folders are opened on the first read inside them."""
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Close every folder opened."""
-        for fd in self._fds.values():
-            if fd is not None:
-                os.close(fd)
-        self._fds.clear()
 
     def _folder_fd(self, relative: str) -> int | None:
         """A descriptor of the folder `relative` ("" for the skill's own) when no link
