@@ -4,13 +4,16 @@
 the exact list_skills payload), ``dpt-skills validate PATH...`` prints every diagnostic,
 adding warnings for what the Agent Skills specification does not allow (`lint`), and exits
 with status 1 when any is an error (or, with ``--strict``, a warning), and ``dpt-skills new
-NAME --description TEXT`` writes a template skill. Messages are worded for a person at a
+NAME --description TEXT`` writes a template skill. ``dpt-skills audit [PATH...]`` prints
+the security findings of `audit` and exits with status 1 on an error (``--strict``: on
+any finding). Messages are worded for a person at a
 terminal (`voice.PERSON`). The MCP SDK is never imported.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -23,6 +26,7 @@ from .. import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
+from .audit import audit_skill, find_skill_folders
 from .catalog import SKILL_FILE, SkillDiagnostic, find_deeper, read_skill, scan_once
 from .diagnostics import CODES
 from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
@@ -173,6 +177,30 @@ def _print_summary(
         print(f"  {count:>6}  {code} ({levels[code]}s){meaning}{more}")
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    settings = _settings(args.skills_dir, args.skills_depth)
+    paths = [Path(raw).expanduser() for raw in args.paths] or list(settings.skill_roots)
+    folders = [f for p in paths for f in find_skill_folders(p, settings.skills_depth)]
+    findings = [
+        finding
+        for folder in folders
+        for finding in audit_skill(folder, max_bytes=settings.max_file_size_bytes)
+    ]
+    errors = sum(finding.level == "error" for finding in findings)
+    if args.json:
+        payload = {"skills": len(folders), "findings": [f.as_dict() for f in findings]}
+        print(json.dumps(payload, ensure_ascii=True, indent=2))
+    else:
+        for f in findings:
+            # A file name may itself hold hidden characters: show them escaped.
+            where = f"{f.skill}/{f.file}".encode("ascii", "backslashreplace").decode()
+            where += f":{f.line}" if f.line else ""
+            print(f"{where}: {f.level} [{f.code}] {f.message}")
+        warnings = len(findings) - errors
+        print(f"Audited {len(folders)} skill(s): {errors} error(s), {warnings} warning(s).")
+    return 1 if errors or (args.strict and findings) else 0
+
+
 def _cmd_new(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir)
     print(actions.create_skill(settings, args.name, args.description, person(args.skills_dir)))
@@ -220,6 +248,21 @@ def _parser() -> argparse.ArgumentParser:
         "then a summary by code)",
     )
     validate.set_defaults(handler=_cmd_validate)
+
+    audit = commands.add_parser(
+        "audit", help="look for hidden text, links out, shell scripts and the like in skills"
+    )
+    audit.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="a skill folder, its SKILL.md, or a skills folder (default: the skills folders)",
+    )
+    audit.add_argument("--skills-dir", help=skills_dir_help)
+    audit.add_argument("--skills-depth", metavar="N", help=depth_help)
+    audit.add_argument("--json", action="store_true", help="print the findings as JSON")
+    audit.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too")
+    audit.set_defaults(handler=_cmd_audit)
 
     new = commands.add_parser("new", help="create a skill folder with a template SKILL.md")
     new.add_argument("name", metavar="NAME", help="1-64 lowercase letters, digits and hyphens")
