@@ -222,7 +222,7 @@ class _Walk:
         real = Path(os.path.realpath(absolute))
         real_root = Path(os.path.realpath(self.root))
         if real != real_root and not real.is_relative_to(real_root):
-            raise outside_error(self.root, self.relative, real, what=self.what)
+            raise outside_error(self.root, self.relative, what=self.what)
         self._up_to_root()
         self.pending.extend(reversed(real.relative_to(real_root).parts))
 

@@ -78,7 +78,7 @@ def check_relative(root: Path, relative: str, *, what: str, allow_root: bool = F
 
     Raises:
         InvalidArgumentError: the path is empty (unless `allow_root`) or contains a NUL byte.
-        PathOutsideRootError: the path is absolute or uses ``..``.
+        PathOutsideRootError: the path is absolute, uses ``..`` or starts with ``~``.
     """
     if "\x00" in relative:
         raise InvalidArgumentError(f"{what} contains a NUL character; pass a plain relative path.")
@@ -93,6 +93,14 @@ def check_relative(root: Path, relative: str, *, what: str, allow_root: bool = F
         raise PathOutsideRootError(
             f"{what} {relative!r} is absolute; pass a path relative to {root} instead."
         )
+    if text.startswith("~"):
+        # Taken literally, `~/x` would be a folder named `~` inside the root, while the
+        # caller meant a home folder: refuse it rather than answer as if that was reached.
+        place = f"the workspace {root}" if what == "path" else str(root)
+        raise PathOutsideRootError(
+            f"{what} {relative!r} starts with '~': paths are relative to {place}, and '~' "
+            "is not expanded to a home folder. Pass a path inside that folder, without '~'."
+        )
     if ".." in PurePosixPath(text.replace("\\", "/")).parts:
         raise PathOutsideRootError(
             f"{what} {relative!r} uses '..'; paths must stay inside {root}. "
@@ -101,11 +109,12 @@ def check_relative(root: Path, relative: str, *, what: str, allow_root: bool = F
     return text
 
 
-def outside_error(root: Path, relative: str, target: Path, *, what: str) -> PathOutsideRootError:
-    """The refusal of a path that a symbolic link leads out of `root`, to `target`."""
+def outside_error(root: Path, relative: str, *, what: str) -> PathOutsideRootError:
+    """The refusal of a path that a symbolic link leads out of `root`. Where the link
+    points is never named: it may be a secret's path, which the caller must not learn."""
     return PathOutsideRootError(
-        f"{what} {relative!r} leads outside {root} (through a symbolic link to "
-        f"{target}); only files inside that folder can be used."
+        f"{what} {relative!r} leads outside {root} through a symbolic link; only files "
+        "inside that folder can be used."
     )
 
 
@@ -139,5 +148,5 @@ def confine(root: Path, relative: str, *, what: str = "path", allow_root: bool =
     except OSError as exc:
         raise loop_error(root, relative, what=what, detail=str(exc)) from None
     if candidate != real_root and not candidate.is_relative_to(real_root):
-        raise outside_error(root, relative, candidate, what=what)
+        raise outside_error(root, relative, what=what)
     return candidate

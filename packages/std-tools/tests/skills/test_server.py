@@ -488,7 +488,11 @@ async def test_a_symlink_leading_outside_the_skills_folder_is_refused_even_if_it
     for path in ["leak.md", "leakdir/secret.txt"]:
         message = await fails("load_skill_resource", skill_name="res", resource_path=path)
         assert "outside" in message and "top secret" not in message
-    assert "leak.md" not in await ok("load_skill", skill_name="res")
+    loaded = await ok("load_skill", skill_name="res")
+    # Not offered as a file, but not passed over in silence either (issue 17, item 4).
+    assert "<file>leak.md</file>" not in loaded
+    assert "leak.md (a link leading outside the skills folder, not readable)" in loaded
+    assert str(tmp_path) + "/secret" not in loaded
 
 
 async def test_load_skill_refuses_a_skill_md_linked_outside_even_though_it_exists(

@@ -28,8 +28,8 @@ from ..errors import (
     NotFoundError,
     StdToolsError,
 )
-from ..paths import check_relative, confine, is_inside, names_nothing
-from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord, is_hidden_name
+from ..paths import check_relative, confine, names_nothing
+from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord
 from .frontmatter import (
     MAX_DESCRIPTION_LENGTH,
     NAME_RULE,
@@ -40,6 +40,7 @@ from .frontmatter import (
 )
 from .images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
 from .lint import template_body
+from .reading import resource_files
 from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
 from .voice import MODEL, Voice
 
@@ -275,33 +276,9 @@ def list_resources(folder: Path, skills_dir: Path) -> list[str]:
     """Every file of a skill folder and its immediate subfolders, relative and sorted.
 
     Hidden names, ``__pycache__``, ``node_modules``, the SKILL.md itself and symbolic links
-    leading outside `skills_dir` are left out.
+    leading outside `skills_dir` are left out (see `reading.resource_files`).
     """
-    real_root = skills_dir.resolve()
-    found: list[str] = []
-
-    def visible_files(directory: Path, prefix: str, depth: int) -> None:
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            return
-        for entry in entries:
-            if is_hidden_name(entry.name):
-                continue
-            try:
-                if entry.is_symlink() and not is_inside(Path(entry.path), real_root):
-                    continue
-                if entry.is_file():
-                    if depth or entry.name != SKILL_FILE:
-                        found.append(prefix + entry.name)
-                elif entry.is_dir() and depth == 0:
-                    visible_files(Path(entry.path), f"{entry.name}/", 1)
-            except OSError:
-                continue
-
-    visible_files(folder, "", 0)
-    found.sort()
-    return found
+    return resource_files(folder, skills_dir)[0]
 
 
 def load_skill(settings: Settings, skill_name: str) -> str:
@@ -319,7 +296,7 @@ def load_skill(settings: Settings, skill_name: str) -> str:
         missing=absent,
         folder=absent,
     )
-    resources = list_resources(folder, _root(record))
+    resources, outside = resource_files(folder, _root(record))
     limit = settings.output_truncation_limit
     head = f"<skill_content name={_attr(skill_name)} directory={_attr(str(folder))}>\n"
     shown = resources[:MAX_LISTED_RESOURCES]
@@ -328,14 +305,14 @@ def load_skill(settings: Settings, skill_name: str) -> str:
         for path in shown
         if (kind := _file_kind(_root(record), f"{record.folder}/{path}")) is not None
     }
-    tail = _resources_tail(folder, resources, shown, kinds)
+    tail = _resources_tail(folder, resources, shown, kinds, outside)
     # The file list gives way before the instructions: it may take half of the limit.
     body = text.rstrip("\n")
     while (
         shown and len(head) + len(tail) + len(body) > limit and len(head) + len(tail) > limit // 2
     ):
         shown = shown[: len(shown) // 2]
-        tail = _resources_tail(folder, resources, shown, kinds)
+        tail = _resources_tail(folder, resources, shown, kinds, outside)
     body = truncate(
         body,
         max(limit - len(head) - len(tail), 0),
@@ -345,10 +322,15 @@ def load_skill(settings: Settings, skill_name: str) -> str:
 
 
 def _resources_tail(
-    folder: Path, resources: list[str], shown: list[str], kinds: dict[str, str]
+    folder: Path,
+    resources: list[str],
+    shown: list[str],
+    kinds: dict[str, str],
+    outside: list[str],
 ) -> str:
     """The end of load_skill's answer: the list of files `shown` (of `resources`), each
-    image or binary file marked with its kind (see `_file_kind`)."""
+    image or binary file marked with its kind (see `_file_kind`), then a note naming the
+    links that lead outside the skills folder (`outside`; never where they point)."""
     lines = [f"<skill_resources count={_attr(str(len(resources)))}>"]
     lines.extend(
         f"<file kind={_attr(kinds[path])}>{escape(path)}</file>"
@@ -362,6 +344,15 @@ def _resources_tail(
             "with load_skill_resource.</more>"
         )
     lines.append("</skill_resources>")
+    if outside:
+        named = outside[:MAX_LISTED_RESOURCES]
+        more = len(outside) - len(named)
+        lines.extend(
+            f"{escape(path)} (a link leading outside the skills folder, not readable)"
+            for path in named
+        )
+        if more:
+            lines.append(f"{more} more links leading outside the skills folder, not readable.")
     marked = {kinds[path] for path in shown if path in kinds}
     notes = []
     if "image" in marked:

@@ -52,6 +52,7 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("unreadable", "error", "SKILL.md cannot be opened, or is a loop of links"),
     ("not_a_file", "error", "SKILL.md is a pipe, a device or a socket"),
     ("outside_skills_dir", "error", "the skill folder or its SKILL.md links outside"),
+    ("link_outside_skill", "warning", "a file or folder of the skill links outside, unreadable"),
     ("folder_name_not_utf8", "error", "the folder name is not UTF-8"),
     # Splitting and parsing the frontmatter (frontmatter, safe_yaml).
     ("missing_frontmatter", "error", "no frontmatter, or it is never closed"),

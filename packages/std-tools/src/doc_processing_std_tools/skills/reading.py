@@ -23,11 +23,69 @@ from ..errors import (
     StdToolsError,
 )
 from ..paths import real_path
+from .diagnostics import diagnostic
 from .frontmatter import check_fields, read_skill_md_text
 from .lint import lint as lint_skill_md
-from .records import EXCERPT_LENGTH, SKILL_FILE, SkillDiagnostic, SkillRecord
+from .records import EXCERPT_LENGTH, SKILL_FILE, SkillDiagnostic, SkillRecord, is_hidden_name
 
-__all__ = ["read_skill"]
+__all__ = ["read_skill", "resource_files"]
+
+_SHOWN_LINKS = 5
+
+
+def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
+    """The files of a skill folder and its immediate subfolders (relative, sorted), and
+    the symbolic links among them that lead outside `root` (sorted), which no tool reads.
+
+    Hidden names, ``__pycache__``, ``node_modules`` and the SKILL.md itself are left out,
+    as are links that run into a loop. A link leading outside is in the second list only,
+    whether it points to a file or a folder (a folder is not entered).
+    """
+    real_root = root.resolve()
+    found: list[str] = []
+    outside: list[str] = []
+
+    def visible_files(directory: Path, prefix: str, depth: int) -> None:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for entry in entries:
+            if is_hidden_name(entry.name):
+                continue
+            try:
+                if entry.is_symlink():
+                    real = real_path(Path(entry.path))
+                    if real != real_root and not real.is_relative_to(real_root):
+                        outside.append(prefix + entry.name)
+                        continue
+                if entry.is_file():
+                    if depth or entry.name != SKILL_FILE:
+                        found.append(prefix + entry.name)
+                elif entry.is_dir() and depth == 0:
+                    visible_files(Path(entry.path), f"{entry.name}/", 1)
+            except OSError:
+                continue
+
+    visible_files(folder, "", 0)
+    found.sort()
+    outside.sort()
+    return found, outside
+
+
+def _outside_links_diagnostic(where: str, links: list[str]) -> SkillDiagnostic:
+    shown = ", ".join(links[:_SHOWN_LINKS])
+    if len(links) > _SHOWN_LINKS:
+        shown += f" and {len(links) - _SHOWN_LINKS} more"
+    return SkillDiagnostic.of(
+        where,
+        diagnostic(
+            "link_outside_skill",
+            f"{len(links)} name(s) in this skill are symbolic links leading outside the "
+            f"skills folder, which no tool reads and load_skill marks as not readable: "
+            f"{shown}. Copy the files into the skill instead of linking them.",
+        ),
+    )
 
 
 def _read_diagnostic(where: str, code: str, message: str) -> SkillDiagnostic:
@@ -115,7 +173,7 @@ def _read_checked(
             return _read_diagnostic(
                 where,
                 "outside_skills_dir",
-                f"SKILL.md is a symbolic link to {target}, outside the skills folder {root}; "
+                f"SKILL.md is a symbolic link leading outside the skills folder {root}; "
                 "skills must live inside the skills folder, so copy the file there instead "
                 "of linking it.",
             )
@@ -166,6 +224,11 @@ def read_skill(
         diagnostics.extend(SkillDiagnostic.of(where, d) for d in found)
     if fields is None:
         return None, diagnostics
+    # Once per read of SKILL.md (never on a warm scan): links out of the skill are refused
+    # by every tool, and said so here rather than silently missing from load_skill's list.
+    _, outside = resource_files(folder, base)
+    if outside:
+        diagnostics.append(_outside_links_diagnostic(where, outside))
     directory = folder.absolute()
     record = SkillRecord(
         name=fields.name,
