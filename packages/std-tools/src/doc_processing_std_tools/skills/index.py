@@ -46,8 +46,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 3
-"""The layout of the index; an index of any other layout is rebuilt."""
+FORMAT: Final = 4
+"""The layout of the index, and of what `reading.read_skill` gives for a file: raise it
+whenever either changes (a new diagnostic, a new record field), so that no entry read by
+older code is used. An index of any other format is rebuilt."""
 
 _BUSY_MS: Final = 2_000
 _DECODER: Final = json.JSONDecoder()
