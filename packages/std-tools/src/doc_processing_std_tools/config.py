@@ -45,6 +45,8 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT": "50000",
     # The persistent skills index: empty means the platform's user cache folder.
     "DPTTOOLS_CACHE_DIR": "",
+    # Pinned serving: the skills lock (empty: no pinning).
+    "DPTTOOLS_SKILLS_LOCK": "",
     # Skill scripts: what a script may see and use (see skills/sandbox.py).
     "DPTTOOLS_SCRIPT_SANDBOX": "auto",
     "DPTTOOLS_SCRIPT_ENV": "",
@@ -118,6 +120,8 @@ class Settings:
     """How many folder levels under each skills folder are searched for skills."""
     cache_dir: Path | None = None
     """Where the persistent skills index is kept (DPTTOOLS_CACHE_DIR); None: no index."""
+    skills_lock: Path | None = None
+    """The skills lock the servers pin to (DPTTOOLS_SKILLS_LOCK); None: no pinning."""
 
     workspace_refusal: str | None = None
     """Why the file and document tools refuse every call, or None when they work: set
@@ -244,6 +248,12 @@ def _cache_dir(raw: str) -> Path | None:
     return Path(value).expanduser().absolute()
 
 
+def _lock_file(raw: str) -> Path | None:
+    """DPTTOOLS_SKILLS_LOCK: a lock file (made absolute), or empty for no pinning."""
+    value = raw.strip()
+    return Path(value).expanduser().absolute() if value else None
+
+
 _HOST_PAGES: Final = "docs/hosts/: claude-desktop.md, claude-code.md, cursor.md or vscode.md"
 """Where the documentation shows how each host passes ``--workspace`` to the server."""
 
@@ -299,6 +309,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         skills_dirs=roots if len(roots) > 1 else (),
         skills_depth=_positive_int("DPTTOOLS_SKILLS_DEPTH", raw("DPTTOOLS_SKILLS_DEPTH")),
         cache_dir=_cache_dir(raw("DPTTOOLS_CACHE_DIR")),
+        skills_lock=_lock_file(raw("DPTTOOLS_SKILLS_LOCK")),
         workspace_dir=workspace,
         workspace_refusal=(
             _workspace_refusal(workspace, _home(env))

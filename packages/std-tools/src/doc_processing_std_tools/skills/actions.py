@@ -40,6 +40,7 @@ from .frontmatter import (
 )
 from .images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
 from .lint import template_body
+from .lock import Pinning
 from .reading import resource_files
 from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
 from .voice import MODEL, Voice
@@ -64,6 +65,8 @@ MAX_LISTED_RESOURCES: Final = 50
 
 # The process-wide, stamp-keyed catalogs, one per persistent index folder (None: none).
 _catalogs: dict[Path | None, SkillCatalog] = {}
+# The pinning to each skills lock in use (DPTTOOLS_SKILLS_LOCK), by its path.
+_pinnings: dict[Path, Pinning] = {}
 
 
 def _catalog(settings: Settings) -> SkillCatalog:
@@ -75,23 +78,35 @@ def _catalog(settings: Settings) -> SkillCatalog:
     return found
 
 
+def _pinning(lock: Path) -> Pinning:
+    found = _pinnings.get(lock)
+    return found if found is not None else _pinnings.setdefault(lock, Pinning(lock))
+
+
 def scan(settings: Settings) -> Catalog:
     """The catalog of every skills folder (``settings.skill_roots``, searched
     ``settings.skills_depth`` levels down) from the process-wide, stamp-keyed cache, which
-    starts from the persistent index under ``settings.cache_dir`` (see `index`)."""
-    return _catalog(settings).scan_roots(
+    starts from the persistent index under ``settings.cache_dir`` (see `index`). With
+    ``settings.skills_lock``, only the skills the lock allows are listed (`lock.Pinning`)."""
+    catalog = _catalog(settings).scan_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
     )
+    if settings.skills_lock is None:
+        return catalog
+    return _pinning(settings.skills_lock).pin(catalog, settings.max_file_size_bytes)
 
 
 def cached(settings: Settings) -> Catalog | None:
     """The catalog `scan` gives when it is known to be unchanged, else None.
 
-    Costs only ``stat`` calls; see `SkillCatalog.peek`.
+    Costs only ``stat`` calls; see `SkillCatalog.peek` and `lock.Pinning.peek`.
     """
-    return _catalog(settings).peek_roots(
+    catalog = _catalog(settings).peek_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
     )
+    if catalog is None or settings.skills_lock is None:
+        return catalog
+    return _pinning(settings.skills_lock).peek(catalog)
 
 
 def find_skill(settings: Settings, skill_name: str) -> SkillRecord:
@@ -490,6 +505,10 @@ def _open_script(
             "path of a .py file in it (load_skill lists the skill's files)."
         ),
     )
+    if settings.skills_lock is not None:
+        # Right before it runs: the bytes that will run are the bytes the lock holds.
+        in_skill = relative.removeprefix(record.folder + "/")
+        _pinning(settings.skills_lock).check_script(record, in_skill, source)
     real_root = Path(os.path.realpath(root))
     return ScriptFile(
         real_root.joinpath(*location.folders, location.name),

@@ -6,7 +6,8 @@ adding warnings for what the Agent Skills specification does not allow (`lint`),
 with status 1 when any is an error (or, with ``--strict``, a warning), and ``dpt-skills new
 NAME --description TEXT`` writes a template skill. ``dpt-skills audit [PATH...]`` prints
 the security findings of `audit` and exits with status 1 on an error (``--strict``: on
-any finding). Messages are worded for a person at a
+any finding). ``dpt-skills lock`` writes the skills lock (`lock`) and ``--check`` compares
+it with the disk. Messages are worded for a person at a
 terminal (`voice.PERSON`). The MCP SDK is never imported.
 """
 
@@ -27,9 +28,10 @@ from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
 from .audit import audit_skill, find_skill_folders
-from .catalog import SKILL_FILE, SkillDiagnostic, find_deeper, read_skill, scan_once
+from .catalog import SKILL_FILE, SkillCatalog, SkillDiagnostic, find_deeper, read_skill, scan_once
 from .diagnostics import CODES
 from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
+from .lock import build_lock, compare, read_lock, write_lock
 from .voice import person
 
 __all__ = ["main"]
@@ -201,6 +203,36 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 1 if errors or (args.strict and findings) else 0
 
 
+def _cmd_lock(args: argparse.Namespace) -> int:
+    settings = _settings(args.skills_dir, args.skills_depth)
+    output = Path(args.output).expanduser() if args.output else settings.skills_lock
+    output = output if output is not None else Path("skills.lock")
+    # Every listed skill, never the pinned listing: locking must see what is on disk.
+    catalog = SkillCatalog().scan_roots(
+        settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
+    )
+    old = read_lock(output) if args.check or output.exists() else {}
+    sources = {name: str(entry.get("source", "local")) for name, entry in old.items()}
+    document, problems = build_lock(catalog, settings.max_file_size_bytes, sources)
+    for problem in problems:
+        print(f"{problem} (not locked)", file=sys.stderr)
+    skills = document["skills"]
+    if args.check:
+        changes = compare(old, skills)
+        for change in changes:
+            files = f": {', '.join(change.files)}" if change.files else ""
+            print(f"{change.skill}: {change.kind}{files}")
+        if changes or problems:
+            print(f"{len(changes)} skill(s) differ from {output}; run dpt-skills lock to accept.")
+            return 1
+        print(f"All {len(skills)} skill(s) match {output}.")
+        return 0
+    write_lock(output, document)
+    count = sum(len(entry["files"]) for entry in skills.values())
+    print(f"Locked {len(skills)} skill(s), {count} file(s), in {output}.")
+    return 1 if problems else 0
+
+
 def _cmd_new(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir)
     print(actions.create_skill(settings, args.name, args.description, person(args.skills_dir)))
@@ -263,6 +295,23 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="print the findings as JSON")
     audit.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too")
     audit.set_defaults(handler=_cmd_audit)
+
+    lock = commands.add_parser(
+        "lock", help="record every file of every skill with its SHA-256 (--check: compare)"
+    )
+    lock.add_argument("--skills-dir", help=skills_dir_help)
+    lock.add_argument("--skills-depth", metavar="N", help=depth_help)
+    lock.add_argument(
+        "--output",
+        metavar="FILE",
+        help="the lock file (default: DPTTOOLS_SKILLS_LOCK, else ./skills.lock)",
+    )
+    lock.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming every changed, new or missing skill",
+    )
+    lock.set_defaults(handler=_cmd_lock)
 
     new = commands.add_parser("new", help="create a skill folder with a template SKILL.md")
     new.add_argument("name", metavar="NAME", help="1-64 lowercase letters, digits and hyphens")

@@ -92,6 +92,9 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("not_a_skill", "error", "a file that is not a SKILL.md was given"),
     ("not_found", "error", "the path does not exist"),
     ("no_skills", "error", "the folder holds no skill"),
+    # Pinned serving (DPTTOOLS_SKILLS_LOCK, skills/lock.py).
+    ("lock_mismatch", "error", "the skill's files differ from the skills lock"),
+    ("not_locked", "error", "the skills lock does not name the skill"),
 )
 """Every diagnostic code, with its level and meaning."""
 
