@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from .errors import ConfigError
+from .skills.sandbox import PROTECTED_PATHS, protected_setting
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -56,6 +57,8 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB": "256",
     "DPTTOOLS_SCRIPT_MAX_OPEN_FILES": "256",
     "DPTTOOLS_SCRIPT_MAX_PROCESSES": "64",
+    # Empty: sandbox.PROTECTED_PATHS; "+A,B" adds to it, "A,B" replaces it.
+    "DPTTOOLS_SCRIPT_PROTECTED": "",
     # Document tools: what one call may unpack, use and spend (see docs/worker.py).
     "DPTTOOLS_DOC_MAX_UNPACKED_MB": "256",
     "DPTTOOLS_DOC_MEMORY_MB": "1024",
@@ -97,6 +100,8 @@ class Settings:
     """Open file descriptors a script process may hold."""
     script_max_processes: int = 64
     """Processes a script may add to those its user already runs."""
+    script_protected: tuple[str, ...] = PROTECTED_PATHS
+    """Workspace paths a script under bubblewrap may not change (DPTTOOLS_SCRIPT_PROTECTED)."""
     script_workspace: Path | None = None
     """The folder a sandboxed script may write to: the workspace when
     DPTTOOLS_WORKSPACE_DIR is set explicitly, otherwise None."""
@@ -346,6 +351,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         script_max_processes=_positive_int(
             "DPTTOOLS_SCRIPT_MAX_PROCESSES", raw("DPTTOOLS_SCRIPT_MAX_PROCESSES")
         ),
+        script_protected=protected_setting(raw("DPTTOOLS_SCRIPT_PROTECTED")),
         script_workspace=(
             _folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR"))
             if env.get("DPTTOOLS_WORKSPACE_DIR") is not None

@@ -19,6 +19,13 @@ start-up, what scripts will run under (a WARNING when ``auto`` finds no usable b
   stays read-only even inside a writable workspace. The skill's folder is bound from
   the descriptor the server opened and checked (``--ro-bind-fd``, bubblewrap 0.5 and
   later), so a link swapped in for it by name cannot put another folder in its place;
+- in a writable workspace, right after it (a later bind covers an earlier one), each
+  protected path that exists when the run starts (`PROTECTED_PATHS`, or
+  DPTTOOLS_SCRIPT_PROTECTED: ``.git``, the agents' memory and settings) and every skills
+  folder in it, bound read-only over itself (`protected_paths`). A link among them
+  protects what it leads to, when that lies in the workspace. A protected name that does
+  not exist when the run starts is not protected: a bind needs something to cover, and
+  making that would write to the host;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
   off), no capabilities, a new terminal session, and death with the server; the command
   runs as the PID namespace's init (``--as-pid-1``).
@@ -48,12 +55,15 @@ from ..errors import ConfigError
 
 __all__ = [
     "INSTALL_HINT",
+    "PROTECTED_PATHS",
     "SandboxStatus",
     "SandboxUnavailableError",
     "announce_sandbox",
     "bwrap_command",
     "hidden_by",
     "hidden_path_note",
+    "protected_paths",
+    "protected_setting",
     "sandbox_status",
     "use_bwrap",
 ]
@@ -66,6 +76,27 @@ INSTALL_HINT: Final = "install bubblewrap (Debian and Ubuntu: apt-get install bu
 _PROBE_SECONDS: Final = 10.0
 #: Folders a script must not see; each one that exists is covered by an empty tmpfs.
 _HIDDEN: Final = ("/home", "/root", "/run", "/tmp", "/var/tmp")
+
+PROTECTED_PATHS: Final[tuple[str, ...]] = (
+    ".git",
+    "AGENTS.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    ".claude",
+    ".agents",
+    ".cursor",
+    ".windsurf",
+    ".clinerules",
+    ".github/copilot-instructions.md",
+    ".vscode",
+    ".idea",
+)
+"""Paths, relative to the workspace, that a script under bubblewrap may not change even
+when the workspace is writable: ``.git`` (a planted hook runs on the host, outside any
+sandbox) and the memory, rules and settings that coding agents and editors read from a
+project. DPTTOOLS_SCRIPT_PROTECTED adds to this list (``+NAME,...``) or replaces it."""
+
+_PROTECTED_VARIABLE: Final = "DPTTOOLS_SCRIPT_PROTECTED"
 
 
 class SandboxUnavailableError(ConfigError):
@@ -202,6 +233,70 @@ def announce_sandbox(mode: Literal["auto", "bwrap", "none"]) -> None:
         )
 
 
+def protected_setting(raw: str) -> tuple[str, ...]:
+    """The protected paths DPTTOOLS_SCRIPT_PROTECTED=`raw` names: empty means
+    `PROTECTED_PATHS`, ``+A,B`` that list and A and B, ``A,B`` only A and B, ``none`` no
+    path (the skills folders stay protected). Each entry is a relative path inside the
+    workspace, normalised (``build/`` is ``build``); the order is kept, duplicates dropped.
+
+    Raises:
+        ConfigError: an entry is empty after ``+``, absolute, starts with ``~``, or is the
+            workspace itself or leads out of it (``.``, ``..``).
+    """
+    value = raw.strip()
+    if not value:
+        return PROTECTED_PATHS
+    if value.lower() == "none":
+        return ()
+    adding = value.startswith("+")
+    entries = [part.strip() for part in value.removeprefix("+").split(",")]
+    names: list[str] = []
+    for entry in entries:
+        normal = os.path.normpath(entry) if entry else ""
+        if (
+            not entry
+            or "\x00" in entry
+            or entry.startswith(("/", "~"))
+            or normal in (".", "..")
+            or normal.startswith("../")
+        ):
+            raise ConfigError(
+                f"{_PROTECTED_VARIABLE}={raw!r} holds {entry!r}, which is not a path inside "
+                "the workspace; list relative paths separated by commas, such as "
+                f"{_PROTECTED_VARIABLE}=+Makefile,ci/ (a leading '+' adds them to the "
+                "default list, 'none' protects no path), or unset it for the default list."
+            )
+        names.append(normal)
+    return tuple(dict.fromkeys([*PROTECTED_PATHS, *names] if adding else names))
+
+
+def protected_paths(
+    workspace: Path, names: Iterable[str], skill_roots: Iterable[Path] = ()
+) -> list[Path]:
+    """What to bind read-only inside the writable `workspace`: each of `names` that exists
+    there and every folder of `skill_roots` inside it (or the workspace itself), links
+    resolved; a link leading out of the workspace is left out (all outside it is
+    read-only already). Shortest first, each once, none inside another."""
+    root = workspace.resolve()
+    found: list[Path] = []
+    candidates = [*(root / name for name in names), *skill_roots]
+    for candidate in candidates:
+        try:
+            if not os.path.lexists(candidate):
+                continue
+            real = candidate.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue  # a broken link, a loop: nothing to bind over
+        if _under(real, [root]) and real not in found:
+            found.append(real)
+    found.sort(key=lambda path: len(path.parts))
+    kept: list[Path] = []
+    for path in found:
+        if not _under(path, kept):
+            kept.append(path)
+    return kept
+
+
 def _under(path: Path, folders: Iterable[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
 
@@ -240,12 +335,16 @@ def bwrap_command(
     temp_size_bytes: int,
     also_readable: Sequence[Path] = (),
     workspace_writable: bool = True,
+    protected: Sequence[str] = PROTECTED_PATHS,
+    skill_roots: Sequence[Path] = (),
 ) -> list[str]:
     """The bubblewrap arguments, ending with ``--``, that confine one script run.
 
     `skill_dir` is bound read-only, `workspace` (when given) read-write, or read-only
     when not `workspace_writable` (the call's token lacks ``write``), `workdir` becomes
     the working directory; `also_readable` folders are bound read-only (the supervisor's).
+    In a writable workspace, the `protected` paths (relative to it) that exist and the
+    `skill_roots` inside it are bound read-only over themselves (`protected_paths`).
     With `skill_dir_fd` (an open descriptor of `skill_dir`, which the caller passes on to
     bubblewrap) and a bubblewrap that can, the folder bound is the one that descriptor
     holds, whatever the path names by then; bubblewrap closes the descriptor once it is
@@ -268,6 +367,10 @@ def bwrap_command(
     if workspace is not None and workspace.is_dir():
         bind = "--bind" if workspace_writable else "--ro-bind"
         args += [bind, str(workspace), str(workspace)]
+        if workspace_writable:
+            # After the workspace: a later bind covers an earlier one.
+            for path in protected_paths(workspace, protected, skill_roots):
+                args += ["--ro-bind", str(path), str(path)]
     bound: list[Path] = []
     for folder in sorted({*_python_folders(), *also_readable}, key=lambda path: len(path.parts)):
         if workspace is not None and _under(workspace, [folder]):

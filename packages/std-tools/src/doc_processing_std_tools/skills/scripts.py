@@ -20,7 +20,9 @@ A run, step by step:
    bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network.
    The workspace is writable only when the request's token carries the ``write`` scope
    (or the request has no token: stdio, in process, HTTP without authentication); the
-   scopes come with the request (`access.current_scopes`). Without bubblewrap nothing can
+   scopes come with the request (`access.current_scopes`); even then ``.git``, the
+   agents' memory and settings and the skills folders in it stay read-only
+   (`ScriptPolicy.protected`, `ScriptPolicy.skill_roots`). Without bubblewrap nothing can
    keep a script from writing, so a token without ``write`` runs no script there
    (`SandboxUnavailableError`, before anything starts).
 4. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
@@ -70,6 +72,7 @@ from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
 from .sandbox import (
     INSTALL_HINT,
+    PROTECTED_PATHS,
     SandboxUnavailableError,
     announce_sandbox,
     bwrap_command,
@@ -204,6 +207,12 @@ class ScriptPolicy:
     """False for a call whose token lacks the ``write`` scope: bubblewrap binds the
     workspace read-only, and without bubblewrap the script does not run (nothing else
     could keep it from writing). Set per call from the request (`for_this_call`)."""
+    protected: tuple[str, ...] = PROTECTED_PATHS
+    """Paths in the workspace bubblewrap keeps read-only although it is writable (those
+    that exist when the run starts; DPTTOOLS_SCRIPT_PROTECTED)."""
+    skill_roots: tuple[Path, ...] = ()
+    """Skills folders in the workspace, kept read-only under bubblewrap all the same
+    (`from_settings` keeps only those inside it)."""
 
     def for_this_call(self) -> ScriptPolicy:
         """This policy narrowed to the request being served: the workspace read-only when
@@ -227,6 +236,13 @@ class ScriptPolicy:
             max_file_size_mb=settings.script_max_file_size_mb,
             max_open_files=settings.script_max_open_files,
             max_processes=settings.script_max_processes,
+            protected=settings.script_protected,
+            skill_roots=tuple(
+                root
+                for root in settings.skill_roots
+                if settings.script_workspace is not None
+                and root.is_relative_to(settings.script_workspace)
+            ),
         )
 
 
@@ -502,6 +518,8 @@ def _prepare(
         temp_size_bytes=limits["fsize"] * _TEMP_FILES,
         also_readable=[_SUPERVISOR.parent],
         workspace_writable=policy.workspace_writable,
+        protected=policy.protected,
+        skill_roots=policy.skill_roots,
     )
     # bubblewrap binds the skill's folder from its descriptor, then closes it.
     bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
