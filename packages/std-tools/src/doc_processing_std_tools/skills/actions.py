@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 
 import yaml
 
-from .. import _io
+from .. import _hidden, _io
 from .._text import fit_json, truncate
 from ..config import Settings
 from ..errors import (
@@ -321,8 +321,12 @@ def load_skill(settings: Settings, skill_name: str) -> str:
         if (kind := _file_kind(_root(record), f"{record.folder}/{path}")) is not None
     }
     tail = _resources_tail(folder, resources, shown, kinds, outside)
+    # Hidden characters are shown escaped, and said so before the instructions.
+    escaped = _hidden.escape(text.rstrip("\n"))
+    if escaped.count:
+        head += _hidden.note(escaped.count)
     # The file list gives way before the instructions: it may take half of the limit.
-    body = text.rstrip("\n")
+    body = escaped.text
     while (
         shown and len(head) + len(tail) + len(body) > limit and len(head) + len(tail) > limit // 2
     ):
@@ -434,8 +438,9 @@ def load_skill_resource(
         f"skill (execute_skill_script) can read it at {absolute}, or pass that path to a "
         "tool that takes one.",
     )
+    escaped = _hidden.escape(text.replace("\r\n", "\n"))
     return truncate(
-        text.replace("\r\n", "\n"),
+        (_hidden.note(escaped.count) + "\n" if escaped.count else "") + escaped.text,
         settings.output_truncation_limit,
         hint="the file is longer than DPTTOOLS_OUTPUT_TRUNCATION_LIMIT allows",
     )

@@ -53,6 +53,7 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("not_a_file", "error", "SKILL.md is a pipe, a device or a socket"),
     ("outside_skills_dir", "error", "the skill folder or its SKILL.md links outside"),
     ("link_outside_skill", "warning", "a file or folder of the skill links outside, unreadable"),
+    ("hidden_text", "warning", "SKILL.md holds invisible characters, shown escaped"),
     ("folder_name_not_utf8", "error", "the folder name is not UTF-8"),
     # Splitting and parsing the frontmatter (frontmatter, safe_yaml).
     ("missing_frontmatter", "error", "no frontmatter, or it is never closed"),

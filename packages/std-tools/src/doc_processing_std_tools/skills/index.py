@@ -46,7 +46,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 4
+FORMAT: Final = 5
 """The layout of the index, and of what `reading.read_skill` gives for a file: raise it
 whenever either changes (a new diagnostic, a new record field), so that no entry read by
 older code is used. An index of any other format is rebuilt."""

@@ -13,7 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .. import _io
+from .. import _hidden, _io
 from ..errors import (
     FileTooLargeError,
     InvalidArgumentError,
@@ -84,6 +84,26 @@ def _outside_links_diagnostic(where: str, links: list[str]) -> SkillDiagnostic:
             f"{len(links)} name(s) in this skill are symbolic links leading outside the "
             f"skills folder, which no tool reads and load_skill marks as not readable: "
             f"{shown}. Copy the files into the skill instead of linking them.",
+        ),
+    )
+
+
+def _hidden_text_diagnostic(where: str, data: bytes) -> SkillDiagnostic | None:
+    """The ``hidden_text`` warning when the SKILL.md bytes `data` hold invisible
+    characters (see `_hidden`), else None."""
+    if data.isascii():
+        return None
+    count = _hidden.hidden_count(data.decode("utf-8", "replace"))
+    if not count:
+        return None
+    return SkillDiagnostic.of(
+        where,
+        diagnostic(
+            "hidden_text",
+            f"SKILL.md hides text: {count} invisible character(s) (Unicode tag, zero-width, "
+            "bidirectional or other format characters) that a person reading the file does "
+            "not see. list_skills, load_skill and load_skill_resource show them escaped "
+            "as [U+....] or [hidden: ...]; remove them (dpt-skills audit says where).",
         ),
     )
 
@@ -229,6 +249,9 @@ def read_skill(
     _, outside = resource_files(folder, base)
     if outside:
         diagnostics.append(_outside_links_diagnostic(where, outside))
+    hidden = _hidden_text_diagnostic(where, data)
+    if hidden is not None:
+        diagnostics.append(hidden)
     directory = folder.absolute()
     record = SkillRecord(
         name=fields.name,

@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Final
 
+from .. import _hidden
 from .._text import TRUNCATED_KEY, fit_json, wire_safe
 from .frontmatter import Diagnostic, Level
 from .voice import Voice
@@ -27,6 +28,7 @@ __all__ = [
     "SkillRecord",
     "is_hidden_name",
     "missing_note",
+    "shown",
 ]
 
 SKILL_FILE: Final = "SKILL.md"
@@ -84,20 +86,26 @@ class SkillRecord:
     search_skills searches besides the name and description."""
 
     def to_payload(self) -> dict[str, Any]:
-        """The JSON object `list_skills` shows for this skill."""
+        """The JSON object `list_skills` shows for this skill: its text fields with hidden
+        characters escaped (`_hidden.escape`; the ``hidden_text`` diagnostic says so)."""
         payload: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
+            "name": shown(self.name),
+            "description": shown(self.description),
             "path": str(self.path),
             "directory": str(self.directory),
         }
         if self.license is not None:
-            payload["license"] = self.license
+            payload["license"] = shown(self.license)
         if self.compatibility is not None:
-            payload["compatibility"] = self.compatibility
+            payload["compatibility"] = shown(self.compatibility)
         if self.metadata is not None:
-            payload["metadata"] = dict(self.metadata)
+            payload["metadata"] = {shown(k): shown(v) for k, v in self.metadata.items()}
         return payload
+
+
+def shown(text: str) -> str:
+    """`text` as a model is shown it: every hidden character escaped (`_hidden.escape`)."""
+    return _hidden.escape(text).text
 
 
 @dataclass(frozen=True, slots=True)

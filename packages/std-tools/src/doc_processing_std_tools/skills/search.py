@@ -36,7 +36,7 @@ from .._text import fit_json, wire_safe
 from ..config import Settings
 from ..errors import InvalidArgumentError
 from . import actions
-from .records import EXCERPT_LENGTH, Catalog, SkillRecord
+from .records import EXCERPT_LENGTH, Catalog, SkillRecord, shown
 
 __all__ = [
     "MAX_QUERY_WORDS",
@@ -223,8 +223,8 @@ def search_skills(settings: Settings, query: str, limit: int = 10) -> str:
         "query": query,
         "skills": [
             {
-                "name": hit.record.name,
-                "description": hit.record.description,
+                "name": shown(hit.record.name),
+                "description": shown(hit.record.description),
                 "path": str(hit.record.path),
                 "score": hit.score,
             }

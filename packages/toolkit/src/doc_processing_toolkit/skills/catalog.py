@@ -24,6 +24,7 @@ from xml.sax.saxutils import escape
 from mcp.types import CallToolResult
 
 from ..tools.routing import result_text
+from .hidden import escape_hidden, hidden_note
 from .ranking import SkillIndex
 
 __all__ = [
@@ -96,12 +97,15 @@ class SkillEntry:
         description: what the skill is for.
         path: the SKILL.md path on the skills server's machine (std-tools' tools).
         uri: the SKILL.md resource URI (an MCP Skills extension server).
+        hides_text: the server said the skill hides text (std-tools' ``hidden_text``
+            diagnostic), which it has already shown escaped.
     """
 
     name: str
     description: str
     path: str | None = None
     uri: str | None = None
+    hides_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +257,13 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
         for d in (raw_diagnostics if isinstance(raw_diagnostics, list) else [])
         if d
     )
+    hiding = {
+        str(d.get("skill", "")).rsplit("/", 1)[-1]
+        for d in diagnostics
+        if d.get("code") == "hidden_text"
+    }
+    if hiding:
+        skills = tuple(replace(s, hides_text=True) if s.name in hiding else s for s in skills)
     skills_dir = payload.get("skills_dir")
     count = payload.get("count")
     truncated = payload.get("truncated")
@@ -330,10 +341,32 @@ def render_catalog(skills: Sequence[SkillEntry]) -> str:
 def _line(skill: SkillEntry) -> str:
     where = ""
     if skill.uri is not None:
-        where = f' uri="{_attr(skill.uri)}"'
+        where = f' uri="{_attr(_shown(skill.uri))}"'
     elif skill.path is not None:
-        where = f' path="{_attr(skill.path)}"'
-    return f'  <skill name="{_attr(skill.name)}"{where}>{escape(skill.description)}</skill>'
+        where = f' path="{_attr(_shown(skill.path))}"'
+    name, description = _shown(skill.name), _shown(skill.description)
+    return f'  <skill name="{_attr(name)}"{where}>{escape(description)}</skill>'
+
+
+def _shown(text: str) -> str:
+    return escape_hidden(text)[0]
+
+
+def _hides(skill: SkillEntry) -> bool:
+    """True when the skill's line shows hidden text escaped (or its server escaped it)."""
+    return (
+        skill.hides_text
+        or escape_hidden(skill.name)[1]
+        or escape_hidden(skill.description)[1]
+        or (skill.uri is not None and escape_hidden(skill.uri)[1])
+        or (skill.uri is None and skill.path is not None and escape_hidden(skill.path)[1])
+    )
+
+
+def _hidden_notes(skills: Sequence[SkillEntry], notes: Sequence[str]) -> tuple[str, ...]:
+    """`notes`, then the line that says how many of `skills` hide text (if any do)."""
+    hiding = sum(_hides(skill) for skill in skills)
+    return (*notes, hidden_note(hiding)) if hiding else tuple(notes)
 
 
 def _assemble(lines: Sequence[str], guide: str, notes: Sequence[str]) -> str:
@@ -347,7 +380,7 @@ def _assemble(lines: Sequence[str], guide: str, notes: Sequence[str]) -> str:
 
 
 def _render(skills: Sequence[SkillEntry], *, guide: str, notes: Sequence[str]) -> str:
-    return _assemble([_line(skill) for skill in skills], guide, notes)
+    return _assemble([_line(skill) for skill in skills], guide, _hidden_notes(skills, notes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,21 +494,27 @@ def _fit(
     within `budget` characters: descriptions shortened evenly first, then skills left out
     from the end of the list."""
     count = len(skills)
-    block = _assemble(full, guide, notes(0, count))
+    hiding = [0, *itertools.accumulate(_hides(skill) for skill in skills)]
+
+    def told(shortened: int, shown: int) -> tuple[str, ...]:
+        found = notes(shortened, shown)
+        return (*found, hidden_note(hiding[shown])) if hiding[shown] else found
+
+    block = _assemble(full, guide, told(0, count))
     if budget is None or len(block) <= budget:
         return Rendered(block)
     brief = short()
     cut = [a != b for a, b in zip(full, brief, strict=True)]
-    if len(_assemble(brief, guide, notes(sum(cut), count))) <= budget:
+    if len(_assemble(brief, guide, told(sum(cut), count))) <= budget:
         # The longest common description limit that fits, by bisection.
-        best, best_cut = _assemble(brief, guide, notes(sum(cut), count)), cut
+        best, best_cut = _assemble(brief, guide, told(sum(cut), count)), cut
         low = _MIN_DESCRIPTION + 1
         high = max((len(s.description) for s in skills), default=0)
         while low <= high:
             middle = (low + high) // 2
             lines = [_short_line(skill, middle) for skill in skills]
             tried = [a != b for a, b in zip(full, lines, strict=True)]
-            block = _assemble(lines, guide, notes(sum(tried), count))
+            block = _assemble(lines, guide, told(sum(tried), count))
             if len(block) <= budget:
                 best, best_cut, low = block, tried, middle + 1
             else:
@@ -488,7 +527,7 @@ def _fit(
     cuts = [0, *itertools.accumulate(cut)]
 
     def size(keep: int) -> int:
-        return len(_assemble((), guide, notes(cuts[keep], keep))) + sizes[keep]
+        return len(_assemble((), guide, told(cuts[keep], keep))) + sizes[keep]
 
     keep, low, high = 0, 1, count - 1
     while low <= high:
@@ -497,7 +536,7 @@ def _fit(
             keep, low = middle, middle + 1
         else:
             high = middle - 1
-    block = _assemble(brief[:keep], guide, notes(cuts[keep], keep))
+    block = _assemble(brief[:keep], guide, told(cuts[keep], keep))
     shortened = tuple(s.name for s, c in zip(skills[:keep], cut, strict=False) if c)
     return Rendered(block, shortened=shortened, left_out=tuple(s.name for s in skills[keep:]))
 
