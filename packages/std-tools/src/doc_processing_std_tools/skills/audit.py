@@ -23,13 +23,13 @@ import json
 import os
 import re
 import stat
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
+from .._hidden import is_hidden
 from ..errors import NotFoundError
 from .diagnostics import CodeInfo, Level
 from .frontmatter import parse_skill_md
@@ -109,6 +109,10 @@ _BIDI: Final = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
 
 
 def _hidden_kind(char: str) -> str | None:
+    """Which kind of hidden character `char` is (what is hidden is `_hidden.is_hidden`'s
+    one rule, shared with the escaping of what a model reads), or None."""
+    if not is_hidden(char):
+        return None
     point = ord(char)
     if 0xE0000 <= point <= 0xE007F:
         return "tag_characters"
@@ -116,9 +120,7 @@ def _hidden_kind(char: str) -> str | None:
         return "zero_width_characters"
     if point in _BIDI:
         return "bidi_controls"
-    if unicodedata.category(char) == "Cf":
-        return "format_characters"
-    return None
+    return "format_characters"
 
 
 _HIDDEN_WORDS: Final = {
