@@ -39,9 +39,11 @@ def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
 
     Hidden names, ``__pycache__``, ``node_modules`` and the SKILL.md itself are left out,
     as are links that run into a loop. A link leading outside is in the second list only,
-    whether it points to a file or a folder (a folder is not entered).
+    whether it points to a file or a folder (a folder is not entered). `root` is resolved
+    only when a link is met: this runs on every read of a SKILL.md, once per skill on a
+    cold scan, and most skills hold no link.
     """
-    real_root = root.resolve()
+    real_roots: list[Path] = []
     found: list[str] = []
     outside: list[str] = []
 
@@ -55,6 +57,9 @@ def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
                 continue
             try:
                 if entry.is_symlink():
+                    if not real_roots:
+                        real_roots.append(root.resolve())
+                    real_root = real_roots[0]
                     real = real_path(Path(entry.path))
                     if real != real_root and not real.is_relative_to(real_root):
                         outside.append(prefix + entry.name)
