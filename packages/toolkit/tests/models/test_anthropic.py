@@ -1,20 +1,17 @@
-"""AnthropicModel through the real anthropic SDK against a local Messages API stand-in."""
+"""AnthropicModel through the real anthropic SDK against a local Messages API stand-in.
+
+What it shares with the other SDK providers (replies, errors, streaming, options, the
+environment, clients) is tested for both in test_provider_contract.py; what is its own is
+here.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import gc
-import sys
 from typing import Any
 
-import anthropic
 import pytest
 
-from doc_processing_toolkit.errors import (
-    MissingCredentialsError,
-    MissingDependencyError,
-    ModelAPIError,
-)
+from doc_processing_toolkit.errors import ModelAPIError
 from doc_processing_toolkit.messages import (
     Message,
     ModelResponse,
@@ -25,7 +22,7 @@ from doc_processing_toolkit.messages import (
     ToolSpec,
 )
 from doc_processing_toolkit.models import ModelRequest, TextDelta, ThinkingDelta, resolve_model
-from doc_processing_toolkit.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicModel
+from doc_processing_toolkit.models.anthropic import AnthropicModel
 
 pytestmark = pytest.mark.anyio
 
@@ -78,50 +75,6 @@ async def collect(
     return deltas, final[0]
 
 
-def sent_key(headers: dict[str, str]) -> str | None:
-    if "x-api-key" in headers:
-        return headers["x-api-key"]
-    return headers.get("authorization", "").removeprefix("Bearer ") or None
-
-
-async def test_plain_text_reply_with_usage_and_the_request_on_the_wire(
-    opened, stand_in, anthropic_wire
-) -> None:
-    stand_in.reply_json(
-        anthropic_wire.message(
-            [anthropic_wire.text("Hello there.")], input_tokens=30, output_tokens=4
-        )
-    )
-    model = model_for(stand_in, opened)
-
-    response = await model.request(ask("Hi"))
-
-    assert response.text == "Hello there."
-    assert response.tool_calls == []
-    assert response.stop_reason == "end_turn"
-    assert response.model_name == "anthropic:claude-test-1"
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (30, 4)
-    assert response.usage.requests == 1
-    sent = stand_in.last
-    assert (sent.method, sent.path) == ("POST", "/v1/messages")
-    assert sent_key(sent.headers) == ANTHROPIC_KEY
-    assert "anthropic-version" in sent.headers
-    assert sent.body == {
-        "model": "claude-test-1",
-        "max_tokens": DEFAULT_MAX_TOKENS,
-        "system": "Be brief.",
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
-        "tools": [
-            {
-                "name": "get_weather",
-                "description": "The weather in a city.",
-                "input_schema": WEATHER.input_schema,
-            }
-        ],
-    }
-    await model.aclose()
-
-
 async def test_cached_prompt_tokens_count_as_input(opened, stand_in, anthropic_wire) -> None:
     stand_in.reply_json(
         anthropic_wire.message(
@@ -145,28 +98,6 @@ async def test_no_system_and_no_tools_are_left_out_of_the_body(
     await model_for(stand_in, opened).request(request)
     assert "system" not in stand_in.last.body
     assert "tools" not in stand_in.last.body
-
-
-async def test_several_tool_calls_in_one_reply(opened, stand_in, anthropic_wire) -> None:
-    stand_in.reply_json(
-        anthropic_wire.message(
-            [
-                anthropic_wire.text("Checking both."),
-                anthropic_wire.tool_use("toolu_1", "get_weather", {"city": "Paris"}),
-                anthropic_wire.tool_use("toolu_2", "get_weather", {"city": "Oslo"}),
-            ],
-            stop_reason="tool_use",
-        )
-    )
-
-    response = await model_for(stand_in, opened).request(ask("Weather in Paris and Oslo?"))
-
-    assert response.stop_reason == "tool_use"
-    assert response.parts == (
-        TextPart("Checking both."),
-        ToolCallPart(id="toolu_1", name="get_weather", arguments={"city": "Paris"}),
-        ToolCallPart(id="toolu_2", name="get_weather", arguments={"city": "Oslo"}),
-    )
 
 
 async def test_tool_results_go_back_as_tool_result_blocks_with_is_error(
@@ -256,77 +187,6 @@ async def test_a_single_beta_may_be_a_string(opened, stand_in, anthropic_wire) -
     assert stand_in.last.headers["anthropic-beta"] == "skills-2025-10-02"
 
 
-@pytest.mark.parametrize(
-    ("status", "error_type", "api_message", "hint"),
-    [
-        (400, "invalid_request_error", "messages: field required", None),
-        (401, "authentication_error", "invalid x-api-key", "ANTHROPIC_API_KEY"),
-        (429, "rate_limit_error", "Number of requests has exceeded your rate limit", "retry"),
-        (500, "api_error", "Internal server error", "retry later"),
-        (529, "overloaded_error", "Overloaded", "retry later"),
-    ],
-)
-async def test_api_errors_become_model_api_errors(
-    opened,
-    stand_in,
-    anthropic_wire,
-    status: int,
-    error_type: str,
-    api_message: str,
-    hint: str | None,
-) -> None:
-    stand_in.reply_json(anthropic_wire.error(error_type, api_message), status=status)
-
-    with pytest.raises(ModelAPIError) as caught:
-        await model_for(stand_in, opened).request(ask())
-
-    error = caught.value
-    assert (error.provider, error.status_code, error.api_message) == (
-        "anthropic",
-        status,
-        api_message,
-    )
-    text = str(error)
-    assert f"HTTP {status}" in text
-    assert error_type in text
-    assert api_message in text
-    if hint:
-        assert hint in text
-    assert isinstance(error.__cause__, anthropic.APIStatusError)
-    assert len(stand_in.requests) == 1, "max_retries=0 must not retry"
-
-
-async def test_an_unreachable_api_is_a_model_api_error_naming_the_address(opened, dead_url) -> None:
-    model = opened(
-        AnthropicModel("claude-test-1", api_key=ANTHROPIC_KEY, base_url=dead_url, max_retries=0)
-    )
-    with pytest.raises(ModelAPIError) as caught:
-        await model.request(ask())
-    assert caught.value.status_code is None
-    assert dead_url in str(caught.value)
-
-
-async def test_streaming_yields_text_deltas_then_the_final_response(
-    opened, stand_in, anthropic_wire
-) -> None:
-    stand_in.reply_sse(
-        anthropic_wire.stream(
-            [anthropic_wire.text("Hello from the stream.")],
-            input_tokens=40,
-            output_tokens=6,
-            chunk=5,
-        )
-    )
-
-    deltas, final = await collect(model_for(stand_in, opened), ask())
-
-    assert deltas == ["Hello", " from", " the ", "strea", "m."]
-    assert final.text == "Hello from the stream."
-    assert final.stop_reason == "end_turn"
-    assert (final.usage.input_tokens, final.usage.output_tokens, final.usage.requests) == (40, 6, 1)
-    assert stand_in.last.body["stream"] is True
-
-
 async def test_streamed_tool_calls_are_assembled_from_partial_json(
     opened, stand_in, anthropic_wire
 ) -> None:
@@ -366,52 +226,6 @@ async def test_an_error_event_inside_a_stream_is_a_model_api_error(
     assert "overloaded_error" in str(caught.value)
 
 
-async def test_a_streaming_request_rejected_up_front_is_a_model_api_error(
-    opened, stand_in, anthropic_wire
-) -> None:
-    stand_in.reply_json(anthropic_wire.error("authentication_error", "bad key"), status=401)
-    with pytest.raises(ModelAPIError) as caught:
-        await collect(model_for(stand_in, opened), ask())
-    assert caught.value.status_code == 401
-
-
-NATIVE_SKILLS = {
-    "container": {"skills": [{"type": "anthropic", "skill_id": "pptx", "version": "latest"}]},
-    "betas": ["code-execution-2025-08-25", "skills-2025-10-02"],
-    "tools": [{"type": "code_execution_20250825", "name": "code_execution"}],
-    "temperature": 0.2,
-    "metadata": {"user_id": "u-1"},
-}
-
-
-def assert_native_skills_on_the_wire(sent: Any) -> None:
-    assert sent.headers["anthropic-beta"] == "code-execution-2025-08-25,skills-2025-10-02"
-    assert sent.body["container"] == NATIVE_SKILLS["container"]
-    assert sent.body["temperature"] == 0.2
-    assert sent.body["metadata"] == {"user_id": "u-1"}
-    assert [tool["name"] for tool in sent.body["tools"]] == ["get_weather", "code_execution"]
-    assert sent.body["tools"][1] == {"type": "code_execution_20250825", "name": "code_execution"}
-    assert "betas" not in sent.body
-
-
-async def test_provider_kwargs_reach_the_wire_native_skills(
-    opened, stand_in, anthropic_wire
-) -> None:
-    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("Deck ready.")]))
-    response = await model_for(stand_in, opened).request(ask("Make a deck", **NATIVE_SKILLS))
-    assert response.text == "Deck ready."
-    assert_native_skills_on_the_wire(stand_in.last)
-
-
-async def test_provider_kwargs_reach_the_wire_when_streaming(
-    opened, stand_in, anthropic_wire
-) -> None:
-    stand_in.reply_sse(anthropic_wire.stream([anthropic_wire.text("Deck ready.")]))
-    _, final = await collect(model_for(stand_in, opened), ask("Make a deck", **NATIVE_SKILLS))
-    assert final.text == "Deck ready."
-    assert_native_skills_on_the_wire(stand_in.last)
-
-
 async def test_provider_kwargs_override_body_fields_and_add_headers(
     opened, stand_in, anthropic_wire
 ) -> None:
@@ -425,58 +239,12 @@ async def test_provider_kwargs_override_body_fields_and_add_headers(
     assert "anthropic-beta" not in stand_in.last.headers
 
 
-async def test_the_sdk_environment_variables_are_honoured(
-    opened, stand_in, anthropic_wire, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", stand_in.url)
-    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
-
-    response = await opened(AnthropicModel("claude-test-1", max_retries=0)).request(ask())
-
-    assert response.text == "ok"
-    assert sent_key(stand_in.last.headers) == "sk-from-env"
-
-
-async def test_explicit_options_override_the_environment(
-    opened, stand_in, anthropic_wire, dead_url, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", dead_url)
-    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
-
-    model = opened(AnthropicModel("claude-test-1", api_key="sk-explicit", base_url=stand_in.url))
-    response = await model.request(ask())
-
-    assert response.text == "ok"
-    assert sent_key(stand_in.last.headers) == "sk-explicit"
-
-
-def test_a_missing_key_says_what_to_set() -> None:
-    with pytest.raises(MissingCredentialsError, match="ANTHROPIC_API_KEY"):
-        AnthropicModel("claude-test-1")
-
-
 async def test_an_auth_token_from_the_environment_is_a_credential(
     opened,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "token-from-env")
     assert opened(AnthropicModel("claude-test-1")).client.auth_token == "token-from-env"
-
-
-async def test_a_given_client_is_used_as_is(opened, stand_in, anthropic_wire) -> None:
-    client = anthropic.AsyncAnthropic(api_key="sk-own", base_url=stand_in.url, max_retries=0)
-    stand_in.reply_json(anthropic_wire.message([anthropic_wire.text("ok")]))
-
-    model = opened(AnthropicModel("claude-test-1", client=client))
-    await model.request(ask())
-    await model.aclose()
-
-    assert model.client is client
-    assert sent_key(stand_in.last.headers) == "sk-own"
-    assert not client.is_closed(), "a client we were given is the caller's to close"
-    await client.close()
 
 
 async def test_resolve_model_builds_an_anthropic_model_with_options(
@@ -492,27 +260,6 @@ async def test_resolve_model_builds_an_anthropic_model_with_options(
     assert model.name == "anthropic:claude-sonnet-5"
     await model.request(ask())
     assert stand_in.last.body["model"] == "claude-sonnet-5"
-
-
-def test_without_the_sdk_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "anthropic", None)
-    monkeypatch.delitem(sys.modules, "doc_processing_toolkit.models.anthropic", raising=False)
-    with pytest.raises(
-        MissingDependencyError, match=r'pip install "doc-processing-toolkit\[anthropic\]"'
-    ):
-        resolve_model("claude-sonnet-5", api_key=ANTHROPIC_KEY)
-
-
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_one_model_serves_one_event_loop_after_another(stand_in, anthropic_wire) -> None:
-    model = AnthropicModel("claude-test-1", api_key=ANTHROPIC_KEY, base_url=stand_in.url)
-    for turn in range(3):
-        stand_in.reply_json(anthropic_wire.message([anthropic_wire.text(f"reply {turn}")]))
-        assert asyncio.run(model.request(ask())).text == f"reply {turn}"
-    asyncio.run(model.aclose())
-    del model
-    gc.collect()  # the clients of the ended loops go now, warnings and all
 
 
 THOUGHT = "The user wants Paris weather; call the tool."

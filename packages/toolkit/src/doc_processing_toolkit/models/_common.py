@@ -1,24 +1,21 @@
-"""Pieces the real providers share: one SDK client per event loop, the model scaffolding
-built on it, splitting provider_kwargs, and wording API errors."""
+"""Pieces the real providers share: splitting provider_kwargs, the options of an SDK
+client, finding the API key, and wording API errors (the base adapter built on them is
+`_sdk.SDKModel`)."""
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import math
 import os
 import time
-import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any
 
 from ..errors import ConfigError, MissingCredentialsError, ModelAPIError
 
 __all__ = [
-    "LoopClients",
     "RequestExtras",
-    "SDKModel",
     "add_request_extras",
     "api_error",
     "client_options",
@@ -27,123 +24,6 @@ __all__ = [
     "retry_after_seconds",
     "split_provider_kwargs",
 ]
-
-C = TypeVar("C")
-
-
-class _AsyncClosable(Protocol):
-    async def close(self) -> None: ...
-
-
-SDKClient = TypeVar("SDKClient", bound=_AsyncClosable)
-
-
-class LoopClients(Generic[C]):
-    """The SDK client to use in the running event loop.
-
-    An SDK client pools its connections, and a pooled connection belongs to the event loop
-    that opened it: reused from another loop (a second ``asyncio.run``) it fails with
-    "Event loop is closed". So the first client serves the first loop that uses it, and
-    each further asyncio loop gets a client of its own from `factory`. A client given by
-    the caller (`factory` None) is always used as is.
-    """
-
-    def __init__(self, first: C, factory: Callable[[], C] | None) -> None:
-        self._first: C | None = first
-        self._latest = first
-        self._factory = factory
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, C] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    @property
-    def latest(self) -> C:
-        """The client handed out last (the first one before any request)."""
-        return self._latest
-
-    def get(self) -> C:
-        """The client for the running event loop."""
-        if self._factory is None:
-            return self._latest
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not asyncio (trio): one client for the model's life
-            return self._latest
-        client = self._by_loop.get(loop)
-        if client is None:
-            if self._first is not None:
-                client, self._first = self._first, None
-            else:
-                client = self._factory()
-            self._by_loop[loop] = client
-        self._latest = client
-        return client
-
-    def release(self) -> C | None:
-        """Forget the running loop's client (or the unused first one) and return it, for
-        the caller to close; None when the client was given by the caller."""
-        if self._factory is None:
-            return None
-        if self._first is not None:
-            client, self._first = self._first, None
-            return client
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return self._latest
-        return self._by_loop.pop(loop, None)
-
-
-class SDKModel(Generic[SDKClient]):
-    """What a model behind an SDK client shares: its name, its model id, and one client
-    per event loop (see `LoopClients`).
-
-    A subclass sets `_provider` and passes its constructor's `client` on, with `factory`
-    making a new client from the constructor's options; `factory` is called at once when no
-    client was given, and again for each further event loop.
-    """
-
-    _provider: ClassVar[str]
-
-    def __init__(
-        self,
-        model_name: str,
-        client: SDKClient | None,
-        factory: Callable[[], SDKClient],
-    ) -> None:
-        self._model_name = model_name
-        if client is None:
-            self._clients = LoopClients(factory(), factory)
-        else:
-            self._clients = LoopClients(client, None)
-
-    @property
-    def name(self) -> str:
-        """``<provider>:<model>``, for example ``anthropic:<model>`` or ``openai:<model>``."""
-        return f"{self._provider}:{self._model_name}"
-
-    def answered_by(self, api_model: str | None) -> str:
-        """``<provider>:<model>`` for a reply, with the model id the API reported (the
-        requested one when it reported none), so every provider names it the same way."""
-        return f"{self._provider}:{api_model or self._model_name}"
-
-    @property
-    def model_name(self) -> str:
-        """The model id sent to the API (or the OpenAI-compatible server)."""
-        return self._model_name
-
-    @property
-    def client(self) -> SDKClient:
-        """The SDK client this model sends its requests through (the one of the event loop
-        that used it last: each event loop gets its own unless the client was given)."""
-        return self._clients.latest
-
-    async def aclose(self) -> None:
-        """Close the running event loop's SDK client, unless the client was given to us."""
-        client = self._clients.release()
-        if client is not None:
-            await client.close()
-
 
 _STATUS_HINTS = {
     401: "the API key was rejected; check {key_env}",

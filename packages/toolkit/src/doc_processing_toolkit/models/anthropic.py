@@ -7,12 +7,11 @@ explicit ``api_key`` or ``base_url`` option wins over them.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ..errors import MissingCredentialsError, MissingDependencyError, ModelError
+from ..errors import MissingCredentialsError, MissingDependencyError
 from ..messages import (
     Message,
     ModelResponse,
@@ -24,17 +23,8 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import (
-    RequestExtras,
-    SDKModel,
-    add_request_extras,
-    api_error,
-    client_options,
-    connection_error,
-    key_from_environment,
-    retry_after_seconds,
-    split_provider_kwargs,
-)
+from ._common import RequestExtras, add_request_extras, retry_after_seconds, split_provider_kwargs
+from ._sdk import APIFailure, SDKModel
 from .base import ModelRequest, TextDelta, ThinkingDelta
 
 try:
@@ -52,8 +42,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 8192
 """Reply length cap sent when none is given; the Messages API requires one."""
 
-_KEY_ENV = "ANTHROPIC_API_KEY"
-_LABEL = "Anthropic"
 _PROVIDER = "anthropic"
 
 
@@ -86,6 +74,10 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
     """
 
     _provider = _PROVIDER
+    _label = "Anthropic"
+    _default_key_env = "ANTHROPIC_API_KEY"
+    _sdk_errors = (anthropic.AnthropicError, ValueError)
+    _connection_error = anthropic.APIConnectionError
 
     def __init__(
         self,
@@ -100,18 +92,14 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
         self._max_tokens = max_tokens
-        self._key_env = api_key_env or _KEY_ENV
         super().__init__(
             model_name,
-            client,
-            functools.partial(
-                _make_client,
-                api_key=api_key,
-                api_key_env=api_key_env,
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-            ),
+            api_key=api_key,
+            api_key_env=api_key_env,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            client=client,
         )
 
     async def request(self, request: ModelRequest) -> ModelResponse:
@@ -122,10 +110,8 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         """
         client = self._clients.get()
         api, params = self._prepare(client, request)
-        try:
+        with self._worded(client):
             message = await api.create(**params)
-        except (anthropic.AnthropicError, ValueError) as exc:
-            raise self._translate_error(client, exc) from exc
         return self._to_response(message)
 
     async def stream(
@@ -140,7 +126,7 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         """
         client = self._clients.get()
         api, params = self._prepare(client, request)
-        try:
+        with self._worded(client):
             async with api.stream(**params) as events:
                 async for event in events:
                     if event.type != "content_block_delta":
@@ -151,8 +137,6 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
                     elif delta.type == "thinking_delta" and delta.thinking:
                         yield ThinkingDelta(delta.thinking)
                 message = await events.get_final_message()
-        except (anthropic.AnthropicError, ValueError) as exc:
-            raise self._translate_error(client, exc) from exc
         yield self._to_response(message)
 
     def _prepare(
@@ -199,59 +183,40 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
             stop_reason=message.stop_reason,
         )
 
-    def _translate_error(self, client: anthropic.AsyncAnthropic, exc: Exception) -> ModelError:
-        if isinstance(exc, anthropic.APIStatusError):
-            return api_error(
-                _PROVIDER,
-                status_code=exc.status_code if exc.status_code >= 400 else None,
-                api_message=exc.api_message or _body_text(exc.body),
-                error_type=exc.type,
-                key_env=self._key_env,
-                retry_after=retry_after_seconds(exc.response.headers),
-            )
-        if isinstance(exc, anthropic.APIConnectionError):
-            return connection_error(_PROVIDER, str(client.base_url), exc.message)
-        return ModelError(f"{_PROVIDER} request failed: {exc}")
-
-
-def _make_client(
-    *,
-    api_key: str | None,
-    api_key_env: str | None,
-    base_url: str | None,
-    timeout: float | None,
-    max_retries: int,
-) -> anthropic.AsyncAnthropic:
-    api_key = key_from_environment(
-        _LABEL, api_key=api_key, api_key_env=api_key_env, default_env=_KEY_ENV
-    )
-    # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
-    # running loop, which fails for a client whose loop has ended (see LoopClients).
-    options = client_options(
-        anthropic.DefaultAsyncHttpxClient(),
-        api_key=api_key,
-        base_url=base_url,
-        timeout=timeout,
-        max_retries=max_retries,
-    )
-    try:
-        client = anthropic.AsyncAnthropic(**options)
-    except anthropic.AnthropicError as exc:
-        raise MissingCredentialsError(
-            f"the anthropic SDK could not load its credentials: {exc}"
-        ) from exc
-    has_credentials = (
-        client.api_key is not None
-        or client.auth_token is not None
-        or getattr(client, "credentials", None) is not None
-    )
-    if not has_credentials:
-        raise MissingCredentialsError(
-            "no Anthropic API key: set the environment variable ANTHROPIC_API_KEY, or name "
-            "the variable that holds the key in model_options.api_key_env."
+    def _api_failure(self, exc: Exception) -> APIFailure | None:
+        if not isinstance(exc, anthropic.APIStatusError):
+            return None
+        return APIFailure(
+            status_code=exc.status_code if exc.status_code >= 400 else None,
+            api_message=exc.api_message or _body_text(exc.body),
+            error_type=exc.type,
+            retry_after=retry_after_seconds(exc.response.headers),
         )
-    logger.debug("anthropic: client for %s", client.base_url)
-    return client
+
+    @classmethod
+    def _http_client(cls) -> Any:
+        return anthropic.DefaultAsyncHttpxClient()
+
+    @classmethod
+    def _open_client(cls, options: dict[str, Any]) -> anthropic.AsyncAnthropic:
+        try:
+            client = anthropic.AsyncAnthropic(**options)
+        except anthropic.AnthropicError as exc:
+            raise MissingCredentialsError(
+                f"the anthropic SDK could not load its credentials: {exc}"
+            ) from exc
+        has_credentials = (
+            client.api_key is not None
+            or client.auth_token is not None
+            or getattr(client, "credentials", None) is not None
+        )
+        if not has_credentials:
+            raise MissingCredentialsError(
+                "no Anthropic API key: set the environment variable ANTHROPIC_API_KEY, or "
+                "name the variable that holds the key in model_options.api_key_env."
+            )
+        logger.debug("anthropic: client for %s", client.base_url)
+        return client
 
 
 def _body_text(body: object) -> str | None:

@@ -8,7 +8,6 @@ explicit ``api_key`` or ``base_url`` option wins over them.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -26,16 +25,8 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._common import (
-    SDKModel,
-    add_request_extras,
-    api_error,
-    client_options,
-    connection_error,
-    key_from_environment,
-    retry_after_seconds,
-    split_provider_kwargs,
-)
+from ._common import add_request_extras, retry_after_seconds, split_provider_kwargs
+from ._sdk import APIFailure, SDKModel
 from .base import ModelRequest, TextDelta
 
 try:
@@ -52,8 +43,6 @@ logger = logging.getLogger(__name__)
 KEYLESS_API_KEY = "no-key"
 """Sent as the API key to a server given by base_url when no key is set anywhere."""
 
-_KEY_ENV = "OPENAI_API_KEY"
-_LABEL = "OpenAI"
 _PROVIDER = "openai"
 _ERROR_PREFIX = "Error: "
 
@@ -94,31 +83,10 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
     """
 
     _provider = _PROVIDER
-
-    def __init__(
-        self,
-        model_name: str,
-        *,
-        api_key: str | None = None,
-        api_key_env: str | None = None,
-        base_url: str | None = None,
-        timeout: float | None = None,
-        max_retries: int = 2,
-        client: openai.AsyncOpenAI | None = None,
-    ) -> None:
-        self._key_env = api_key_env or _KEY_ENV
-        super().__init__(
-            model_name,
-            client,
-            functools.partial(
-                _make_client,
-                api_key=api_key,
-                api_key_env=api_key_env,
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-            ),
-        )
+    _label = "OpenAI"
+    _default_key_env = "OPENAI_API_KEY"
+    _sdk_errors = (openai.OpenAIError,)
+    _connection_error = openai.APIConnectionError
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one Chat Completions request and return the whole reply.
@@ -128,10 +96,8 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         """
         client = self._clients.get()
         params = self._params(request)
-        try:
+        with self._worded(client):
             completion = await client.chat.completions.create(**params)
-        except openai.OpenAIError as exc:
-            raise self._translate_error(client, exc) from exc
         if not completion.choices:
             raise ModelError(f"{self.name}: the server's reply holds no choices")
         choice = completion.choices[0]
@@ -171,15 +137,13 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}
         reply = _StreamedReply()
-        try:
+        with self._worded(client):
             chunks = await client.chat.completions.create(**params)
             async with chunks:
                 async for chunk in chunks:
                     text = reply.add(chunk)
                     if text:
                         yield TextDelta(text)
-        except openai.OpenAIError as exc:
-            raise self._translate_error(client, exc) from exc
         yield reply.response(self.answered_by(reply.model))
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
@@ -191,22 +155,36 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         add_request_extras(params, [to_openai_tool(spec) for spec in request.tools], extras)
         return params
 
-    def _translate_error(self, client: openai.AsyncOpenAI, exc: openai.OpenAIError) -> ModelError:
-        if isinstance(exc, openai.APIConnectionError):
-            return connection_error(_PROVIDER, str(client.base_url), exc.message)
-        if isinstance(exc, openai.APIError):
-            status, retry_after = None, None
-            if isinstance(exc, openai.APIStatusError):
-                status, retry_after = exc.status_code, retry_after_seconds(exc.response.headers)
-            return api_error(
-                _PROVIDER,
-                status_code=status,
-                api_message=_api_message(exc),
-                error_type=exc.type or exc.code,
-                key_env=self._key_env,
-                retry_after=retry_after,
-            )
-        return ModelError(f"{_PROVIDER} request failed: {exc}")
+    def _api_failure(self, exc: Exception) -> APIFailure | None:
+        if not isinstance(exc, openai.APIError):
+            return None
+        status, retry_after = None, None
+        if isinstance(exc, openai.APIStatusError):
+            status, retry_after = exc.status_code, retry_after_seconds(exc.response.headers)
+        return APIFailure(status, _api_message(exc), exc.type or exc.code, retry_after)
+
+    @classmethod
+    def _http_client(cls) -> Any:
+        return openai.DefaultAsyncHttpxClient()
+
+    @classmethod
+    def _open_client(cls, options: dict[str, Any]) -> openai.AsyncOpenAI:
+        has_key = bool(options.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+        base_url = options.get("base_url")
+        if not has_key:
+            if not (base_url or os.environ.get("OPENAI_BASE_URL")):
+                raise MissingCredentialsError(
+                    "no OpenAI API key: set the environment variable OPENAI_API_KEY, or name "
+                    "the variable that holds the key in model_options.api_key_env; a local "
+                    "OpenAI-compatible server that needs no key needs only its address, in "
+                    "model_options.base_url or OPENAI_BASE_URL."
+                )
+            logger.debug("openai: no API key set; sending a placeholder to %s", base_url)
+            options["api_key"] = KEYLESS_API_KEY
+        try:
+            return openai.AsyncOpenAI(**options)
+        except openai.OpenAIError as exc:
+            raise MissingCredentialsError(f"the openai SDK refused its settings: {exc}") from exc
 
 
 @dataclass
@@ -263,44 +241,6 @@ class _StreamedReply:
             model_name=model_name,
             stop_reason=self.finish_reason,
         )
-
-
-def _make_client(
-    *,
-    api_key: str | None,
-    api_key_env: str | None,
-    base_url: str | None,
-    timeout: float | None,
-    max_retries: int,
-) -> openai.AsyncOpenAI:
-    api_key = key_from_environment(
-        _LABEL, api_key=api_key, api_key_env=api_key_env, default_env=_KEY_ENV
-    )
-    # The SDK's default HTTP client closes itself from __del__ by scheduling a task on the
-    # running loop, which fails for a client whose loop has ended (see LoopClients).
-    options = client_options(
-        openai.DefaultAsyncHttpxClient(),
-        api_key=api_key,
-        base_url=base_url,
-        timeout=timeout,
-        max_retries=max_retries,
-    )
-    has_key = bool(api_key or os.environ.get("OPENAI_API_KEY"))
-    has_base_url = bool(base_url or os.environ.get("OPENAI_BASE_URL"))
-    if not has_key:
-        if not has_base_url:
-            raise MissingCredentialsError(
-                "no OpenAI API key: set the environment variable OPENAI_API_KEY, or name the "
-                "variable that holds the key in model_options.api_key_env; a local "
-                "OpenAI-compatible server that needs no key needs only its address, in "
-                "model_options.base_url or OPENAI_BASE_URL."
-            )
-        logger.debug("openai: no API key set; sending a placeholder to %s", base_url)
-        options["api_key"] = KEYLESS_API_KEY
-    try:
-        return openai.AsyncOpenAI(**options)
-    except openai.OpenAIError as exc:
-        raise MissingCredentialsError(f"the openai SDK refused its settings: {exc}") from exc
 
 
 def _api_message(exc: openai.APIError) -> str | None:

@@ -6,7 +6,7 @@ unicode61`` tokenizer: case, accents and word endings do not matter) and ranks t
 text with bm25, a match in the name counting `NAME_WEIGHT` times a match in the
 description. The index is built on the first `SkillIndex.rank` call and kept: a catalog
 object is ranked against many requests, and an unchanged catalog is the same object run
-after run (see `catalog.parse_catalog`), so it is built once.
+after run (see `entries.parse_catalog`), so it is built once.
 
 Any text can be ranked: it is cut into words (letters and digits) and each word is
 searched as a quoted term, the terms joined with OR, so nothing a user writes is read as

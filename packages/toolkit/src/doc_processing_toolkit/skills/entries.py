@@ -1,0 +1,324 @@
+"""Skill catalogs as data: the entries, the ``list_skills`` and ``search_skills`` replies
+read into them, and what the skills step reports for a run.
+
+Nothing here touches a session: `parse_catalog` and `parse_search` read a tool result.
+The block the model reads is written from these entries by `block` (a `Rendered` block is
+kept here, memoized on its `SkillsCatalog`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from mcp.types import CallToolResult
+
+from ..tools.routing import result_text
+from .ranking import SkillIndex
+
+__all__ = [
+    "ACTIVATION_TOOLS",
+    "CATALOG_HEADING",
+    "DETECTION_TOOLS",
+    "LOGGER_NAME",
+    "OWN_CATALOG_TAG",
+    "SEARCH_TOOL",
+    "CatalogReplyError",
+    "Ranking",
+    "Rendered",
+    "SkillEntry",
+    "SkillsCatalog",
+    "SkillsOutcome",
+    "Source",
+    "describe_diagnostic",
+    "has_own_catalog",
+    "parse_catalog",
+    "parse_search",
+]
+
+LOGGER_NAME = "doc_processing_toolkit.skills"
+"""Every record of skills auto-injection is logged under this one name."""
+
+#: A server is a skills server when it exposes both of these tools itself.
+DETECTION_TOOLS: frozenset[str] = frozenset({"list_skills", "load_skill"})
+#: The server's tool that finds skills by a request's words (called only when listed).
+SEARCH_TOOL = "search_skills"
+#: Hidden from the model for a run whose catalog is empty; list_skills and create_skill stay.
+ACTIVATION_TOOLS: frozenset[str] = frozenset(
+    {"load_skill", "load_skill_resource", "execute_skill_script", SEARCH_TOOL}
+)
+#: The first line of the block appended to the system prompt.
+CATALOG_HEADING = "## Available Agent Skills"
+#: The tag of the block that lists the skills (instructions holding it have their own).
+OWN_CATALOG_TAG = "<available_skills>"
+
+
+class CatalogReplyError(ValueError):
+    """A catalog reply that cannot be read (not the std-tools JSON, not a skills/list
+    result, or an error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkillEntry:
+    """One skill as the catalog lists it.
+
+    Attributes:
+        name: the skill's name.
+        description: what the skill is for.
+        path: the SKILL.md path on the skills server's machine (std-tools' tools).
+        uri: the SKILL.md resource URI (an MCP Skills extension server).
+        hides_text: the server said the skill hides text (std-tools' ``hidden_text``
+            diagnostic), which it has already shown escaped.
+    """
+
+    name: str
+    description: str
+    path: str | None = None
+    uri: str | None = None
+    hides_text: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A catalog block and what had to be cut to fit the budget.
+
+    Attributes:
+        block: the text appended to the system prompt.
+        shortened: the names of the skills whose description was shortened.
+        left_out: the names of the skills left out of the block.
+    """
+
+    block: str
+    shortened: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SkillsCatalog:
+    """A parsed catalog reply.
+
+    Attributes:
+        skills: the entries, in the server's order.
+        skills_dir: the folder the server read (std-tools' tools).
+        diagnostics: the server's diagnostics entries (std-tools' tools).
+        count: how many skills the server says it has (std-tools' ``count``), None when
+            it does not say. More than ``len(skills)`` when the server cut its list.
+        truncated: the server's note when it cut its answer to fit its output limit
+            (std-tools' ``truncated``), else None.
+        rendered: blocks already rendered from this catalog, by how they were rendered
+            (a catalog read again unchanged is rendered once).
+        lines: each skill's ``<skill>`` line, by the description limit it was rendered
+            with (0: in full), aligned with `skills`.
+        index: the full-text index over the skills, built the first time it ranks.
+    """
+
+    skills: tuple[SkillEntry, ...]
+    skills_dir: str | None = None
+    diagnostics: tuple[Mapping[str, Any], ...] = ()
+    count: int | None = None
+    truncated: str | None = None
+    rendered: dict[Any, Rendered] = field(default_factory=dict, compare=False, repr=False)
+    lines: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    index: SkillIndex = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", SkillIndex(self.skills))
+
+    @property
+    def unlisted(self) -> int | None:
+        """How many skills the server has but did not list: 0 for a whole list, None when
+        it cut its list without saying how many skills it has."""
+        if self.count is not None:
+            return max(self.count - len(self.skills), 0)
+        return None if self.truncated is not None else 0
+
+
+Status = Literal["disabled", "own_catalog", "no_server", "injected", "stale", "empty", "failed"]
+Source = Literal["tools", "extension"]
+Ranking = Literal["search_skills", "local"]
+
+
+@dataclass(slots=True)
+class SkillsOutcome:
+    """What the skills step decided for one run.
+
+    Attributes:
+        status: ``disabled`` (auto_inject_skills is false), ``own_catalog`` (the
+            instructions already hold an <available_skills> block), ``no_server``,
+            ``injected``, ``stale`` (the catalog could not be fetched and the last good
+            one, no older than ``skills_stale_after``, was injected with a notice),
+            ``empty`` (the catalog has no skill) or ``failed``.
+        server: the name of the detected skills server, if any.
+        prompt_block: the text appended to the system prompt, or None.
+        hidden_tools: tool names of the detected server hidden from the model this run.
+        skills: the skills known this run, shown or not: the catalog's, then those only
+            ``search_skills`` found (empty unless ``injected`` or ``stale``).
+        warning: the WARNING logged for this step, if any: what went wrong when
+            ``failed`` or ``stale``, else the one that says skills were left out.
+        diagnostics: the catalog's diagnostics entries (already logged).
+        source: how the catalog was had: ``tools`` (the server's list_skills and
+            load_skill tools) or ``extension`` (the MCP Skills extension), None when no
+            server was detected.
+        shortened: the skills whose description was shortened to fit
+            ``skills_catalog_budget``.
+        left_out: the names of the skills the toolkit knows of (listed by the server, or
+            found by its ``search_skills``) that the block does not show. A server that
+            cut its list names no more, so this can be fewer than `left_out_count`.
+        left_out_count: how many of the server's skills the block does not show: those
+            of `left_out` and those the server did not list (its ``count`` minus the
+            skills known). The model is told this number and how to find them.
+        total: how many skills the server has: its ``count`` when it gives one, else the
+            number of skills known; None when it cut its list without saying (then
+            `left_out_count` counts only `left_out`).
+        ranking: how the shown skills were chosen when some are left out:
+            ``search_skills`` (the server's search, then the toolkit's own index) or
+            ``local`` (the toolkit's index over the skills known); None when every skill
+            is shown.
+        stale_age: when ``stale``, the age in seconds of the catalog injected.
+        rejected: the skills of an extension server refused in this run, by the URI of
+            their SKILL.md, each with why: a file that did not match the listing (size,
+            digest or frontmatter) in this run, or in an earlier one while ``skills/list``
+            lists the skill unchanged. No file of a rejected skill is read, and its line
+            is left out of the catalog.
+    """
+
+    status: Status
+    server: str | None = None
+    prompt_block: str | None = None
+    hidden_tools: frozenset[str] = frozenset()
+    skills: tuple[SkillEntry, ...] = ()
+    warning: str | None = None
+    diagnostics: tuple[Mapping[str, Any], ...] = ()
+    source: Source | None = None
+    shortened: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+    left_out_count: int = 0
+    total: int | None = None
+    ranking: Ranking | None = None
+    stale_age: float | None = None
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+def has_own_catalog(instructions: str | None) -> bool:
+    """True when the instructions already carry an <available_skills> block."""
+    return bool(instructions) and OWN_CATALOG_TAG in (instructions or "")
+
+
+def parse_catalog(result: CallToolResult) -> SkillsCatalog:
+    """Read a ``list_skills`` result; older payloads without path or diagnostics work.
+
+    Raises:
+        CatalogReplyError: the call failed or the reply is not the catalog JSON.
+    """
+    text = _reply_text(result, "list_skills")
+    if not result.content and not isinstance(result.structured_content, dict):
+        raise CatalogReplyError("the reply has no text content")
+    structured = result.structured_content
+    if not result.content and isinstance(structured, dict):
+        inner = structured.get("result")
+        if isinstance(inner, str):
+            text = inner
+    return _catalog_from_text(text)
+
+
+@functools.lru_cache(maxsize=16)
+def _catalog_from_text(text: str) -> SkillsCatalog:
+    # Cached by the reply's text: an unchanged catalog is parsed once, so a warm run pays
+    # for hashing the text instead.
+    payload = _json(text, "list_skills")
+    if not isinstance(payload, dict):
+        raise CatalogReplyError("list_skills returned JSON without a 'skills' array")
+    skills = _entries(payload.get("skills"), "list_skills")
+    raw_diagnostics = payload.get("diagnostics")
+    diagnostics = tuple(
+        d if isinstance(d, dict) else {"message": str(d)}
+        for d in (raw_diagnostics if isinstance(raw_diagnostics, list) else [])
+        if d
+    )
+    hiding = {
+        str(d.get("skill", "")).rsplit("/", 1)[-1]
+        for d in diagnostics
+        if d.get("code") == "hidden_text"
+    }
+    if hiding:
+        skills = tuple(replace(s, hides_text=True) if s.name in hiding else s for s in skills)
+    skills_dir = payload.get("skills_dir")
+    count = payload.get("count")
+    truncated = payload.get("truncated")
+    return SkillsCatalog(
+        skills=skills,
+        skills_dir=skills_dir if isinstance(skills_dir, str) else None,
+        diagnostics=diagnostics,
+        count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+        truncated=truncated if isinstance(truncated, str) else None,
+    )
+
+
+def _entries(items: Any, tool: str) -> tuple[SkillEntry, ...]:
+    if not isinstance(items, list):
+        raise CatalogReplyError(f"{tool} returned JSON without a 'skills' array")
+    skills: list[SkillEntry] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise CatalogReplyError(f"{tool}: skills[{index}] is not an object")
+        name, description = item.get("name"), item.get("description")
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise CatalogReplyError(
+                f"{tool}: skills[{index}] lacks a string 'name' and 'description'"
+            )
+        path = item.get("path")
+        skills.append(SkillEntry(name, description, path if isinstance(path, str) else None))
+    return tuple(skills)
+
+
+def parse_search(result: CallToolResult) -> tuple[SkillEntry, ...]:
+    """Read a ``search_skills`` result: its skills, best match first (a reply cut by the
+    server's output limit gives the entries it kept).
+
+    Raises:
+        CatalogReplyError: the call failed or the reply is not the search JSON.
+    """
+    text = _reply_text(result, SEARCH_TOOL)
+    payload: Any = result.structured_content
+    if not isinstance(payload, dict) or "skills" not in payload:
+        payload = _json(text, SEARCH_TOOL)
+    if not isinstance(payload, dict):
+        raise CatalogReplyError(f"{SEARCH_TOOL} returned JSON that is not an object")
+    return _entries(payload.get("skills"), SEARCH_TOOL)
+
+
+def _reply_text(result: CallToolResult, tool: str) -> str:
+    """The text of `tool`'s reply.
+
+    Raises:
+        CatalogReplyError: the call failed.
+    """
+    text = result_text(result)
+    if result.is_error:
+        raise CatalogReplyError(f"{tool} returned an error: {text or 'no message'}")
+    return text
+
+
+def _json(text: str, tool: str) -> Any:
+    """`text` of `tool`'s reply read as JSON.
+
+    Raises:
+        CatalogReplyError: the text is not JSON.
+    """
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise CatalogReplyError(f"{tool} did not return JSON (it began {text[:60]!r})") from None
+
+
+def describe_diagnostic(diagnostic: Mapping[str, Any]) -> str:
+    """One diagnostics entry as a log line: ``skill: level [code]: message``."""
+    skill = diagnostic.get("skill") or "?"
+    level = diagnostic.get("level") or "warning"
+    code = diagnostic.get("code")
+    message = diagnostic.get("message") or ""
+    head = f"{skill}: {level}" + (f" [{code}]" if code else "")
+    return f"{head}: {message}"
