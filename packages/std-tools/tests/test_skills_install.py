@@ -164,6 +164,16 @@ def test_an_existing_name_is_refused_then_replaced_with_force(
     assert check_lock(skills, lock) == 0
 
 
+def test_a_lock_that_is_not_a_lock_is_said_before_anything_is_installed(
+    skills: SkillsFolder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock = tmp_path / "skills.lock"
+    lock.write_text("not json\n", encoding="utf-8")
+    assert install(skills, lock, make_skill(tmp_path / "src", "notes")) == 1
+    assert "cannot be read" in capsys.readouterr().err
+    assert left_in(skills) == []
+
+
 def test_an_audit_error_refuses_and_leaves_nothing_then_force_installs(
     skills: SkillsFolder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -284,6 +294,14 @@ def test_a_zip_and_a_tar_gz_install_with_links_inside_kept(
     )
     assert install(skills, lock, tarball) == 0
     assert sorted(lock_skills(lock)) == ["boxed", "carton"]
+    # A tar made with `tar -czf pack.tgz -C folder .`: every name starts with "./".
+    dotted = tar_of(
+        tmp_path / "dotted.tgz",
+        [member("./", tarfile.DIRTYPE), member("./SKILL.md")],
+        {"./SKILL.md": skill_md("dotted").encode()},
+    )
+    assert install(skills, lock, dotted) == 0
+    assert (skills.path / "dotted" / "SKILL.md").is_file()
     assert (skills.path / "carton" / "same.md").read_bytes() == b"x"
     assert check_lock(skills, lock) == 0
 
@@ -640,6 +658,8 @@ def test_sources_are_read_as_documented(tmp_path: Path) -> None:
     for bad in ("ssh://host/r.git", "git://host/r", "ftp://host/a.zip", "file:///etc"):
         with pytest.raises(InvalidArgumentError, match="scheme"):
             parse_source(bad)
+    with pytest.raises(InvalidArgumentError, match="password"):
+        parse_source("https://me:secret@example.org/o/r.git")
     with pytest.raises(InvalidArgumentError, match="not a folder inside"):
         parse_source("https://example.org/a.zip#../up")
     (tmp_path / "folder").mkdir()

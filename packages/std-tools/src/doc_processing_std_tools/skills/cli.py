@@ -249,6 +249,8 @@ def _cmd_install(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir)
     limits = Limits(max_bytes=int(args.max_size_mb * 1024 * 1024), max_files=args.max_files)
     lock_file = _lock_path(args.lock, settings)
+    if lock_file.exists():
+        read_lock(lock_file)  # a lock that cannot be updated is said before anything moves
     max_bytes = settings.max_file_size_bytes
     with prepare(
         args.source, settings.skills_dir, force=args.force, limits=limits, max_file_bytes=max_bytes

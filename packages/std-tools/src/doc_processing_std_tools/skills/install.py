@@ -63,6 +63,19 @@ _REF: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 _COMMIT: Final = re.compile(r"[0-9a-f]{7,40}")
 _CHUNK: Final = 64 * 1024
 
+#: Variables that would point git at another repository than the one it clones.
+_GIT_LOCATIONS: Final = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+    }
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Source:
@@ -135,6 +148,12 @@ def parse_source(text: str, cwd: Path | None = None) -> Source:
     if scheme == "https":
         address, _, fragment = body.partition("#")
         parts = urlsplit(address)
+        if parts.username is not None or parts.password is not None:
+            raise InvalidArgumentError(
+                f"{parts.hostname} in SOURCE carries a user name or password, which would be "
+                "written into the skills lock; leave it out of the URL (for a private git "
+                "repository, let git's credential helper supply it)."
+            )
         path, ref = parts.path, None
         if "@" in path:
             path, _, ref = path.rpartition("@")
@@ -198,7 +217,8 @@ def _git(arguments: list[str], limits: Limits, where: str) -> str:
         )
     # Only file:// and https:// may be fetched (submodules included), no prompt waits for
     # a password, and no hook runs.
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "file:https"}
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATIONS}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_ALLOW_PROTOCOL="file:https")
     command = [program, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
     try:
         done = subprocess.run(
@@ -532,7 +552,7 @@ def prepare(
         staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=skills_dir))
         installation = Installation(source, origin, staging)
         try:
-            budget = Budget(limits, f"The skills of {text}")
+            budget = Budget(limits, f"The source {text}")
             for index, folder in enumerate(folders):
                 name, staged = _stage(folder, installation, index, budget, max_file_bytes)
                 target = skills_dir / name

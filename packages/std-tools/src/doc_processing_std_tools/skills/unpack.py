@@ -250,6 +250,8 @@ def _extract_tar(archive: Path, shown: str, root: Path, budget: Budget) -> None:
     with tarfile.open(archive, "r|gz") as tar:
         for member in tar:
             budget.entry()
+            if member.isdir() and member.name.strip("./") == "":
+                continue  # "./", the archive's own top folder
             parts = _parts(shown, member.name)
             if member.isdir():
                 path = root.joinpath(*parts)
@@ -287,6 +289,8 @@ def _extract_zip(archive: Path, shown: str, root: Path, budget: Budget) -> None:
     with zipfile.ZipFile(archive) as bundle:
         for info in bundle.infolist():
             budget.entry()
+            if info.is_dir() and info.filename.strip("./") == "":
+                continue  # "./", the archive's own top folder
             parts = _parts(shown, info.filename)
             mode = info.external_attr >> 16 if info.create_system == 3 else 0
             kind = stat.S_IFMT(mode)
