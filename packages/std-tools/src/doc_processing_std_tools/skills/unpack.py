@@ -35,9 +35,13 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_FILES",
     "DEFAULT_TIMEOUT",
+    "Budget",
     "Limits",
+    "archive_kind",
     "download",
     "extract",
+    "remove_tree",
+    "walk_entries",
 ]
 
 #: The names of the archives `extract` unpacks (lower case).
