@@ -454,6 +454,16 @@ def test_a_git_repository_at_a_tag_and_a_subfolder(
     assert check_lock(skills, lock) == 0
 
 
+def test_writing_the_lock_again_keeps_the_recorded_source(
+    skills: SkillsFolder, tmp_path: Path, repository: Path
+) -> None:
+    lock = tmp_path / "skills.lock"
+    assert install(skills, lock, f"{repository}@v1#skills/alpha") == 0
+    recorded = lock_skills(lock)["alpha"]["source"]
+    assert main(["lock", "--skills-dir", str(skills.path), "--output", str(lock)]) == 0
+    assert lock_skills(lock)["alpha"]["source"] == recorded
+
+
 def test_a_git_repository_at_a_commit_and_its_default_branch(
     skills: SkillsFolder, tmp_path: Path, repository: Path
 ) -> None:
