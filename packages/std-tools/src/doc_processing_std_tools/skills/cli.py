@@ -7,7 +7,8 @@ with status 1 when any is an error (or, with ``--strict``, a warning), and ``dpt
 NAME --description TEXT`` writes a template skill. ``dpt-skills audit [PATH...]`` prints
 the security findings of `audit` and exits with status 1 on an error (``--strict``: on
 any finding). ``dpt-skills lock`` writes the skills lock (`lock`) and ``--check`` compares
-it with the disk. Messages are worded for a person at a
+it with the disk; ``dpt-skills install SOURCE`` fetches, audits, installs and locks skills
+from elsewhere (`install`). Messages are worded for a person at a
 terminal (`voice.PERSON`). The MCP SDK is never imported.
 """
 
@@ -27,11 +28,13 @@ from .. import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
-from .audit import audit_skill, find_skill_folders
+from .audit import Finding, audit_skill, find_skill_folders
 from .catalog import SKILL_FILE, SkillCatalog, SkillDiagnostic, find_deeper, read_skill, scan_once
 from .diagnostics import CODES
 from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
-from .lock import build_lock, compare, read_lock, write_lock
+from .install import prepare, record_in_lock
+from .lock import LOCAL, build_lock, compare, read_lock, write_lock
+from .unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
 from .voice import person
 
 __all__ = ["main"]
@@ -179,6 +182,14 @@ def _print_summary(
         print(f"  {count:>6}  {code} ({levels[code]}s){meaning}{more}")
 
 
+def _print_findings(findings: Sequence[Finding]) -> None:
+    for f in findings:
+        # A file name may itself hold hidden characters: show them escaped.
+        where = f"{f.skill}/{f.file}".encode("ascii", "backslashreplace").decode()
+        where += f":{f.line}" if f.line else ""
+        print(f"{where}: {f.level} [{f.code}] {f.message}")
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir, args.skills_depth)
     paths = [Path(raw).expanduser() for raw in args.paths] or list(settings.skill_roots)
@@ -193,11 +204,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         payload = {"skills": len(folders), "findings": [f.as_dict() for f in findings]}
         print(json.dumps(payload, ensure_ascii=True, indent=2))
     else:
-        for f in findings:
-            # A file name may itself hold hidden characters: show them escaped.
-            where = f"{f.skill}/{f.file}".encode("ascii", "backslashreplace").decode()
-            where += f":{f.line}" if f.line else ""
-            print(f"{where}: {f.level} [{f.code}] {f.message}")
+        _print_findings(findings)
         warnings = len(findings) - errors
         print(f"Audited {len(folders)} skill(s): {errors} error(s), {warnings} warning(s).")
     return 1 if errors or (args.strict and findings) else 0
@@ -205,14 +212,13 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def _cmd_lock(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir, args.skills_depth)
-    output = Path(args.output).expanduser() if args.output else settings.skills_lock
-    output = output if output is not None else Path("skills.lock")
+    output = _lock_path(args.output, settings)
     # Every listed skill, never the pinned listing: locking must see what is on disk.
     catalog = SkillCatalog().scan_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
     )
     old = read_lock(output) if args.check or output.exists() else {}
-    sources = {name: str(entry.get("source", "local")) for name, entry in old.items()}
+    sources = {name: entry.get("source", LOCAL) for name, entry in old.items()}
     document, problems = build_lock(catalog, settings.max_file_size_bytes, sources)
     for problem in problems:
         print(f"{problem} (not locked)", file=sys.stderr)
@@ -233,10 +239,84 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _lock_path(given: str | None, settings: Settings) -> Path:
+    """--output / --lock, else DPTTOOLS_SKILLS_LOCK, else ./skills.lock."""
+    path = Path(given).expanduser() if given else settings.skills_lock
+    return path if path is not None else Path("skills.lock")
+
+
+def _cmd_install(args: argparse.Namespace) -> int:
+    settings = _settings(args.skills_dir)
+    limits = Limits(max_bytes=int(args.max_size_mb * 1024 * 1024), max_files=args.max_files)
+    lock_file = _lock_path(args.lock, settings)
+    if lock_file.exists():
+        read_lock(lock_file)  # a lock that cannot be updated is said before anything moves
+    max_bytes = settings.max_file_size_bytes
+    with prepare(
+        args.source, settings.skills_dir, force=args.force, limits=limits, max_file_bytes=max_bytes
+    ) as installation:
+        findings = installation.findings
+        _print_findings(findings)
+        errors = installation.errors
+        names = ", ".join(skill.name for skill in installation.skills)
+        print(
+            f"Audited {len(installation.skills)} skill(s) ({names}): {errors} error(s), "
+            f"{len(findings) - errors} warning(s)."
+        )
+        if errors and not args.force:
+            print(
+                f"Not installed: the audit found {errors} error(s) in the copy. Read them; "
+                "if you trust the skill anyway, run the command again with --force.",
+                file=sys.stderr,
+            )
+            return 1
+        replaced = [skill.name for skill in installation.skills if skill.replaces]
+        installed = installation.commit(force=args.force)
+    origin = installation.origin
+    commit = f" at commit {origin['commit']}" if "commit" in origin else ""
+    where = f"{settings.skills_dir} from {args.source}{commit}"
+    print(f"Installed {', '.join(installed)} into {where}.")
+    if replaced:
+        print(f"Replaced the skill(s) installed before: {', '.join(replaced)}.")
+    skills = record_in_lock(lock_file, settings.skills_dir, installed, origin, max_bytes)
+    print(f"Recorded {len(installed)} skill(s) in the lock {lock_file}.")
+    catalog = SkillCatalog().scan_roots(
+        settings.skill_roots, max_bytes=max_bytes, depth=settings.skills_depth
+    )
+    unlocked = [record.name for record in catalog.skills if record.name not in skills]
+    if unlocked:
+        print(
+            f"{len(unlocked)} other skill(s) are not in the lock ({', '.join(unlocked[:5])}"
+            f"{', ...' if len(unlocked) > 5 else ''}); audit them, then run dpt-skills lock "
+            "to add them, or a server pinned to the lock leaves them out."
+        )
+    return 0
+
+
 def _cmd_new(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir)
     print(actions.create_skill(settings, args.name, args.description, person(args.skills_dir)))
     return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -312,6 +392,46 @@ def _parser() -> argparse.ArgumentParser:
         help="write nothing; exit 1 naming every changed, new or missing skill",
     )
     lock.set_defaults(handler=_cmd_lock)
+
+    install = commands.add_parser(
+        "install",
+        help="fetch skills (folder, .zip/.tar.gz, git), audit the copy, install it and lock it",
+    )
+    install.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a skill folder or collection, a .zip or .tar.gz (path or https URL), or a git "
+        "repository (https URL, git+file:// or a path with @REF); @REF picks a branch, tag or "
+        "commit, #SUBFOLDER a folder inside",
+    )
+    install.add_argument("--skills-dir", help=skills_dir_help + "; skills go into the first")
+    install.add_argument(
+        "--lock",
+        metavar="FILE",
+        help="the lock to record the skills in (default: DPTTOOLS_SKILLS_LOCK, else "
+        "./skills.lock); created when missing",
+    )
+    install.add_argument(
+        "--force",
+        action="store_true",
+        help="install despite error-level audit findings, and replace a skill of the same name",
+    )
+    install.add_argument(
+        "--max-files",
+        type=_positive_int,
+        default=DEFAULT_MAX_FILES,
+        metavar="N",
+        help=f"entries an archive or source may hold (default: {DEFAULT_MAX_FILES})",
+    )
+    install.add_argument(
+        "--max-size-mb",
+        type=_positive_float,
+        default=DEFAULT_MAX_BYTES / (1024 * 1024),
+        metavar="MB",
+        help="MiB downloaded, and unpacked or copied, at most (default: "
+        f"{DEFAULT_MAX_BYTES // (1024 * 1024)})",
+    )
+    install.set_defaults(handler=_cmd_install)
 
     new = commands.add_parser("new", help="create a skill folder with a template SKILL.md")
     new.add_argument("name", metavar="NAME", help="1-64 lowercase letters, digits and hyphens")

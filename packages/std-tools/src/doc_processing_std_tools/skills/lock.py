@@ -37,6 +37,7 @@ __all__ = [
     "Pinning",
     "build_lock",
     "compare",
+    "lock_entry",
     "read_lock",
     "skill_files",
     "write_lock",
@@ -86,7 +87,7 @@ def skill_files(record: SkillRecord, max_bytes: int, hasher: SkillFiles | None =
     return found
 
 
-def _entry(source: str, folder: str, files: Files) -> dict[str, Any]:
+def _entry(source: Any, folder: str, files: Files) -> dict[str, Any]:
     return {
         "source": source,
         "folder": folder,
@@ -94,13 +95,24 @@ def _entry(source: str, folder: str, files: Files) -> dict[str, Any]:
     }
 
 
+def lock_entry(record: SkillRecord, max_bytes: int, source: Any = LOCAL) -> dict[str, Any]:
+    """The lock entry of one skill: `source` (`LOCAL`, or what ``dpt-skills install``
+    recorded), its folder and its files.
+
+    Raises:
+        StdToolsError: a file is over `max_bytes`, or a link on its way leads outside.
+        OSError: a file cannot be read.
+    """
+    return _entry(source, record.folder, skill_files(record, max_bytes))
+
+
 def build_lock(
-    catalog: Catalog, max_bytes: int, sources: dict[str, str] | None = None
+    catalog: Catalog, max_bytes: int, sources: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """(the lock document of every listed skill, the problems that kept skills out).
 
-    `sources` keeps where each skill came from (a previous lock's ``source``); others are
-    `LOCAL`.
+    `sources` keeps where each skill came from (a previous lock's ``source``: the string
+    `LOCAL` or the object ``dpt-skills install`` wrote); others are `LOCAL`.
     """
     skills: dict[str, Any] = {}
     problems: list[str] = []
