@@ -15,7 +15,7 @@ from typing import Literal, TypeVar
 from ..config import get_settings
 from ..errors import DocumentError, InvalidArgumentError
 from ..filesystem.bounded_regex import BoundedRegex
-from ..filesystem.operations import Workspace
+from ..workspace import Workspace
 from . import flow, pdf, sheets
 from .flow import FlowDocument
 from .markup import load_html, load_markdown

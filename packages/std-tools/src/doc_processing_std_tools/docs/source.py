@@ -1,6 +1,6 @@
 """Find a document inside the workspace, check it, and tell its format.
 
-The file is opened once, through `_io` (see `filesystem.operations.existing_file`), and
+The file is opened once, through `_io` (see `workspace.existing_file`), and
 stays open while the call runs: the checks apply to the open file, and every reader (the
 PDF, DOCX and XLSX libraries, the ZIP size check, the text decoder) reads that same open
 file through `Source.file`, never the name, which a link could be swapped under. The
@@ -27,7 +27,7 @@ from ..errors import (
     MissingExtraError,
     UnsupportedFormatError,
 )
-from ..filesystem.operations import Workspace, existing_file
+from ..workspace import Workspace, existing_file
 
 __all__ = [
     "INSTALL_HINT",

@@ -359,7 +359,7 @@ def _memory_answer(path: str, settings: Settings) -> dict[str, Any]:
 def _answer(tool: str, arguments: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Run one call and describe its outcome as JSON-ready data."""
     from ..config import reset_settings
-    from ..filesystem.operations import Workspace
+    from ..workspace import Workspace
     from . import api
 
     limit_kib = settings.doc_memory_mb * 1024
