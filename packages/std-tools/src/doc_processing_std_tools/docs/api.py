@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import zipfile
 import zlib
@@ -12,6 +11,7 @@ from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Literal, TypeVar
 
+from .._text import fit_json
 from ..config import get_settings
 from ..errors import DocumentError, InvalidArgumentError
 from ..filesystem.bounded_regex import BoundedRegex
@@ -40,31 +40,11 @@ MAX_SEARCH_RESULTS = 500
 PDF_TABLE_PAGES = 50
 _MATCH_CHARS = 300
 _PREVIEW_CHARS = 500
+_OVERVIEW_HINT = "read_document reads the document itself, part by part with pages."
+_SEARCH_HINT = "Pass pages or a smaller max_results to see every match of a part."
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def _fit(payload: dict[str, object], limit: int) -> str:
-    """`payload` as JSON of at most `limit` characters, halving its longest list (and
-    finally dropping the preview) until it fits; each cut is stated in the payload."""
-    original = {k: len(v) for k, v in payload.items() if isinstance(v, list)}
-    text = json.dumps(payload, indent=2, ensure_ascii=False)
-    while len(text) > limit:
-        lists = [(k, v) for k, v in payload.items() if isinstance(v, list) and len(v) > 1]
-        if lists:
-            key, value = max(lists, key=lambda kv: len(json.dumps(kv[1], ensure_ascii=False)))
-            payload[key] = value[: len(value) // 2]
-            payload[f"{key}_cut"] = (
-                f"only the first {len(value) // 2} of {original[key]} entries fit the output "
-                "limit (DPTTOOLS_OUTPUT_TRUNCATION_LIMIT)"
-            )
-        elif payload.get("preview"):
-            payload["preview"] = ""
-        else:
-            break
-        text = json.dumps(payload, indent=2, ensure_ascii=False)
-    return text
 
 
 def _flow(source: Source) -> tuple[FlowDocument, str | None]:
@@ -155,7 +135,7 @@ def get_file_overview(ws: Workspace, path: str) -> str:
             result.update(flow.overview(document))
             if flow_encoding:
                 result["encoding"] = flow_encoding
-        return _fit(result, ws.output_limit)
+        return fit_json(result, ws.output_limit, hint=_OVERVIEW_HINT)
 
 
 def _units(source: Source, pages: str, stack: ExitStack) -> Iterator[Chunk]:
@@ -406,4 +386,4 @@ def search_document(
                 "some pages have no text layer (probably scanned images); their text cannot be "
                 "searched without OCR"
             )
-        return _fit(payload, ws.output_limit)
+        return fit_json(payload, ws.output_limit, hint=_SEARCH_HINT)

@@ -29,9 +29,8 @@ __all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_doc
 class DocumentOverview(TypedDict, total=False):
     """The answer of get_file_overview. The fields after the first four depend on the
     format; others than those described here may appear (such as a CSV file's
-    ``columns`` or a workbook's ``notes``), and a list cut to the output limit is followed
-    by ``<name>_cut``. Only the fields every format shares and the common counts are
-    typed here: the readers own the rest."""
+    ``columns`` or a workbook's ``notes``). Only the fields every format shares and the
+    common counts are typed here: the readers own the rest."""
 
     path: str
     """The document's path relative to the workspace."""
@@ -105,8 +104,6 @@ class DocumentMatches(TypedDict, total=False):
     """PDF pages without a text layer (probably scanned), which could not be searched."""
     note: str
     """What pages_without_text means for the search."""
-    matches_cut: str
-    """Present when the list of matches was shortened to fit the output limit."""
     truncated: str
     """Present when the answer was cut to the output limit: what was left out."""
 
