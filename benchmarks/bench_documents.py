@@ -31,9 +31,9 @@ from fpdf import FPDF
 from mcp import Client
 
 from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
-from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.docs.server import docs_server
-from doc_processing_std_tools.docs.worker import run_tool
+from doc_processing_std_tools.documents import api
+from doc_processing_std_tools.documents.server import docs_server
+from doc_processing_std_tools.documents.worker import run_tool
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 # The tests' helper that measures the CPU time of this process and its document workers.

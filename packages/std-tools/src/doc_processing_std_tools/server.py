@@ -48,7 +48,7 @@ def make_composed_server(
     from ._building import new_server
     from ._notices import enable_client_logging
     from .access import COMPOSED_TOOLS, select_tools
-    from .docs.tools import register_docs_tools
+    from .documents.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
     from .scoped_server import ScopedServer, restrict_tools
     from .skills.extension import SkillsExtension, register_skill_resources

@@ -35,8 +35,8 @@ from mcp.types import TextContent
 from process_tree import tree_cpu_seconds
 
 from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
-from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.docs.server import docs_server
+from doc_processing_std_tools.documents import api
+from doc_processing_std_tools.documents.server import docs_server
 from doc_processing_std_tools.errors import ConfigError, DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -364,7 +364,7 @@ _HOSTILE_WORKERS = {
 def test_a_worker_that_answers_garbage_is_stopped_and_nothing_is_believed(
     behaviour: str,
 ) -> None:
-    from doc_processing_std_tools.docs import worker
+    from doc_processing_std_tools.documents import worker
 
     code = f"import sys, time\nsys.stdin.buffer.read(8)\n{_HOSTILE_WORKERS[behaviour]}\n"
     code += "sys.stdout.buffer.flush()\ntime.sleep(60)\n"
@@ -384,7 +384,7 @@ def test_a_worker_that_answers_garbage_is_stopped_and_nothing_is_believed(
 
 
 def test_an_error_answer_can_name_only_our_own_errors() -> None:
-    from doc_processing_std_tools.docs import worker
+    from doc_processing_std_tools.documents import worker
 
     for kind in ("SystemExit", "KeyboardInterrupt", "MemoryError", "ConfigError"):
         raised = worker._error({"error": {"kind": kind, "message": "m"}})

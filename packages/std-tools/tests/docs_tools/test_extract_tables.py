@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fpdf import FPDF
 
-from doc_processing_std_tools.docs import api, pdf
+from doc_processing_std_tools.documents import api, pdf
 from doc_processing_std_tools.errors import DocumentError, InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 

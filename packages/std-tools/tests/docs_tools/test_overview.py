@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 from fpdf import FPDF
 
-from doc_processing_std_tools.docs import api, pdf
+from doc_processing_std_tools.documents import api, pdf
 from doc_processing_std_tools.errors import DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 

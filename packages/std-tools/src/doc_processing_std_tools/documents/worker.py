@@ -68,7 +68,7 @@ _ANSWER_ROOM = 1024 * 1024
 
 _BOOT = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-    "from doc_processing_std_tools.docs.worker import serve; serve()"
+    "from doc_processing_std_tools.documents.worker import serve; serve()"
 )
 
 
