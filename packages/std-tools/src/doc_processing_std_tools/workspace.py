@@ -17,13 +17,22 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from . import _io
 from .config import Settings, get_settings
-from .errors import ConfigError, InvalidArgumentError, NotFoundError
+from .errors import ConfigError, InvalidArgumentError, NotFoundError, StdToolsError
 from .paths import confine
 
-__all__ = ["Workspace", "existing_file", "folder_error", "located", "missing_file"]
+__all__ = [
+    "FileChecks",
+    "Workspace",
+    "existing_file",
+    "file_checks",
+    "folder_error",
+    "located",
+    "missing_file",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +90,26 @@ def folder_error(path: str) -> InvalidArgumentError:
     )
 
 
+class FileChecks(TypedDict):
+    """How `_io` checks and names a file of the workspace (the keywords of `_io.open_at`,
+    `_io.read_at` and `_io.read_bytes`)."""
+
+    shown: str
+    limit: int
+    missing: StdToolsError
+    folder: StdToolsError
+
+
+def file_checks(ws: Workspace, path: str) -> FileChecks:
+    """The checks of `path` as the file and document tools word them."""
+    return {
+        "shown": repr(path),
+        "limit": ws.max_file_bytes,
+        "missing": missing_file(ws, path),
+        "folder": folder_error(path),
+    }
+
+
 @contextlib.contextmanager
 def existing_file(ws: Workspace, path: str) -> Iterator[tuple[Path, int, os.stat_result]]:
     """Check that `path` names a regular file within the size limit and keep it open for
@@ -100,13 +129,7 @@ def existing_file(ws: Workspace, path: str) -> Iterator[tuple[Path, int, os.stat
         FileTooLargeError: the file is over `Workspace.max_file_bytes`.
     """
     with located(ws, path) as location:
-        fd, status = _io.open_at(
-            location,
-            shown=repr(path),
-            limit=ws.max_file_bytes,
-            missing=missing_file(ws, path),
-            folder=folder_error(path),
-        )
+        fd, status = _io.open_at(location, **file_checks(ws, path))
         target = location.path
     try:
         yield target, fd, status

@@ -15,6 +15,7 @@ walked by `walk`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import json
@@ -29,7 +30,7 @@ from .. import _io
 from .._text import truncate
 from ..errors import InvalidArgumentError, NotFoundError, StdToolsError
 from ..paths import is_inside
-from ..workspace import Workspace, existing_file, folder_error, located, missing_file
+from ..workspace import Workspace, existing_file, file_checks, located
 from .bounded_regex import BoundedRegex
 from .walk import (
     MAX_WALK_DEPTH,
@@ -74,13 +75,7 @@ _BINARY_HINT = "for PDF, DOCX or XLSX use the document tools (read_document, get
 
 def _read_text(ws: Workspace, location: _io.Location, path: str) -> tuple[str, bool]:
     """The text of the file at `location` and whether it started with a byte-order mark."""
-    data, _ = _io.read_at(
-        location,
-        shown=repr(path),
-        limit=ws.max_file_bytes,
-        missing=missing_file(ws, path),
-        folder=folder_error(path),
-    )
+    data, _ = _io.read_at(location, **file_checks(ws, path))
     return _decode(data, path)
 
 
@@ -135,6 +130,20 @@ def _current_mode(location: _io.Location, path: str) -> int | None:
     return stat.S_IMODE(status.st_mode)
 
 
+def _check_size(ws: Workspace, data: bytes, shown: str, unwritten: str) -> None:
+    """Refuse `data` when it is over the file size limit, before anything is written."""
+    if len(data) > ws.max_file_bytes:
+        raise _io.too_large(shown, len(data), ws.max_file_bytes, unwritten=unwritten)
+
+
+def _replace(location: _io.Location, path: str, data: bytes) -> int | None:
+    """Write `data` atomically at `location`, keeping the permissions of the file it
+    replaces; those permissions, or None when there was no file."""
+    mode = _current_mode(location, path)
+    _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+    return mode
+
+
 def read_file(
     ws: Workspace, path: str, start_line: int | None = None, end_line: int | None = None
 ) -> str:
@@ -186,16 +195,9 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
     Returns a one-line confirmation.
     """
     data = _encode(content, "content", path)
-    if len(data) > ws.max_file_bytes:
-        raise _io.too_large(
-            f"The content for {path!r}",
-            len(data),
-            ws.max_file_bytes,
-            unwritten="nothing was written",
-        )
+    _check_size(ws, data, f"The content for {path!r}", "nothing was written")
     with located(ws, path, writing=True) as location, _io.locked(location):
-        mode = _current_mode(location, path)
-        _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+        mode = _replace(location, path, data)
         target = location.path
     logger.info("Wrote %d bytes to %s", len(data), target)
     action = "created it" if mode is None else "replaced its previous content"
@@ -237,15 +239,8 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
         index = text.index(old_text)
         updated = text[:index] + new_text + text[index + len(old_text) :]
         data = (b"\xef\xbb\xbf" if bom else b"") + _encode(updated, "new_text", path)
-        if len(data) > ws.max_file_bytes:
-            raise _io.too_large(
-                f"After the edit {path!r}",
-                len(data),
-                ws.max_file_bytes,
-                unwritten="nothing was changed",
-            )
-        mode = _current_mode(location, path)
-        _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+        _check_size(ws, data, f"After the edit {path!r}", "nothing was changed")
+        _replace(location, path, data)
         target = location.path
     line = text.count("\n", 0, index) + 1
     logger.info("Edited %s at line %d", target, line)
@@ -271,35 +266,43 @@ def _entry_line(ws: Workspace, folder: Path, entry: os.DirEntry[str]) -> str:
     return f"{entry.name}  {_io.human_size(size)}"
 
 
+@contextlib.contextmanager
+def _found(ws: Workspace, path: str, what: str) -> Iterator[_io.Location]:
+    """`_io.locate` of `path` (the root allowed) for the block, with nothing there (or a
+    file on the way) reported as "There is no `what` ..."."""
+    try:
+        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
+            yield location
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise NotFoundError(
+                f"There is no {what} {path!r} in the workspace {ws.root}."
+            ) from None
+        raise
+
+
 def list_directory(ws: Workspace, path: str = ".") -> str:
     """The entries of a folder: folders first (with a trailing `/`), then files with sizes.
 
     The folder is opened through `_io` and listed from its descriptor, so a link swapped
     in for it during the call cannot show the entries of a folder outside the workspace.
     """
-    try:
-        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
-            try:
-                fd = _io.open_folder(location)
-            except NotADirectoryError:
-                raise InvalidArgumentError(
-                    f"{path!r} is a file, not a folder; use get_file_info on it."
-                ) from None
-            target = location.path
-            try:
-                with os.scandir(fd) as scan:
-                    entries = list(scan)
-                entries.sort(key=lambda e: (not is_dir(e), e.name.lower(), e.name))
-                folders = sum(1 for e in entries if is_dir(e))
-                shown = [_entry_line(ws, target, e) for e in entries[:MAX_LIST_ENTRIES]]
-            finally:
-                os.close(fd)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise NotFoundError(
-                f"There is no folder {path!r} in the workspace {ws.root}."
+    with _found(ws, path, "folder") as location:
+        try:
+            fd = _io.open_folder(location)
+        except NotADirectoryError:
+            raise InvalidArgumentError(
+                f"{path!r} is a file, not a folder; use get_file_info on it."
             ) from None
-        raise
+        target = location.path
+        try:
+            with os.scandir(fd) as scan:
+                entries = list(scan)
+            entries.sort(key=lambda e: (not is_dir(e), e.name.lower(), e.name))
+            folders = sum(1 for e in entries if is_dir(e))
+            shown = [_entry_line(ws, target, e) for e in entries[:MAX_LIST_ENTRIES]]
+        finally:
+            os.close(fd)
     if not entries:
         return f"{ws.relative(target)}: empty folder"
     header = f"{ws.relative(target)}: {folders} folders, {len(entries) - folders} files"
@@ -350,15 +353,7 @@ def _searchable_text(ws: Workspace, file: Path, *, strict: bool = False) -> str 
     """
     relative = ws.relative(file)
     try:
-        _, data, _ = _io.read_bytes(
-            ws.root,
-            relative,
-            what="path",
-            shown=repr(relative),
-            limit=ws.max_file_bytes,
-            missing=missing_file(ws, relative),
-            folder=folder_error(relative),
-        )
+        _, data, _ = _io.read_bytes(ws.root, relative, what="path", **file_checks(ws, relative))
     except (StdToolsError, OSError):
         return None
     if _io.is_binary(data):
@@ -435,24 +430,17 @@ def get_file_info(ws: Workspace, path: str) -> str:
     The facts are taken through `_io` from what the walk found, never through a link
     swapped in during the call.
     """
-    try:
-        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
-            status = _io.stat_at(location, repr(path))
-            target = location.path
-            entries: int | None = None
-            if stat.S_ISDIR(status.st_mode):
-                fd = _io.open_folder(location)
-                try:
-                    with os.scandir(fd) as scan:
-                        entries = sum(1 for _ in scan)
-                finally:
-                    os.close(fd)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise NotFoundError(
-                f"There is no file or folder {path!r} in the workspace {ws.root}."
-            ) from None
-        raise
+    with _found(ws, path, "file or folder") as location:
+        status = _io.stat_at(location, repr(path))
+        target = location.path
+        entries: int | None = None
+        if stat.S_ISDIR(status.st_mode):
+            fd = _io.open_folder(location)
+            try:
+                with os.scandir(fd) as scan:
+                    entries = sum(1 for _ in scan)
+            finally:
+                os.close(fd)
     given = ws.root / path.strip() if path.strip() not in ("", ".") else ws.root
     info: dict[str, object] = {"path": ws.relative(target), "absolute_path": str(target)}
     if entries is not None:
