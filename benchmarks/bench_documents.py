@@ -34,7 +34,7 @@ from doc_processing_std_tools.config import get_settings, load_settings, reset_s
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.documents.server import docs_server
 from doc_processing_std_tools.documents.worker import run_tool
-from doc_processing_std_tools.filesystem.operations import Workspace
+from doc_processing_std_tools.workspace import Workspace
 
 # The tests' helper that measures the CPU time of this process and its document workers.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/std-tools/tests/support"))
