@@ -30,11 +30,11 @@ import openpyxl
 from fpdf import FPDF
 from mcp import Client
 
-from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.docs.server import docs_server
-from doc_processing_std_tools.docs.worker import run_tool
-from doc_processing_std_tools.filesystem.operations import Workspace
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
+from doc_processing_std_tools.documents import api
+from doc_processing_std_tools.documents.server import docs_server
+from doc_processing_std_tools.documents.worker import run_tool
+from doc_processing_std_tools.workspace import Workspace
 
 # The tests' helper that measures the CPU time of this process and its document workers.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/std-tools/tests/support"))
@@ -153,7 +153,7 @@ async def _three_ways(
         for name, arguments, function in calls:
             ways: list[Callable[[], Awaitable[object]]] = [
                 lambda function=function: _sync(function, ws),
-                lambda name=name, arguments=arguments: run_tool(name, arguments),
+                lambda name=name, arguments=arguments: run_tool(name, arguments, get_settings()),
                 lambda name=name, arguments=arguments: client.call_tool(name, arguments),
             ]
             for way in ways:

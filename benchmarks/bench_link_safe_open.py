@@ -29,9 +29,9 @@ from pathlib import Path
 from doc_processing_std_tools._text import truncate
 from doc_processing_std_tools.config import Settings, load_settings
 from doc_processing_std_tools.filesystem import operations as ops
-from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.paths import confine
 from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.workspace import Workspace
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 

@@ -29,8 +29,8 @@ from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools._building import new_server
 from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.filesystem import operations
-from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.workspace import Workspace
 
 
 def generate(root: Path, count: int) -> Path:

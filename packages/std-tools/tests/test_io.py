@@ -13,7 +13,7 @@ import pytest
 
 from doc_processing_std_tools import _io
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import (
     FileTooLargeError,
     InvalidArgumentError,

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:
-    from .docs.server import docs_server
+    from .documents.server import docs_server
     from .filesystem.server import file_system_server
     from .server import make_composed_server
     from .skills.server import make_skills_server, skills_server
-
-__version__ = "0.6.0"
 
 __all__ = [
     "__version__",
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "docs_server": ".docs.server",
+    "docs_server": ".documents.server",
     "file_system_server": ".filesystem.server",
     "make_composed_server": ".server",
     "make_skills_server": ".skills.server",

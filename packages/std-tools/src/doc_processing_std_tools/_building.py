@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from . import __version__
+from ._version import __version__
 from .errors import ConfigError
 
 if TYPE_CHECKING:

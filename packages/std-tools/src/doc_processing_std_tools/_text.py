@@ -73,9 +73,13 @@ def _dumps(value: Any, indent: int | None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent)
 
 
-def _size(value: Any) -> int:
-    """Characters `value` takes in compact JSON (never more than in indented JSON)."""
-    return len(json.dumps(value, ensure_ascii=False))
+def _size(value: Any, indent: int | None = None, depth: int = 0) -> int:
+    """Characters `value` takes in the answer's JSON, placed `depth` levels down: with an
+    `indent`, each of its lines carries that level's indentation too. Measured as the
+    answer is written (at most a few characters over), so a cut never frees much more
+    than it was meant to: a list is not cut far below what fits."""
+    text = _dumps(value, indent)
+    return len(text) + ((text.count("\n") + 1) * indent * depth if indent else 0)
 
 
 def _keep_count(sizes: list[int], excess: int) -> int:
@@ -99,8 +103,9 @@ class _Cut:
 class _Fitter:
     """Cuts one JSON tree, remembering every cut by the path of the value it touched."""
 
-    def __init__(self) -> None:
+    def __init__(self, indent: int | None = None) -> None:
         self.cuts: dict[str, _Cut] = {}
+        self.indent = indent
 
     def _record(self, path: str, unit: str, original: int, kept: int) -> None:
         earlier = self.cuts.get(path)
@@ -125,17 +130,17 @@ class _Fitter:
     def cut(self, root: dict[str, Any], excess: int) -> bool:
         """Make `root` smaller (as JSON) with one cut in its biggest part that can be cut,
         by about `excess` characters; False when nothing is left that could be cut."""
-        return self._cut_in(root, excess, "", top=True)
+        return self._cut_in(root, excess, "", top=True, depth=0)
 
     def _cut_in(
-        self, node: dict[str, Any] | list[Any], excess: int, path: str, *, top: bool
+        self, node: dict[str, Any] | list[Any], excess: int, path: str, *, top: bool, depth: int
     ) -> bool:
         keys: list[Any] = list(node) if isinstance(node, dict) else list(range(len(node)))
-        sizes = [_size(node[k]) if _cuttable(node[k]) else 0 for k in keys]
+        sizes = [self._size(node[k], depth + 1) if _cuttable(node[k]) else 0 for k in keys]
         collection = isinstance(node, list) or (not top and len(keys) > _RECORD_KEYS)
         if collection and len(keys) > 1 and 2 * max(sizes) <= sum(sizes):
             # Entries alike (none holds most of the size): drop them from the end.
-            self._drop(node, keys, excess, path)
+            self._drop(node, keys, excess, path, depth=depth)
             return True
         ranked = sorted((i for i, size in enumerate(sizes) if size), key=lambda i: -sizes[i])
         for rank, index in enumerate(ranked):
@@ -143,21 +148,25 @@ class _Fitter:
             # one go), so that one huge part does not take every other part's room.
             second = sizes[ranked[rank + 1]] if rank + 1 < len(ranked) else 0
             target = min(excess, max(sizes[index] - second, sizes[index] // 2 + 1))
-            if self._cut_value(node, keys[index], target, _step(path, node, keys[index])):
+            step = _step(path, node, keys[index])
+            if self._cut_value(node, keys[index], target, step, depth=depth + 1):
                 return True
         if collection and keys:
-            self._drop(node, keys, excess, path, at_least_one=True)
+            self._drop(node, keys, excess, path, depth=depth, at_least_one=True)
             return True
         return False
 
-    def _cut_value(self, holder: Any, key: Any, excess: int, path: str) -> bool:
+    def _size(self, value: Any, depth: int) -> int:
+        return _size(value, self.indent, depth)
+
+    def _cut_value(self, holder: Any, key: Any, excess: int, path: str, *, depth: int) -> bool:
         value = holder[key]
         if isinstance(value, str):
             kept = max(len(value) - excess - len(_ELLIPSIS), _MIN_STRING // 2)
             holder[key] = value[:kept] + _ELLIPSIS
             self._record(path, "characters", len(value), kept)
             return True
-        return self._cut_in(value, excess, path, top=False)
+        return self._cut_in(value, excess, path, top=False, depth=depth)
 
     def _drop(
         self,
@@ -166,12 +175,13 @@ class _Fitter:
         excess: int,
         path: str,
         *,
+        depth: int,
         at_least_one: bool = False,
     ) -> None:
         if isinstance(node, dict):
-            sizes = [_size(node[k]) + len(str(k)) + 4 for k in keys]
+            sizes = [self._size(node[k], depth + 1) + len(str(k)) + 4 for k in keys]
         else:
-            sizes = [_size(item) for item in node]
+            sizes = [self._size(item, depth + 1) for item in node]
         keep = _keep_count(sizes, excess)
         if at_least_one:
             keep = min(keep, len(keys) - 1)
@@ -229,7 +239,7 @@ def fit_json(
     # First with a note that names each cut; when that note leaves no room, a short one.
     for detailed in (True, False):
         work: dict[str, Any] = json.loads(whole)
-        fitter = _Fitter()
+        fitter = _Fitter(indent)
         for _ in range(_MAX_ROUNDS):
             note = fitter.note(limit, hint, detailed=detailed)
             text = _dumps({**work, TRUNCATED_KEY: note}, indent)

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import __version__
 from ._building import configure_cli_logging, log_level_option
+from ._version import __version__
 from .config import ServingSettings, get_settings, load_serving_settings, reset_settings
 from .errors import ConfigError
 
@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         server.run()
         return
 
-    from .serving import http_app, http_auth, is_loopback
+    from .http_app import http_app, http_auth, is_loopback
 
     if not serving.auth.enabled and not is_loopback(args.host):
         if not serving.allow_unauthenticated:

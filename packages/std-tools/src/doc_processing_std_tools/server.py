@@ -38,7 +38,7 @@ def make_composed_server(
         tools: offer only these tools (the DPTTOOLS_TOOLS allow-list); None for all.
         read_only: leave out write_file, edit_file, create_skill and execute_skill_script.
         token_verifier: with `auth`, checks the bearer tokens of HTTP requests (see
-            `serving.http_auth`); each request then sees only the tools its scopes cover.
+            `http_app.http_auth`); each request then sees only the tools its scopes cover.
         auth: the SDK's resource-server settings that go with `token_verifier`.
 
     Raises:
@@ -48,9 +48,9 @@ def make_composed_server(
     from ._building import new_server
     from ._notices import enable_client_logging
     from .access import COMPOSED_TOOLS, select_tools
-    from .docs.tools import register_docs_tools
+    from .documents.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
-    from .serving import ScopedServer, restrict_tools
+    from .scoped_server import ScopedServer, restrict_tools
     from .skills.extension import SkillsExtension, register_skill_resources
     from .skills.tools import register_skills_tools
 
@@ -76,6 +76,8 @@ def make_composed_server(
 
 def composed_instructions(tools: Sequence[str]) -> str:
     """The composed server's instructions, naming only `tools` (those it offers)."""
+    from .access import FILESYSTEM_TOOLS
+
     offered = set(tools)
 
     def named(*names: str) -> list[str]:
@@ -87,15 +89,7 @@ def composed_instructions(tools: Sequence[str]) -> str:
         parts.append(f"Skills: {', then '.join(skills)} for a task's instructions.")
     if named("search_skills"):
         parts.append("search_skills finds a skill among many by the words of a task.")
-    files = named(
-        "read_file",
-        "write_file",
-        "edit_file",
-        "list_directory",
-        "find_files",
-        "search_text",
-        "get_file_info",
-    )
+    files = named(*FILESYSTEM_TOOLS)
     if files:
         parts.append(f"Files (inside the workspace folder): {', '.join(files)}.")
     overview, readers = (

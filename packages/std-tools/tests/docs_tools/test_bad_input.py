@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import (
     DocumentError,
     EncryptedDocumentError,

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from doc_processing_std_tools.docs.server import docs_server
+from doc_processing_std_tools.documents.server import docs_server
 
 pytestmark = pytest.mark.anyio
 

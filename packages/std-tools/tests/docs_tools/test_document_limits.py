@@ -34,9 +34,9 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 from process_tree import tree_cpu_seconds
 
-from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.docs.server import docs_server
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
+from doc_processing_std_tools.documents import api
+from doc_processing_std_tools.documents.server import docs_server
 from doc_processing_std_tools.errors import ConfigError, DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -176,6 +176,23 @@ def test_a_package_that_unpacks_past_the_bound_is_refused_at_once(folder: Path, 
             f"{name!r} would unpack to {unpacked:,} bytes, over the limit of 16 MB "
             "(DPTTOOLS_DOC_MAX_UNPACKED_MB=16); raise DPTTOOLS_DOC_MAX_UNPACKED_MB to read it."
         )
+
+
+def test_the_settings_passed_to_a_call_are_the_ones_it_uses(folder: Path) -> None:
+    """A call (as a document worker makes it) takes its settings as an argument: the
+    readers read no settings of their own, so the process's settings neither apply nor
+    change."""
+    write_heavy_xlsx(folder / "heavy.xlsx", 24)
+    use(folder, doc_max_unpacked_mb="1000")
+    strict = load_settings(
+        {"DPTTOOLS_WORKSPACE_DIR": str(folder), "DPTTOOLS_DOC_MAX_UNPACKED_MB": "8"}
+    )
+    ws = Workspace.from_settings(strict)
+    with pytest.raises(DocumentError, match="DPTTOOLS_DOC_MAX_UNPACKED_MB=8"):
+        api.get_file_overview(ws, "heavy.xlsx", settings=strict)
+    assert get_settings().doc_max_unpacked_mb == 1000
+    overview = api.get_file_overview(Workspace.from_settings(), "heavy.xlsx")
+    assert json.loads(overview)["format"] == "xlsx"
 
 
 @pytest.mark.anyio
@@ -347,7 +364,7 @@ _HOSTILE_WORKERS = {
 def test_a_worker_that_answers_garbage_is_stopped_and_nothing_is_believed(
     behaviour: str,
 ) -> None:
-    from doc_processing_std_tools.docs import worker
+    from doc_processing_std_tools.documents import worker
 
     code = f"import sys, time\nsys.stdin.buffer.read(8)\n{_HOSTILE_WORKERS[behaviour]}\n"
     code += "sys.stdout.buffer.flush()\ntime.sleep(60)\n"
@@ -367,7 +384,7 @@ def test_a_worker_that_answers_garbage_is_stopped_and_nothing_is_believed(
 
 
 def test_an_error_answer_can_name_only_our_own_errors() -> None:
-    from doc_processing_std_tools.docs import worker
+    from doc_processing_std_tools.documents import worker
 
     for kind in ("SystemExit", "KeyboardInterrupt", "MemoryError", "ConfigError"):
         raised = worker._error({"error": {"kind": kind, "message": "m"}})

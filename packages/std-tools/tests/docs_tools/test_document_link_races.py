@@ -24,7 +24,7 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import docs_server
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fpdf import FPDF
 
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api, pdf
 from doc_processing_std_tools.errors import DocumentError, InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -77,7 +77,7 @@ def test_an_unknown_output_format_is_refused(ws: Workspace) -> None:
 def test_a_long_pdf_is_searched_for_tables_a_window_at_a_time(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api, "PDF_TABLE_PAGES", 3)
+    monkeypatch.setattr(pdf, "PDF_TABLE_PAGES", 3)
     write_long_pdf(scratch / "long.pdf", pages=5, lines_per_page=2)
     ws = Workspace.from_settings()
     assert api.extract_tables(ws, "long.pdf") == (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 

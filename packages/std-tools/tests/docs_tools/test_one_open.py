@@ -13,7 +13,7 @@ from pathlib import Path
 import pypdfium2  # type: ignore[import-untyped]
 import pytest
 
-from doc_processing_std_tools.docs import api, sheets
+from doc_processing_std_tools.documents import api, sheets
 from doc_processing_std_tools.errors import (
     DocumentError,
     EncryptedDocumentError,

@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 from fpdf import FPDF
 
-from doc_processing_std_tools.docs import api, pdf
+from doc_processing_std_tools.documents import api, pdf
 from doc_processing_std_tools.errors import DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -205,3 +205,21 @@ def test_every_overview_dates_the_file(ws: Workspace, library: Path, name: str) 
     modified = dt.datetime.fromisoformat(str(result["file_modified"]))
     expected = dt.datetime.fromtimestamp(int((library / name).stat().st_mtime), dt.UTC)
     assert modified == expected
+
+
+def test_an_overview_over_the_output_limit_stays_json_and_says_what_was_cut(
+    scratch: Path,
+) -> None:
+    """A Markdown file with thousands of headings: the outline is cut from the end by the
+    shared JSON fitter, and the ``truncated`` note says so."""
+    (scratch / "many.md").write_text(
+        "".join(f"# Heading {n}\n\nText {n}.\n\n" for n in range(3000))
+    )
+    ws = Workspace.from_settings()
+    text = api.get_file_overview(ws, "many.md")
+    assert len(text) <= ws.output_limit
+    result = json.loads(text)
+    assert result["format"] == "markdown" and result["section_count"] == 3000
+    assert 0 < len(result["outline"]) < 3000
+    assert "outline keeps" in result["truncated"] and "read_document" in result["truncated"]
+    assert not any(key.endswith("_cut") for key in result)

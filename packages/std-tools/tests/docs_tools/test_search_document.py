@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -84,3 +85,20 @@ def test_scanned_pages_are_reported_in_a_search(ws: Workspace) -> None:
     assert result["count"] == 0
     assert result["pages_without_text"] == [1]
     assert "OCR" in str(result["note"])
+
+
+def test_matches_over_the_output_limit_are_cut_with_the_shared_truncated_note(
+    scratch: Path,
+) -> None:
+    """The answer is cut by the same JSON fitter as every other JSON answer: valid JSON
+    within the limit, the matches cut from the end, and a ``truncated`` note that names
+    the cut and how to see the rest (no format-specific ``matches_cut`` field)."""
+    (scratch / "log.txt").write_text("".join(f"line {n} has the word needle\n" for n in range(500)))
+    ws = Workspace.from_settings()
+    text = api.search_document(ws, "log.txt", "needle", max_results=500)
+    assert len(text) <= ws.output_limit
+    result = json.loads(text)
+    assert result["count"] == 500 and 0 < len(result["matches"]) < 500
+    assert result["matches"][0] == {"line": 1, "text": "line 0 has the word needle"}
+    assert "matches keeps" in result["truncated"] and "max_results" in result["truncated"]
+    assert not any(key.endswith("_cut") for key in result)

@@ -17,8 +17,8 @@ from mcp import Client
 from mcp.types import TextContent
 
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.docs.server import docs_server
+from doc_processing_std_tools.documents import api
+from doc_processing_std_tools.documents.server import docs_server
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 from .samples import INVOICE_ROWS

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.filesystem import bounded_regex
 from doc_processing_std_tools.filesystem import operations as ops

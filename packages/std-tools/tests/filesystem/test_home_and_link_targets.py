@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import PathOutsideRootError, StdToolsError
 from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from doc_processing_std_tools import _io
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import (
     BinaryFileError,
     FileTooLargeError,
@@ -270,7 +270,7 @@ def test_content_that_cannot_be_encoded_writes_nothing(ws: Workspace, root: Path
 _FAILING_WRITE = """
 import resource, signal, sys
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations as ops
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
@@ -303,7 +303,7 @@ def test_a_write_that_fails_midway_leaves_no_trace(root: Path) -> None:
 _WRITE_WITH_UMASK = """
 import os, sys
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations as ops
 os.umask(int(sys.argv[2], 8))
 reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
@@ -559,9 +559,9 @@ def test_nothing_is_ever_deleted(ws: Workspace, root: Path) -> None:
 _NAMED_PIPE_CHECKS = """
 import json, sys
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import StdToolsError
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations as ops
 reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
 ws = ops.Workspace.from_settings()

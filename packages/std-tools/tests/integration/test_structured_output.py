@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, TextContent
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
-from doc_processing_std_tools.docs import api
+from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions

@@ -11,7 +11,7 @@ import pytest
 from http_child import listening, serving, start_server
 
 from doc_processing_std_tools.config import loopback_host
-from doc_processing_std_tools.serving import is_loopback, transport_security
+from doc_processing_std_tools.http_app import is_loopback, transport_security
 
 from .helpers import ISSUER, Folders, Keys
 

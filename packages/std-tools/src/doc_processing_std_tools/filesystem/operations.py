@@ -1,15 +1,16 @@
 """File operations confined to the workspace folder, without any MCP in sight.
 
-Every function takes a `Workspace` (the root, the size limit and the output limit) and a
-path relative to its root. Files are opened, read and written through `_io`, which walks
-the path from the root without letting the kernel follow a link, so `..`, absolute paths
-and symbolic links that lead outside the root are refused even when a link is swapped in
-during the call. Writes are atomic: the new content goes to a temporary file, which then
-replaces the target in one step; when a write fails, the temporary file and any folder
-created for it are removed again. Writes and edits of one file are serialised, so an edit
-never loses another that finished before it. Nothing here ever deletes a file or folder
-that was in the workspace before the call (only our own temporary files of interrupted
-writes, see `_io.sweep_stale_temporaries`).
+Every function takes a `Workspace` (the root, the size limit and the output limit; see
+`workspace`) and a path relative to its root. Files are opened, read and written through
+`_io`, which walks the path from the root without letting the kernel follow a link, so
+`..`, absolute paths and symbolic links that lead outside the root are refused even when
+a link is swapped in during the call. Writes are atomic: the new content goes to a
+temporary file, which then replaces the target in one step; when a write fails, the
+temporary file and any folder created for it are removed again. Writes and edits of one
+file are serialised, so an edit never loses another that finished before it. Nothing here
+ever deletes a file or folder that was in the workspace before the call (only our own
+temporary files of interrupted writes, see `_io.sweep_stale_temporaries`). Folders are
+walked by `walk`.
 """
 
 from __future__ import annotations
@@ -20,25 +21,27 @@ import fnmatch
 import json
 import logging
 import os
-import re
 import stat
-from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import _io
 from .._text import truncate
-from ..config import Settings, get_settings
-from ..errors import (
-    ConfigError,
-    InvalidArgumentError,
-    NotFoundError,
-    PathOutsideRootError,
-    StdToolsError,
-)
-from ..paths import confine, is_inside
+from ..errors import InvalidArgumentError, NotFoundError, StdToolsError
+from ..paths import is_inside
+from ..workspace import Workspace, existing_file, file_checks, located
 from .bounded_regex import BoundedRegex
+from .walk import (
+    MAX_WALK_DEPTH,
+    SKIPPED_DIRS,
+    check_pattern,
+    glob_to_regex,
+    is_dir,
+    resolved,
+    walk_files,
+    with_depth_note,
+)
 
 __all__ = [
     "MAX_FIND_RESULTS",
@@ -60,133 +63,19 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Folders that `find_files` and `search_text` never walk into: tool caches and
-#: version-control data, which would drown the results.
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        "node_modules",
-        ".venv",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".tox",
-    }
-)
 #: Most entries `list_directory` shows before counting the rest.
 MAX_LIST_ENTRIES = 1000
 #: Most paths `find_files` returns before counting the rest.
 MAX_FIND_RESULTS = 500
 #: Upper bound of `search_text`'s `max_results`.
 MAX_SEARCH_RESULTS = 1000
-#: Folder levels under the searched folder that `find_files` and `search_text` enter; a
-#: folder deeper than this is left out, and the answer names it (search from it instead).
-#: The walk holds one descriptor per level, so this also bounds what it keeps open.
-MAX_WALK_DEPTH = 128
-#: Folders left out for their depth that an answer names; the rest are counted.
-_SHOWN_TOO_DEEP = 3
 _SEARCH_LINE_CHARS = 300
 _BINARY_HINT = "for PDF, DOCX or XLSX use the document tools (read_document, get_file_overview)."
 
 
-@dataclass(frozen=True, slots=True)
-class Workspace:
-    """The folder the tools are confined to, with the limits that apply inside it."""
-
-    root: Path
-    """Absolute, resolved folder; every path argument is relative to it."""
-    max_file_bytes: int
-    """Files larger than this are neither read nor written."""
-    output_limit: int
-    """Characters of tool output kept before the rest is cut with a marker."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> Workspace:
-        """The workspace described by `settings` (default: the current settings).
-
-        Raises:
-            ConfigError: no workspace was set and the server runs in the root or the home
-                folder (`Settings.workspace_refusal`): every file and document tool
-                refuses, with a message naming the settings to use.
-        """
-        current = settings if settings is not None else get_settings()
-        if current.workspace_refusal is not None:
-            raise ConfigError(current.workspace_refusal)
-        return cls(
-            root=current.workspace_dir,  # `load_settings` resolves it already
-            max_file_bytes=current.max_file_size_bytes,
-            output_limit=current.output_truncation_limit,
-        )
-
-    def resolve(self, path: str, *, allow_root: bool = False) -> Path:
-        """Confine `path` inside the root and return it absolute and symlink-free."""
-        return confine(self.root, path, what="path", allow_root=allow_root)
-
-    def relative(self, absolute: Path) -> str:
-        """`absolute` as a path relative to the root, with `/` separators (`.` for the root)."""
-        rel = absolute.relative_to(self.root).as_posix()
-        return rel or "."
-
-
-def _missing(ws: Workspace, path: str) -> NotFoundError:
-    return NotFoundError(
-        f"There is no file {path!r} in the workspace {ws.root}; "
-        "use list_directory or find_files to see what exists."
-    )
-
-
-def _folder(path: str) -> InvalidArgumentError:
-    return InvalidArgumentError(
-        f"{path!r} is a folder, not a file; use list_directory to see what it holds and "
-        "pass the path of a file in it."
-    )
-
-
-@contextlib.contextmanager
-def existing_file(ws: Workspace, path: str) -> Iterator[tuple[Path, int, os.stat_result]]:
-    """Check that `path` names a regular file within the size limit and keep it open for
-    the block: (absolute link-free path, descriptor, status of the open file).
-
-    The document tools start here, so a missing file, a folder, a named pipe or a file
-    over the limit is reported in the same words as by the file tools. The checks are
-    made on the open file (see `_io.open_at`), and whatever reads the descriptor reads
-    that file, even if a link is swapped under its name meanwhile.
-
-    Raises:
-        PathOutsideRootError, InvalidArgumentError: a bad path, or one that a link leads
-            outside the workspace.
-        NotFoundError: nothing is at `path`.
-        InvalidArgumentError: `path` is a folder; `NotRegularFileError` (a subclass): a
-            named pipe, a socket or a device, which a reader would wait on forever.
-        FileTooLargeError: the file is over `Workspace.max_file_bytes`.
-    """
-    with _located(ws, path) as location:
-        fd, status = _io.open_at(
-            location,
-            shown=repr(path),
-            limit=ws.max_file_bytes,
-            missing=_missing(ws, path),
-            folder=_folder(path),
-        )
-        target = location.path
-    try:
-        yield target, fd, status
-    finally:
-        os.close(fd)
-
-
 def _read_text(ws: Workspace, location: _io.Location, path: str) -> tuple[str, bool]:
     """The text of the file at `location` and whether it started with a byte-order mark."""
-    data, _ = _io.read_at(
-        location,
-        shown=repr(path),
-        limit=ws.max_file_bytes,
-        missing=_missing(ws, path),
-        folder=_folder(path),
-    )
+    data, _ = _io.read_at(location, **file_checks(ws, path))
     return _decode(data, path)
 
 
@@ -196,24 +85,6 @@ def _decode(data: bytes, path: str) -> tuple[str, bool]:
     return _io.decode_utf8(
         data, repr(path), hint="only UTF-8 files can be read and edited with the file tools."
     )
-
-
-@contextlib.contextmanager
-def _located(ws: Workspace, path: str, *, writing: bool = False) -> Iterator[_io.Location]:
-    """`_io.locate` inside the workspace, with a missing folder on the way reported as a
-    missing file (or, for a write, a file on the way as the mistake it is)."""
-    try:
-        with _io.locate(ws.root, path, what="path", allow_missing=writing) as location:
-            yield location
-    except OSError as exc:
-        if writing and exc.errno == errno.ENOTDIR:
-            raise InvalidArgumentError(
-                f"A part of {path!r} is a file, not a folder, so nothing can be written "
-                "there; pass a path whose folders are folders."
-            ) from None
-        if not writing and exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise _missing(ws, path) from None
-        raise
 
 
 def _encode(text: str, what: str, path: str) -> bytes:
@@ -259,6 +130,20 @@ def _current_mode(location: _io.Location, path: str) -> int | None:
     return stat.S_IMODE(status.st_mode)
 
 
+def _check_size(ws: Workspace, data: bytes, shown: str, unwritten: str) -> None:
+    """Refuse `data` when it is over the file size limit, before anything is written."""
+    if len(data) > ws.max_file_bytes:
+        raise _io.too_large(shown, len(data), ws.max_file_bytes, unwritten=unwritten)
+
+
+def _replace(location: _io.Location, path: str, data: bytes) -> int | None:
+    """Write `data` atomically at `location`, keeping the permissions of the file it
+    replaces; those permissions, or None when there was no file."""
+    mode = _current_mode(location, path)
+    _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+    return mode
+
+
 def read_file(
     ws: Workspace, path: str, start_line: int | None = None, end_line: int | None = None
 ) -> str:
@@ -266,7 +151,7 @@ def read_file(
 
     Long output is cut at the output limit; the marker says which line to continue from.
     """
-    with _located(ws, path) as location:
+    with located(ws, path) as location:
         text, _ = _read_text(ws, location, path)
     first = 1
     lines: list[str] | None = None
@@ -310,16 +195,9 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
     Returns a one-line confirmation.
     """
     data = _encode(content, "content", path)
-    if len(data) > ws.max_file_bytes:
-        raise _io.too_large(
-            f"The content for {path!r}",
-            len(data),
-            ws.max_file_bytes,
-            unwritten="nothing was written",
-        )
-    with _located(ws, path, writing=True) as location, _io.locked(location):
-        mode = _current_mode(location, path)
-        _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+    _check_size(ws, data, f"The content for {path!r}", "nothing was written")
+    with located(ws, path, writing=True) as location, _io.locked(location):
+        mode = _replace(location, path, data)
         target = location.path
     logger.info("Wrote %d bytes to %s", len(data), target)
     action = "created it" if mode is None else "replaced its previous content"
@@ -338,7 +216,7 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
         raise InvalidArgumentError(
             "old_text is empty; pass the exact text to replace, as read_file shows it."
         )
-    with _located(ws, path) as location, _io.locked(location):
+    with located(ws, path) as location, _io.locked(location):
         text, bom = _read_text(ws, location, path)
         count = text.count(old_text)
         if count == 0 and "\r\n" in text and "\r\n" not in old_text and "\n" in old_text:
@@ -361,48 +239,25 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
         index = text.index(old_text)
         updated = text[:index] + new_text + text[index + len(old_text) :]
         data = (b"\xef\xbb\xbf" if bom else b"") + _encode(updated, "new_text", path)
-        if len(data) > ws.max_file_bytes:
-            raise _io.too_large(
-                f"After the edit {path!r}",
-                len(data),
-                ws.max_file_bytes,
-                unwritten="nothing was changed",
-            )
-        mode = _current_mode(location, path)
-        _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
+        _check_size(ws, data, f"After the edit {path!r}", "nothing was changed")
+        _replace(location, path, data)
         target = location.path
     line = text.count("\n", 0, index) + 1
     logger.info("Edited %s at line %d", target, line)
     return f"Replaced 1 occurrence in {ws.relative(target)} at line {line}."
 
 
-def _resolved(path: Path) -> Path | None:
-    """`path` with every symbolic link followed, or None when the links loop."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return None
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    """Whether the entry is a folder (or links to one); False when that cannot be told."""
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
 def _entry_line(ws: Workspace, folder: Path, entry: os.DirEntry[str]) -> str:
     if entry.is_symlink():
         # By name, only to describe where the link leads; nothing is read through it.
-        real = _resolved(folder / entry.name)
+        real = resolved(folder / entry.name)
         if real is None:
             return f"{entry.name}  (symbolic link in a loop: it leads nowhere)"
         if not is_inside(real, ws.root):
             return f"{entry.name}  (symbolic link leading outside the workspace)"
         kind = "/" if real.is_dir() else ""
         return f"{entry.name}{kind}  (symbolic link to {ws.relative(real)})"
-    if _is_dir(entry):
+    if is_dir(entry):
         return f"{entry.name}/"
     try:
         size = entry.stat().st_size
@@ -411,35 +266,43 @@ def _entry_line(ws: Workspace, folder: Path, entry: os.DirEntry[str]) -> str:
     return f"{entry.name}  {_io.human_size(size)}"
 
 
+@contextlib.contextmanager
+def _found(ws: Workspace, path: str, what: str) -> Iterator[_io.Location]:
+    """`_io.locate` of `path` (the root allowed) for the block, with nothing there (or a
+    file on the way) reported as "There is no `what` ..."."""
+    try:
+        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
+            yield location
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise NotFoundError(
+                f"There is no {what} {path!r} in the workspace {ws.root}."
+            ) from None
+        raise
+
+
 def list_directory(ws: Workspace, path: str = ".") -> str:
     """The entries of a folder: folders first (with a trailing `/`), then files with sizes.
 
     The folder is opened through `_io` and listed from its descriptor, so a link swapped
     in for it during the call cannot show the entries of a folder outside the workspace.
     """
-    try:
-        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
-            try:
-                fd = _io.open_folder(location)
-            except NotADirectoryError:
-                raise InvalidArgumentError(
-                    f"{path!r} is a file, not a folder; use get_file_info on it."
-                ) from None
-            target = location.path
-            try:
-                with os.scandir(fd) as scan:
-                    entries = list(scan)
-                entries.sort(key=lambda e: (not _is_dir(e), e.name.lower(), e.name))
-                folders = sum(1 for e in entries if _is_dir(e))
-                shown = [_entry_line(ws, target, e) for e in entries[:MAX_LIST_ENTRIES]]
-            finally:
-                os.close(fd)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise NotFoundError(
-                f"There is no folder {path!r} in the workspace {ws.root}."
+    with _found(ws, path, "folder") as location:
+        try:
+            fd = _io.open_folder(location)
+        except NotADirectoryError:
+            raise InvalidArgumentError(
+                f"{path!r} is a file, not a folder; use get_file_info on it."
             ) from None
-        raise
+        target = location.path
+        try:
+            with os.scandir(fd) as scan:
+                entries = list(scan)
+            entries.sort(key=lambda e: (not is_dir(e), e.name.lower(), e.name))
+            folders = sum(1 for e in entries if is_dir(e))
+            shown = [_entry_line(ws, target, e) for e in entries[:MAX_LIST_ENTRIES]]
+        finally:
+            os.close(fd)
     if not entries:
         return f"{ws.relative(target)}: empty folder"
     header = f"{ws.relative(target)}: {folders} folders, {len(entries) - folders} files"
@@ -449,161 +312,12 @@ def list_directory(ws: Workspace, path: str = ".") -> str:
     return truncate("\n".join(lines), ws.output_limit, hint="list a subfolder to see less")
 
 
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glob over `/`-separated relative paths.
-
-    `*` and `?` stay within one path segment, `[...]` is a character class and `**`
-    spans any number of folders (`**/` also matches none).
-    """
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif char == "*":
-            out.append("[^/]*")
-            i += 1
-        elif char == "?":
-            out.append("[^/]")
-            i += 1
-        elif char == "[":
-            close = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if close == -1:
-                out.append(re.escape(char))
-                i += 1
-            else:
-                body = pattern[i + 1 : close]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = close + 1
-        else:
-            out.append(re.escape(char))
-            i += 1
-    try:
-        return re.compile("".join(out) + r"\Z")
-    except re.error as exc:
-        raise InvalidArgumentError(f"The glob pattern {pattern!r} is not valid: {exc}.") from None
-
-
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _folder_files(ws: Workspace, folder: Path, fd: int) -> Generator[Path, None, list[str]]:
-    """The regular files of the open folder `fd` (sorted) that resolve inside the workspace;
-    returns (as the generator's value) the names of its subfolders to walk, sorted."""
-    with os.scandir(fd) as scan:
-        entries = list(scan)
-    subfolders = sorted(e.name for e in entries if _is_dir(e) and e.name not in SKIPPED_DIRS)
-    for name in sorted(e.name for e in entries if not _is_dir(e)):
-        candidate = folder / name
-        try:
-            status = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISLNK(status.st_mode):
-            # By name, only to decide whether to offer the link; whatever reads it later
-            # walks it again through `_io`.
-            real = _resolved(candidate)
-            if real is None or not is_inside(real, ws.root) or not real.is_file():
-                continue
-        elif not stat.S_ISREG(status.st_mode):
-            # Regular files only: reading a named pipe or a device would block.
-            continue
-        yield candidate
-    return subfolders
-
-
-def _walk_files(ws: Workspace, base: Path, too_deep: list[Path]) -> Iterator[Path]:
-    """Regular files under `base` (sorted, depth first) that resolve inside the workspace.
-
-    The walk starts from a descriptor opened through `_io` and enters every folder by
-    descriptor from its parent's, never through a link (``O_NOFOLLOW``), so a folder
-    swapped for a link during the walk cannot list the files of a folder outside the
-    workspace. It keeps its own stack (one open folder per level), not Python's, and does
-    not go deeper than `MAX_WALK_DEPTH` levels under `base`: each folder it leaves out for
-    that is added to `too_deep`, for the answer to name.
-    """
-    with _io.locate(ws.root, ws.relative(base), what="path", allow_root=True) as location:
-        # (open folder, its path, the names of its subfolders still to walk)
-        stack: list[tuple[int, Path, Iterator[str]]] = []
-        fd = _io.open_folder(location)
-        try:
-            subfolders = yield from _folder_files(ws, base, fd)
-            stack.append((fd, base, iter(subfolders)))
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            while stack:
-                parent_fd, folder, names = stack[-1]
-                name = next(names, None)
-                if name is None:
-                    stack.pop()
-                    os.close(parent_fd)
-                    continue
-                if len(stack) > MAX_WALK_DEPTH:
-                    too_deep.append(folder / name)
-                    continue
-                try:
-                    fd = os.open(name, _FOLDER_FLAGS, dir_fd=parent_fd)
-                except OSError:
-                    continue  # gone, a link, or not readable: like os.fwalk, left out
-                try:
-                    subfolders = yield from _folder_files(ws, folder / name, fd)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                stack.append((fd, folder / name, iter(subfolders)))
-        finally:
-            for open_fd, _, _ in stack:
-                os.close(open_fd)
-
-
-def _with_depth_note(ws: Workspace, body: str, base: Path, too_deep: list[Path], hint: str) -> str:
-    """`body` held to the output limit, followed by a note naming the folders the walk left
-    out for their depth (the note is kept whole, `body` is cut to make room for it)."""
-    if not too_deep:
-        return truncate(body, ws.output_limit, hint=hint)
-    shown = ", ".join(ws.relative(folder) for folder in too_deep[:_SHOWN_TOO_DEEP])
-    more = len(too_deep) - _SHOWN_TOO_DEEP
-    others = f" and {more} more" if more > 0 else ""
-    note = (
-        f"[not searched: {len(too_deep)} folder(s) deeper than {MAX_WALK_DEPTH} folder "
-        f"levels under {ws.relative(base)}: {shown}{others}; to search inside one, pass it "
-        "(or a folder nearer to it) as path]"
-    )
-    room = ws.output_limit - len(note) - 1
-    if room <= 0:
-        return truncate(note, ws.output_limit)
-    return f"{truncate(body, room, hint=hint)}\n{note}"
-
-
-def _check_pattern(pattern: str, what: str) -> str:
-    text = pattern.strip()
-    while text.startswith("./"):
-        text = text[2:]
-    if not text:
-        raise InvalidArgumentError(f"{what} is empty; pass a pattern such as '**/*.md'.")
-    if text.startswith(("/", "\\")) or ".." in text.replace("\\", "/").split("/"):
-        raise PathOutsideRootError(
-            f"{what} {pattern!r} would leave the searched folder; use a relative pattern "
-            "without '..' and pass the folder as `path`."
-        )
-    return text
-
-
 def find_files(ws: Workspace, pattern: str, path: str = ".") -> str:
     """Paths of the files under `path` whose relative path matches the glob `pattern`.
 
     Returns one workspace-relative path per line, sorted; at most `MAX_FIND_RESULTS`.
     """
-    regex = glob_to_regex(_check_pattern(pattern, "pattern"))
+    regex = glob_to_regex(check_pattern(pattern, "pattern"))
     base = ws.resolve(path, allow_root=True)
     if not base.is_dir():
         raise NotFoundError(f"There is no folder {path!r} in the workspace {ws.root}.")
@@ -617,19 +331,19 @@ def find_files(ws: Workspace, pattern: str, path: str = ".") -> str:
         unit="paths",
     )
     too_deep: list[Path] = []
-    candidates = ((p, p.relative_to(base).as_posix()) for p in _walk_files(ws, base, too_deep))
+    candidates = ((p, p.relative_to(base).as_posix()) for p in walk_files(ws, base, too_deep))
     with bounded:
         matches = [ws.relative(p) for p, _ in bounded.filter(candidates, lambda item: item[1])]
     hint = "narrow the pattern or the path"
     if not matches:
         body = f"No files under {ws.relative(base)} match {pattern!r}."
-        return _with_depth_note(ws, body, base, too_deep, hint)
+        return with_depth_note(ws, body, base, too_deep, hint)
     lines = matches[:MAX_FIND_RESULTS]
     if len(matches) > MAX_FIND_RESULTS:
         lines.append(
             f"... and {len(matches) - MAX_FIND_RESULTS} more; narrow the pattern or the path"
         )
-    return _with_depth_note(ws, "\n".join(lines), base, too_deep, hint)
+    return with_depth_note(ws, "\n".join(lines), base, too_deep, hint)
 
 
 def _searchable_text(ws: Workspace, file: Path, *, strict: bool = False) -> str | None:
@@ -639,15 +353,7 @@ def _searchable_text(ws: Workspace, file: Path, *, strict: bool = False) -> str 
     """
     relative = ws.relative(file)
     try:
-        _, data, _ = _io.read_bytes(
-            ws.root,
-            relative,
-            what="path",
-            shown=repr(relative),
-            limit=ws.max_file_bytes,
-            missing=_missing(ws, relative),
-            folder=_folder(relative),
-        )
+        _, data, _ = _io.read_bytes(ws.root, relative, what="path", **file_checks(ws, relative))
     except (StdToolsError, OSError):
         return None
     if _io.is_binary(data):
@@ -683,7 +389,7 @@ def search_text(
     if not base.exists():
         raise NotFoundError(f"There is no file or folder {path!r} in the workspace {ws.root}.")
     too_deep: list[Path] = []
-    files: Iterable[Path] = [base] if base.is_file() else _walk_files(ws, base, too_deep)
+    files: Iterable[Path] = [base] if base.is_file() else walk_files(ws, base, too_deep)
     searched = 0
 
     def lines() -> Iterator[tuple[str, int, str]]:
@@ -710,12 +416,12 @@ def search_text(
                 break
     if not results:
         body = f"No match for {pattern!r} under {ws.relative(base)} ({searched} files searched)."
-        return _with_depth_note(ws, body, base, too_deep, "narrow the search")
+        return with_depth_note(ws, body, base, too_deep, "narrow the search")
     if stopped:
         results.append(
             f"[stopped after {max_results} matches; narrow the pattern, the path or include]"
         )
-    return _with_depth_note(ws, "\n".join(results), base, too_deep, "narrow the search")
+    return with_depth_note(ws, "\n".join(results), base, too_deep, "narrow the search")
 
 
 def get_file_info(ws: Workspace, path: str) -> str:
@@ -724,24 +430,17 @@ def get_file_info(ws: Workspace, path: str) -> str:
     The facts are taken through `_io` from what the walk found, never through a link
     swapped in during the call.
     """
-    try:
-        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
-            status = _io.stat_at(location, repr(path))
-            target = location.path
-            entries: int | None = None
-            if stat.S_ISDIR(status.st_mode):
-                fd = _io.open_folder(location)
-                try:
-                    with os.scandir(fd) as scan:
-                        entries = sum(1 for _ in scan)
-                finally:
-                    os.close(fd)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise NotFoundError(
-                f"There is no file or folder {path!r} in the workspace {ws.root}."
-            ) from None
-        raise
+    with _found(ws, path, "file or folder") as location:
+        status = _io.stat_at(location, repr(path))
+        target = location.path
+        entries: int | None = None
+        if stat.S_ISDIR(status.st_mode):
+            fd = _io.open_folder(location)
+            try:
+                with os.scandir(fd) as scan:
+                    entries = sum(1 for _ in scan)
+            finally:
+                os.close(fd)
     given = ws.root / path.strip() if path.strip() not in ("", ".") else ws.root
     info: dict[str, object] = {"path": ws.relative(target), "absolute_path": str(target)}
     if entries is not None:

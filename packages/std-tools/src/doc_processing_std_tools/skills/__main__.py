@@ -11,8 +11,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
 from .._building import configure_cli_logging, log_level_option
+from .._version import __version__
 from ..config import get_settings, load_serving_settings
 from ..errors import ConfigError
 

@@ -17,7 +17,7 @@ from .._building import new_server
 from .._notices import enable_client_logging
 from ..access import SKILLS_TOOLS
 from ..config import get_settings
-from ..serving import restrict_tools
+from ..scoped_server import restrict_tools
 from . import actions
 from .extension import SkillsExtension, register_skill_resources
 from .tools import register_skills_tools

@@ -1,12 +1,5 @@
-"""MCP glue for serving: the tool allow-list, scopes, bearer tokens and the HTTP app.
+"""The HTTP side of serving: bearer tokens and the streamable HTTP app.
 
-- `ScopedServer` is an `MCPServer` that, when a request carries an access token (HTTP
-  with authentication), lists only the tools the token's scopes cover and refuses a call
-  outside them with a tool error naming the scope. A call it lets through runs within
-  `access.call_scopes` of the token's scopes, so the logic below can narrow what the call
-  may do (a script for a token without ``write`` sees the workspace read-only). Without a
-  token it is a plain server.
-- `restrict_tools` applies DPTTOOLS_TOOLS / DPTTOOLS_READ_ONLY by removing tools.
 - `http_auth` turns the authentication settings into the SDK's resource-server pieces: a
   `TokenVerifier` over `auth.make_checker` and `AuthSettings` (protected resource metadata
   for JWTs, ``401`` with ``WWW-Authenticate`` for a missing or bad token).
@@ -16,32 +9,25 @@
   checks against DNS rebinding are on; `is_loopback` (no authentication needed) is decided
   from the same answer, so the two can never disagree.
 
-The rules themselves (scopes, selection, token checks) live in `access` and `auth`.
+What a token may do once it is through (scopes, the tool allow-list) is `scoped_server`'s
+and `access`'s; the token checks themselves live in `auth`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import anyio.to_thread
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.context import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_REQUEST, CallToolResult, InputRequiredResult, Tool
 from pydantic import AnyHttpUrl
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .access import READ, call_scopes, refusal, select_tools
 from .config import AuthConfig, loopback_host
 from .errors import AuthenticationError, ConfigError
 
@@ -49,13 +35,10 @@ if TYPE_CHECKING:
     from .auth import TokenChecker
 
 __all__ = [
-    "READ_METHOD_PREFIXES",
-    "ScopedServer",
     "http_app",
     "http_auth",
     "is_loopback",
     "request_body_limit",
-    "restrict_tools",
     "transport_security",
 ]
 
@@ -69,97 +52,6 @@ _ENVELOPE_BYTES: Final = _MIB
 _DRAIN_FACTOR: Final = 4
 """A refused body is read and dropped up to this many times the limit, no further."""
 _WILDCARD_HOSTS: Final = ("", "0.0.0.0", "::")
-
-
-READ_METHOD_PREFIXES: Final = ("resources/", "prompts/", "skills/", "completion/")
-"""Methods besides the tools that read skills, resources or prompts: they need ``read``."""
-
-
-def _granted() -> frozenset[str] | None:
-    """The scopes of this request's access token, or None without authentication."""
-    token = get_access_token()
-    return None if token is None else frozenset(token.scopes)
-
-
-class ScopedServer(MCPServer):
-    """An `MCPServer` whose tools follow the scopes of the request's access token.
-
-    Without authentication (stdio, in process, HTTP without tokens) every tool is listed
-    and callable. With it, tools/list leaves out the tools the token may not call, and a
-    call to one of them is a tool error that names the scope needed; the tool never runs.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.middleware.append(_read_gate)
-
-    async def list_tools(self) -> list[Tool]:
-        """The tools, less those outside the request's scopes."""
-        tools = await super().list_tools()
-        granted = _granted()
-        if granted is None:
-            return tools
-        return [tool for tool in tools if refusal(tool.name, granted) is None]
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> CallToolResult | InputRequiredResult:
-        """Call `name`, unless the request's token lacks its scope; the call runs within
-        `call_scopes` of the token's scopes (None without a token)."""
-        granted = _granted()
-        if granted is not None:
-            reason = refusal(name, granted)
-            if reason is not None:
-                logger.warning("refused %s to client %r: %s", name, _client(), reason)
-                raise ToolError(reason)
-        with call_scopes(granted):
-            return await super().call_tool(name, arguments, context)
-
-
-async def _read_gate(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Refuse the reading methods of `READ_METHOD_PREFIXES` to a token without ``read``."""
-    granted = _granted()
-    if granted is not None and READ not in granted and ctx.method.startswith(READ_METHOD_PREFIXES):
-        raise MCPError(
-            code=INVALID_REQUEST,
-            message=f"{ctx.method} needs the '{READ}' scope, which this token lacks; "
-            f"ask for a token that carries '{READ}'.",
-        )
-    return await call_next(ctx)
-
-
-def _client() -> str:
-    token = get_access_token()
-    return "?" if token is None else token.client_id
-
-
-def restrict_tools(
-    server: MCPServer,
-    available: Sequence[str],
-    tools: Sequence[str] | None,
-    *,
-    read_only: bool,
-) -> list[str]:
-    """Remove from `server` the tools the allow-list leaves out; return those kept.
-
-    Args:
-        server: a server holding every tool of `available`.
-        available: the server's tools.
-        tools: the allow-list (DPTTOOLS_TOOLS), or None for all of `available`.
-        read_only: leave out the tools that change files, create skills or run scripts.
-
-    Raises:
-        ConfigError: the allow-list names a tool `available` lacks, or a changing tool
-            together with the read-only preset.
-    """
-    kept = select_tools(available, tools, read_only=read_only)
-    for name in available:
-        if name not in kept:
-            server.remove_tool(name)
-    return kept
-
-
-# --- Authentication -----------------------------------------------------------------------
 
 
 class _Verifier(TokenVerifier):

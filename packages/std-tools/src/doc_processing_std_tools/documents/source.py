@@ -1,6 +1,6 @@
 """Find a document inside the workspace, check it, and tell its format.
 
-The file is opened once, through `_io` (see `filesystem.operations.existing_file`), and
+The file is opened once, through `_io` (see `workspace.existing_file`), and
 stays open while the call runs: the checks apply to the open file, and every reader (the
 PDF, DOCX and XLSX libraries, the ZIP size check, the text decoder) reads that same open
 file through `Source.file`, never the name, which a link could be swapped under. The
@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Literal
 
 from .. import _io
-from ..config import get_settings
 from ..errors import (
     DocumentError,
     EncryptedDocumentError,
     MissingExtraError,
     UnsupportedFormatError,
 )
-from ..filesystem.operations import Workspace, existing_file
+from ..workspace import Workspace, existing_file
 
 __all__ = [
     "INSTALL_HINT",
@@ -168,8 +167,11 @@ def _sniff(head: bytes) -> Format | None:
 
 
 @contextmanager
-def open_source(ws: Workspace, path: str) -> Iterator[Source]:
+def open_source(ws: Workspace, path: str, *, max_unpacked_mb: float) -> Iterator[Source]:
     """Check the document at `path`, tell its format, and keep it open for the block.
+
+    `max_unpacked_mb` is DPTTOOLS_DOC_MAX_UNPACKED_MB: an Office package that would unpack
+    to more is refused before any part of it is parsed.
 
     Raises:
         PathOutsideRootError, NotFoundError, InvalidArgumentError, FileTooLargeError: the
@@ -179,10 +181,12 @@ def open_source(ws: Workspace, path: str) -> Iterator[Source]:
         UnsupportedFormatError: a format the tools do not read.
     """
     with existing_file(ws, path) as (target, fd, status):
-        yield _checked(ws, target, fd, status)
+        yield _checked(ws, target, fd, status, max_unpacked_mb)
 
 
-def _checked(ws: Workspace, target: Path, fd: int, status: os.stat_result) -> Source:
+def _checked(
+    ws: Workspace, target: Path, fd: int, status: os.stat_result, max_unpacked_mb: float
+) -> Source:
     """The `Source` of the open file `fd`, once its content matches its name."""
     name = ws.relative(target)
     size = status.st_size
@@ -219,11 +223,11 @@ def _checked(ws: Workspace, target: Path, fd: int, status: os.stat_result) -> So
         )
     source = Source(target, name, fmt, size, status.st_mtime, fd)
     if fmt in ("docx", "xlsx"):
-        _check_unpacked_size(source)
+        _check_unpacked_size(source, max_unpacked_mb)
     return source
 
 
-def _check_unpacked_size(source: Source) -> None:
+def _check_unpacked_size(source: Source, bound: float) -> None:
     """Refuse an Office package that would unpack to far more than its own size, or to
     more than DPTTOOLS_DOC_MAX_UNPACKED_MB.
 
@@ -243,7 +247,6 @@ def _check_unpacked_size(source: Source) -> None:
             f"of {size:,} bytes; Office files expand a few dozen times at most, so this is "
             f"refused as a likely ZIP bomb. Re-save it as {fmt.upper()} and try again."
         )
-    bound = get_settings().doc_max_unpacked_mb
     if unpacked > bound * 1024 * 1024:
         raise DocumentError(
             f"{name!r} would unpack to {unpacked:,} bytes, over the limit of {bound:g} MB "

@@ -13,15 +13,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DocumentError, EncryptedDocumentError
+from .reader import Part, TableBounds, TableFormat, Tables, table_chunks
 from .render import Chunk, Table
+from .selection import parse_ranges, spans
 from .source import Source, missing_extra
 
 __all__ = [
     "OVERVIEW_PAGES",
+    "PDF_TABLE_PAGES",
+    "PdfReader",
     "TableBounds",
     "opened",
     "overview",
@@ -31,6 +35,8 @@ __all__ = [
     "tables",
 ]
 
+#: Pages of a PDF that `extract_tables` looks at when no `pages` are given.
+PDF_TABLE_PAGES = 50
 #: Pages whose first line and text layer an overview looks at.
 OVERVIEW_PAGES = 20
 _OUTLINE_MAX = 50
@@ -319,20 +325,6 @@ def page_count(source: Source) -> int:
         return len(document)
 
 
-@dataclass
-class TableBounds:
-    """The time bounds of one `tables` call and, once it has run, the pages they cut."""
-
-    page_seconds: float
-    """Seconds table detection may spend on one page."""
-    call_seconds: float
-    """Seconds table detection may spend in the whole call."""
-    slow_pages: list[int] = field(default_factory=list)
-    """Pages given up on because they alone took longer than `page_seconds`."""
-    unread_pages: list[int] = field(default_factory=list)
-    """Pages given up on, or never started, because the call's time ran out."""
-
-
 class _OutOfTime(BaseException):
     """Raised into table detection when its time is up. Not an `Exception`, so that no
     `except Exception` inside the libraries can swallow it."""
@@ -452,3 +444,42 @@ def search(
         for line_number, line in enumerate(page.lines, start=1):
             if match(line):
                 yield {"page": number, "line": line_number, "text": line}
+
+
+class PdfReader:
+    """The `reader.Reader` of PDF files: units are pages."""
+
+    def _opened(self, part: Part) -> tuple[Any, list[int]]:
+        document = part.stack.enter_context(opened(part.source))
+        return document, parse_ranges(part.pages, len(document), "page")
+
+    def overview(self, source: Source) -> dict[str, object]:
+        """See `overview`."""
+        return overview(source)
+
+    def read(self, part: Part) -> Iterator[Chunk]:
+        """The selected pages, each under a `## Page N` heading."""
+        return read(*self._opened(part))
+
+    def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
+        """The tables pdfplumber detects on the selected pages, within `bounds`; without
+        `pages`, on the first `PDF_TABLE_PAGES` pages only, and the note says so."""
+        count = page_count(part.source)
+        numbers = parse_ranges(part.pages, count, "page")
+        note = ""
+        if not part.pages.strip() and count > PDF_TABLE_PAGES:
+            numbers = numbers[:PDF_TABLE_PAGES]
+            note = (
+                f"[looked for tables on pages 1-{PDF_TABLE_PAGES} of {count}; call "
+                f'extract_tables with pages="{PDF_TABLE_PAGES + 1}-" for the rest]'
+            )
+        # Kept free for the note on what `bounds` cut: it names at most every selected
+        # page twice, in ranges, among a few hundred characters of words.
+        room = 400 + 2 * len(spans(numbers)) if numbers else 0
+        return Tables(table_chunks(tables(part.source, numbers, bounds), style), note, room)
+
+    def search(
+        self, part: Part, match: Callable[[str], bool], no_text: list[int]
+    ) -> Iterator[dict[str, object]]:
+        """Matching lines, with page and line; pages without text go to `no_text`."""
+        return search(*self._opened(part), match, no_text)

@@ -9,10 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from .reader import Tables, table_chunks
 from .render import Chunk, Table, table_to_markdown
+from .selection import parse_ranges
 
-__all__ = ["FlowBuilder", "FlowDocument", "Section", "overview", "read", "search", "tables"]
+if TYPE_CHECKING:
+    from .reader import Part, TableBounds, TableFormat
+    from .source import Source
+
+__all__ = [
+    "FlowBuilder",
+    "FlowDocument",
+    "FlowReader",
+    "Section",
+    "overview",
+    "read",
+    "search",
+    "tables",
+]
 
 _OUTLINE_MAX = 100
 _PREVIEW_CHARS = 500
@@ -130,3 +146,38 @@ def search(
         for line in section.markdown.splitlines():
             if line.strip() and match(line):
                 yield {"section": number, "heading": section.title, "text": line.strip()}
+
+
+class FlowReader:
+    """The `reader.Reader` of a format read into sections; `load` parses a source into a
+    `FlowDocument` and names the text encoding it decoded (None for a binary format)."""
+
+    def __init__(self, load: Callable[[Source], tuple[FlowDocument, str | None]]) -> None:
+        self._load = load
+
+    def _selected(self, part: Part) -> tuple[FlowDocument, list[int]]:
+        document, _ = self._load(part.source)
+        return document, parse_ranges(part.pages, len(document.sections), "section")
+
+    def overview(self, source: Source) -> dict[str, object]:
+        """`overview` of the document, with the encoding a text format was read in."""
+        document, encoding = self._load(source)
+        result = overview(document)
+        if encoding:
+            result["encoding"] = encoding
+        return result
+
+    def read(self, part: Part) -> Iterator[Chunk]:
+        """The selected sections as Markdown."""
+        return read(*self._selected(part))
+
+    def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
+        """The tables of the selected sections (found instantly: `bounds` is not needed)."""
+        return Tables(table_chunks(tables(*self._selected(part)), style))
+
+    def search(
+        self, part: Part, match: Callable[[str], bool], no_text: list[int]
+    ) -> Iterator[dict[str, object]]:
+        """Lines of the selected sections that match, with their heading."""
+        document, numbers = self._selected(part)
+        return search(document, numbers, match)

@@ -2,8 +2,8 @@
 
 Each tool is a few lines of glue around `api`, run in a worker process by `worker` (so a
 hostile document can exhaust neither the server's memory nor its time, and a call the
-client cancels is stopped); the workspace and the limits are read from the settings at
-call time and travel with the call.
+client cancels is stopped); the settings (the workspace, the limits) are read here, at
+call time, and travel with the call to the worker and the readers.
 
 get_file_overview and search_document answer with a JSON object: the client gets it as the
 text block and as structured content, described by the tool's output schema
@@ -20,6 +20,7 @@ from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
 from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
+from ..config import get_settings
 from .worker import run_tool
 
 __all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_docs_tools"]
@@ -29,9 +30,8 @@ __all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_doc
 class DocumentOverview(TypedDict, total=False):
     """The answer of get_file_overview. The fields after the first four depend on the
     format; others than those described here may appear (such as a CSV file's
-    ``columns`` or a workbook's ``notes``), and a list cut to the output limit is followed
-    by ``<name>_cut``. Only the fields every format shares and the common counts are
-    typed here: the readers own the rest."""
+    ``columns`` or a workbook's ``notes``). Only the fields every format shares and the
+    common counts are typed here: the readers own the rest."""
 
     path: str
     """The document's path relative to the workspace."""
@@ -105,8 +105,6 @@ class DocumentMatches(TypedDict, total=False):
     """PDF pages without a text layer (probably scanned), which could not be searched."""
     note: str
     """What pages_without_text means for the search."""
-    matches_cut: str
-    """Present when the list of matches was shortened to fit the output limit."""
     truncated: str
     """Present when the answer was cut to the output limit: what was left out."""
 
@@ -135,7 +133,9 @@ def register_docs_tools(server: MCPServer) -> None:
         is reported as such.
         """
         with tool_errors():
-            return json_answer(limited(await run_tool("get_file_overview", {"path": path})))
+            return json_answer(
+                limited(await run_tool("get_file_overview", {"path": path}, get_settings()))
+            )
 
     @mcp_tool(server, structured_output=False)
     async def read_document(
@@ -148,7 +148,9 @@ def register_docs_tools(server: MCPServer) -> None:
         reads on.
         """
         with tool_errors():
-            return limited(await run_tool("read_document", {"path": path, "pages": pages}))
+            return limited(
+                await run_tool("read_document", {"path": path, "pages": pages}, get_settings())
+            )
 
     @mcp_tool(server, structured_output=False)
     async def extract_tables(
@@ -164,7 +166,7 @@ def register_docs_tools(server: MCPServer) -> None:
         pages it had to leave out."""
         arguments = {"path": path, "pages": pages, "format": format}
         with tool_errors():
-            return limited(await run_tool("extract_tables", arguments))
+            return limited(await run_tool("extract_tables", arguments, get_settings()))
 
     @mcp_tool(server)
     async def search_document(
@@ -187,4 +189,6 @@ def register_docs_tools(server: MCPServer) -> None:
             "max_results": max_results,
         }
         with tool_errors():
-            return json_answer(limited(await run_tool("search_document", arguments)))
+            return json_answer(
+                limited(await run_tool("search_document", arguments, get_settings()))
+            )

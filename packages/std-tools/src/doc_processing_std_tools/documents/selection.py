@@ -1,10 +1,11 @@
-"""Parse the `pages` argument: which pages, sheets, sections, rows or lines to read."""
+"""Parse the `pages` argument: which pages, sheets, sections, rows or lines to read; and
+write page numbers back as such ranges (`spans`)."""
 
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["parse_ranges", "parse_span"]
+__all__ = ["parse_ranges", "parse_span", "spans"]
 
 
 def parse_span(item: str, count: int, unit: str) -> tuple[int, int]:
@@ -48,3 +49,16 @@ def parse_ranges(spec: str, count: int, unit: str) -> list[int]:
                 seen.add(number)
                 chosen.append(number)
     return chosen
+
+
+def spans(numbers: list[int]) -> str:
+    """Page numbers as short ranges: [1, 2, 3, 7] -> "1-3,7"."""
+    parts: list[str] = []
+    first = last = numbers[0]
+    for number in [*numbers[1:], 0]:
+        if number == last + 1:
+            last = number
+            continue
+        parts.append(f"{first}-{last}" if last > first else f"{first}")
+        first = last = number
+    return ",".join(parts)

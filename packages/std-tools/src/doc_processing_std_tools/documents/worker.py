@@ -17,9 +17,10 @@ At most DPTTOOLS_DOC_WORKERS calls run at once; further calls wait for a free wo
 Workers start on the first call, stay for the next ones, and end with the server (their
 request pipe closes, or they see that their parent is gone).
 
-Data flow: `run_tool(name, arguments)` -> a free worker -> the child sets the caller's
-settings and memory limit, runs `api.<name>` -> {"text"} or {"error"} -> the text, or
-the error raised again here as the same `StdToolsError` class (or `OSError`).
+Data flow: `run_tool(name, arguments, settings)` -> a free worker -> the child sets the
+memory limit and runs `api.<name>` with the workspace and the settings of the call ->
+{"text"} or {"error"} -> the text, or the error raised again here as the same
+`StdToolsError` class (or `OSError`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import anyio
 import anyio.to_thread
 
 from .. import errors
-from ..config import Settings, get_settings
+from ..config import Settings
 
 __all__ = ["STOP_GRACE_SECONDS", "TOOL_NAMES", "run_tool", "serve"]
 
@@ -67,7 +68,7 @@ _ANSWER_ROOM = 1024 * 1024
 
 _BOOT = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-    "from doc_processing_std_tools.docs.worker import serve; serve()"
+    "from doc_processing_std_tools.documents.worker import serve; serve()"
 )
 
 
@@ -260,8 +261,10 @@ def _error(answer: dict[str, Any]) -> BaseException:
     return kind(str(error.get("message", "The document could not be read.")))
 
 
-async def run_tool(name: str, arguments: dict[str, Any]) -> str:
-    """Run `api.<name>(workspace, **arguments)` in a worker, with the current settings.
+async def run_tool(name: str, arguments: dict[str, Any], settings: Settings) -> str:
+    """Run `api.<name>(workspace, **arguments)` in a worker, under `settings` (the
+    workspace, the limits, the bounds), which travel with the call: the worker reads no
+    settings of its own.
 
     Cancelling the calling task kills the worker at once.
 
@@ -272,7 +275,6 @@ async def run_tool(name: str, arguments: dict[str, Any]) -> str:
     """
     if name not in TOOL_NAMES:
         raise ValueError(f"{name!r} is not a document tool")
-    settings = get_settings()
     request = pickle.dumps((name, arguments, settings))
     seconds = settings.table_call_seconds + STOP_GRACE_SECONDS if name == "extract_tables" else None
     path = str(arguments.get("path", ""))
@@ -358,12 +360,10 @@ def _memory_answer(path: str, settings: Settings) -> dict[str, Any]:
 
 def _answer(tool: str, arguments: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Run one call and describe its outcome as JSON-ready data."""
-    from ..config import reset_settings
-    from ..filesystem.operations import Workspace
+    from ..workspace import Workspace
     from . import api
 
     limit_kib = settings.doc_memory_mb * 1024
-    reset_settings(settings)
     _limit_memory(settings.doc_memory_mb)
     peak_before = _status_kib("VmPeak")
     path = str(arguments.get("path", ""))
@@ -373,7 +373,8 @@ def _answer(tool: str, arguments: dict[str, Any], settings: Settings) -> dict[st
         return peak > peak_before and peak >= limit_kib * _NEAR_LIMIT_SHARE
 
     try:
-        text = getattr(api, tool)(Workspace.from_settings(), **arguments)
+        workspace = Workspace.from_settings(settings)
+        text = getattr(api, tool)(workspace, **arguments, settings=settings)
     except MemoryError:
         return _memory_answer(path, settings)
     except errors.StdToolsError as exc:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import DocumentError, InvalidArgumentError
 from . import xlsx
+from .reader import Part, TableBounds, TableFormat, Tables
 from .render import Chunk, markdown_row, markdown_rule, table_to_csv, table_to_markdown
 from .selection import parse_ranges, parse_span
 from .source import Source, decode_text, missing_extra
@@ -21,7 +22,9 @@ from .xlsx import SheetPart, Workbook
 
 __all__ = [
     "CsvDocument",
+    "CsvReader",
     "SheetSelection",
+    "XlsxReader",
     "csv_overview",
     "csv_rows",
     "csv_search",
@@ -420,3 +423,55 @@ def csv_search(
             if text and match(text):
                 name = document.header[column] if column < len(document.header) else ""
                 yield {"row": number, "column": name or f"#{column + 1}", "text": text}
+
+
+class XlsxReader:
+    """The `reader.Reader` of workbooks: units are sheets (optionally with a row range)."""
+
+    def _selected(self, part: Part) -> tuple[Workbook, list[SheetSelection]]:
+        book = part.stack.enter_context(workbook(part.source))
+        return book, parse_sheets(part.pages, sheet_names(book))
+
+    def overview(self, source: Source) -> dict[str, object]:
+        """See `xlsx_overview`."""
+        return xlsx_overview(source)
+
+    def read(self, part: Part) -> Iterator[Chunk]:
+        """The selected rows as Markdown tables, with the cells' comments."""
+        return xlsx_rows(*self._selected(part), with_comments=True)
+
+    def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
+        """Each selected sheet as one table."""
+        return Tables(xlsx_rows(*self._selected(part), style))
+
+    def search(
+        self, part: Part, match: Callable[[str], bool], no_text: list[int]
+    ) -> Iterator[dict[str, object]]:
+        """Matching cells, with sheet and cell."""
+        return xlsx_search(*self._selected(part), match)
+
+
+class CsvReader:
+    """The `reader.Reader` of CSV and TSV files: units are data rows."""
+
+    def _selected(self, part: Part) -> tuple[CsvDocument, list[int]]:
+        table = load_csv(part.source)
+        return table, parse_ranges(part.pages, len(table.rows), "row")
+
+    def overview(self, source: Source) -> dict[str, object]:
+        """See `csv_overview`."""
+        return csv_overview(load_csv(source))
+
+    def read(self, part: Part) -> Iterator[Chunk]:
+        """The selected rows as one Markdown table."""
+        return csv_rows(*self._selected(part))
+
+    def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
+        """The selected rows as one table."""
+        return Tables(csv_rows(*self._selected(part), style))
+
+    def search(
+        self, part: Part, match: Callable[[str], bool], no_text: list[int]
+    ) -> Iterator[dict[str, object]]:
+        """Matching cells, with row and column."""
+        return csv_search(*self._selected(part), match)

@@ -1,0 +1,109 @@
+"""What a document reader is: the `Reader` protocol that each format implements, and the
+small types its four methods share.
+
+Each of the four tools (`api`) opens and checks the document (`source.open_source`),
+looks its format up in the one table of readers (`formats.READERS`), and calls one method
+of that reader: `overview`, `read`, `tables` or `search`. A reader parses its format and
+knows its units (pages, sheets, rows, sections, lines); the tool does the rest that is
+the same for every format: the output limit, the markers, the JSON answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from .render import Chunk, Table, table_to_csv, table_to_markdown
+from .source import Source
+
+__all__ = [
+    "Matcher",
+    "Part",
+    "Reader",
+    "TableBounds",
+    "TableFormat",
+    "Tables",
+    "table_chunks",
+]
+
+TableFormat = Literal["markdown", "csv"]
+Matcher = Callable[[str], bool]
+"""Whether a line or cell of text is a match."""
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """The part of a document that one call reads: the checked, open `source`, the
+    caller's `pages` selection (not yet parsed: the reader knows its units), and the
+    `stack` on which a reader keeps what it opens for the call (a PDF, a workbook), closed
+    when the call ends."""
+
+    source: Source
+    pages: str
+    stack: ExitStack
+
+
+@dataclass
+class TableBounds:
+    """The time bounds of one table extraction and, once it has run, the pages they cut."""
+
+    page_seconds: float
+    """Seconds table detection may spend on one page."""
+    call_seconds: float
+    """Seconds table detection may spend in the whole call."""
+    slow_pages: list[int] = field(default_factory=list)
+    """Pages given up on because they alone took longer than `page_seconds`."""
+    unread_pages: list[int] = field(default_factory=list)
+    """Pages given up on, or never started, because the call's time ran out."""
+
+
+@dataclass
+class Tables:
+    """What a reader found for `extract_tables`."""
+
+    chunks: Iterator[Chunk] = field(default_factory=lambda: iter(()))
+    """The tables, rendered, each with the `pages` value that reads on from it."""
+    note: str = ""
+    """A closing note of the reader's own (what it did not look at, and how to)."""
+    room: int = 0
+    """Characters to keep free for notes that are only known once the tables are read."""
+    answer: str = ""
+    """The whole answer when the format has no tables at all (nothing else is read)."""
+
+
+class Reader(Protocol):
+    """A format's reader. Every method reads the document through `Source.file` (or the
+    descriptor), never by name, and raises `DocumentError` (or lets the tool turn a
+    library's failure into one) for a damaged file."""
+
+    def overview(self, source: Source) -> dict[str, object]:
+        """The format's facts for `get_file_overview`: counts, metadata, outline, preview.
+        Bounded work: a large document is looked at through its first parts only."""
+        ...
+
+    def read(self, part: Part) -> Iterator[Chunk]:
+        """The selected units as Markdown chunks, drawn lazily, in document order."""
+        ...
+
+    def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
+        """The tables of the selected units, rendered in `style`; `bounds` limits the time
+        spent detecting tables (where detection is slow) and records what it cut."""
+        ...
+
+    def search(self, part: Part, match: Matcher, no_text: list[int]) -> Iterator[dict[str, object]]:
+        """The lines or cells of the selected units that `match`, each a dict with the
+        place fields of the format and ``text``. Units that hold no text at all (a
+        scanned page) are appended to `no_text`."""
+        ...
+
+
+def table_chunks(tables: Iterator[Table], style: TableFormat) -> Iterator[Chunk]:
+    """Found tables, numbered and labelled with where they are, in `style`."""
+    for number, table in enumerate(tables, start=1):
+        if style == "csv":
+            text = f"Table {number} ({table.where}):\n{table_to_csv(table.rows)}\n"
+        else:
+            text = f"### Table {number} ({table.where})\n\n{table_to_markdown(table.rows)}\n\n"
+        yield Chunk(table.restart, text)
