@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import DocumentError
 from .flow import FlowBuilder, FlowDocument
 from .source import Source, missing_extra
 
-__all__ = ["load"]
+__all__ = ["load", "paragraph_style_names"]
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
@@ -49,12 +49,58 @@ def _metadata(document: Any) -> dict[str, str]:
     return found
 
 
-def _style_name(paragraph: Any) -> str:
-    style = paragraph.style
-    return str(style.name) if style is not None and style.name else ""
-
-
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_STYLE, _NAME, _PPR, _PSTYLE = (f"{_W}{n}" for n in ("style", "name", "pPr", "pStyle"))
+_VAL, _STYLE_ID, _STYLE_TYPE, _DEFAULT = (f"{_W}{n}" for n in ("val", "styleId", "type", "default"))
+
+
+def paragraph_style_names(document: Any) -> Callable[[Any], str]:
+    """A function giving the name of a ``w:p`` element's paragraph style ("" for none),
+    resolved as python-docx's ``Paragraph.style`` resolves it, from a map of the
+    document's styles read once.
+
+    ``Paragraph.style`` looks its style up by id with an XPath query, and for a paragraph
+    without one (or with an id that names no paragraph style) scans every style of the
+    document for the default; per paragraph, that made reading a DOCX cost many times
+    parsing it. The rules kept: the first ``w:style`` with an id wins; an id that is
+    empty, unknown or names a style of another type means the default paragraph style,
+    the last one marked ``w:default`` (none if no style is); built-in names are shown as
+    Word shows them ("heading 1" is "Heading 1").
+    """
+    from docx.styles import BabelFish
+
+    by_id: dict[str, str | None] = {}
+    default = ""
+    # `document.styles` is what `Paragraph.style` reads (an empty styles part when the
+    # package has none).
+    for style in document.styles.element:
+        if style.tag != _STYLE:
+            continue
+        paragraph = style.get(_STYLE_TYPE) == "paragraph"
+        name_element = style.find(_NAME)
+        internal = name_element.get(_VAL) if name_element is not None else None
+        name = str(BabelFish.internal2ui(internal)) if internal else ""
+        style_id = style.get(_STYLE_ID)
+        if style_id and style_id not in by_id:
+            by_id[style_id] = name if paragraph else None
+        if paragraph and style.get(_DEFAULT) in ("1", "true", "on"):
+            default = name
+
+    def style_name(p: Any) -> str:
+        properties = p.find(_PPR)
+        if properties is not None:
+            reference = properties.find(_PSTYLE)
+            if reference is not None:
+                style_id = reference.get(_VAL)
+                if style_id:
+                    name = by_id.get(style_id)
+                    if name is not None:
+                        return name
+        return default
+
+    return style_name
+
+
 _FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _P, _TBL, _T, _TAB, _BR, _CR = (f"{_W}{n}" for n in ("p", "tbl", "t", "tab", "br", "cr"))
 _TXBX = f"{_W}txbxContent"
@@ -182,11 +228,16 @@ def _table_rows(table: Any) -> list[list[str]]:
     return [[_all_text(cell._tc).replace("\n", " ") for cell in row.cells] for row in table.rows]
 
 
-def _body(builder: FlowBuilder, container: Any, parent: Any, counts: dict[str, int]) -> None:
+def _body(
+    builder: FlowBuilder,
+    container: Any,
+    parent: Any,
+    counts: dict[str, int],
+    style_name: Callable[[Any], str],
+) -> None:
     """Paragraphs and tables of `container` (the body, or an element in it that holds
     some, such as a content control) in reading order; a paragraph's text boxes follow it."""
     from docx.table import Table as DocxTable
-    from docx.text.paragraph import Paragraph
 
     for element in container:
         if element.tag == _TBL:
@@ -196,13 +247,13 @@ def _body(builder: FlowBuilder, container: Any, parent: Any, counts: dict[str, i
             # Content controls, custom XML and the like hold paragraphs and tables of
             # their own; a drawing's fallback copy is skipped.
             if element.tag != _FALLBACK and isinstance(element.tag, str):
-                _body(builder, element, parent, counts)
+                _body(builder, element, parent, counts, style_name)
             continue
         text = _own_text(element).strip()
         boxes = _text_boxes(element)
         counts["text_boxes"] += len(boxes)
         if text:
-            style = _style_name(Paragraph(element, parent))
+            style = style_name(element)
             heading = _HEADING.match(style)
             if heading:
                 builder.heading(int(heading.group(1)), text)
@@ -225,7 +276,7 @@ def load(source: Source) -> FlowDocument:
     document = _open(source)
     builder = FlowBuilder()
     counts = {"paragraphs": 0, "words": 0, "text_boxes": 0}
-    _body(builder, document.element.body, document._body, counts)
+    _body(builder, document.element.body, document._body, counts, paragraph_style_names(document))
     extras = {
         "Footnotes": _notes(document, "footnote", ""),
         "Endnotes": _notes(document, "endnote", "e"),
