@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import docx
 from docx.enum.style import WD_STYLE_TYPE
 from docx.oxml.ns import qn
+from docx.table import Table
 from docx.text.paragraph import Paragraph
 
 from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.docs.word import paragraph_style_names
+from doc_processing_std_tools.docs.word import _all_text, _table_rows, paragraph_style_names
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -178,4 +180,69 @@ def test_unstyled_paragraphs_do_not_scan_every_style(scratch: Path) -> None:
     text = api.read_document(Workspace.from_settings(), "many-styles.docx")
     seconds = time.perf_counter() - start
     assert "Paragraph 0 in the default style." in text
+    assert seconds < 3.0, f"reading took {seconds:.1f} s"
+
+
+def _python_docx_rows(document: docx.document.Document, table: Any) -> list[list[str]]:
+    return [
+        [_all_text(cell._tc).replace("\n", " ") for cell in row.cells]
+        for row in Table(table, document._body).rows
+    ]
+
+
+def test_table_grid_matches_python_docx(tmp_path: Path) -> None:
+    """Cells spanning columns, rows, and both, and a row that starts later than the first
+    column: the grid read row by row is python-docx's ``_Row.cells``, text for text."""
+    document = docx.Document()
+    table = document.add_table(rows=5, cols=4)
+    for row_number, row in enumerate(table.rows):
+        for column, cell in enumerate(row.cells):
+            cell.text = f"r{row_number}c{column}"
+    table.cell(0, 0).merge(table.cell(0, 1))  # two columns
+    table.cell(1, 0).merge(table.cell(3, 0))  # three rows
+    table.cell(1, 2).merge(table.cell(4, 3))  # four rows and two columns
+    last = table.rows[4]._tr
+    first_cell = last.find(qn("w:tc"))
+    last.remove(first_cell)  # the last row starts in the second column
+    properties = last.get_or_add_trPr()
+    grid_before = properties.makeelement(qn("w:gridBefore"), {qn("w:val"): "1"})
+    properties.insert(0, grid_before)
+    document.save(str(tmp_path / "merged.docx"))
+    opened = docx.Document(str(tmp_path / "merged.docx"))
+    element = opened.element.body.find(qn("w:tbl"))
+    rows = _table_rows(element)
+    assert rows == _python_docx_rows(opened, element)
+    assert rows[0][:2] == ["r0c0 r0c1", "r0c0 r0c1"]
+    assert [row[0] for row in rows[1:4]] == ["r1c0 r2c0 r3c0"] * 3
+    block = "r1c2 r1c3 r2c2 r2c3 r3c2 r3c3 r4c2 r4c3"
+    assert [row[2:] for row in rows[1:4]] == [[block, block]] * 3
+    assert rows[4] == ["r4c1", block, block]
+
+
+def test_a_tall_merged_column_is_read_in_linear_time(scratch: Path) -> None:
+    """python-docx finds the cell above a merged one by XPath from each cell, which took
+    13 s for a 400-row table with its first column merged from top to bottom (written
+    here as XML: python-docx's own merge takes as long to write it)."""
+
+    def row(number: int) -> str:
+        merge = '<w:vMerge w:val="restart"/>' if number == 0 else "<w:vMerge/>"
+        first = "<w:r><w:t>merged</w:t></w:r>" if number == 0 else ""
+        return (
+            f"<w:tr><w:tc><w:tcPr>{merge}</w:tcPr><w:p>{first}</w:p></w:tc>"
+            f"<w:tc><w:p><w:r><w:t>row {number}</w:t></w:r></w:p></w:tc>"
+            "<w:tc><w:p/></w:tc></w:tr>"
+        )
+
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    rows = "".join(row(number) for number in range(400))
+    table = parse_xml(f'<w:tbl xmlns:w="{W[1:-1]}"><w:tblGrid/>{rows}</w:tbl>')
+    body = document.element.body
+    body.insert(len(body) - 1, table)
+    document.save(str(scratch / "tall.docx"))
+    start = time.perf_counter()
+    text = api.extract_tables(Workspace.from_settings(), "tall.docx", format="csv")
+    seconds = time.perf_counter() - start
+    assert "merged,row 100," in text
     assert seconds < 3.0, f"reading took {seconds:.1f} s"

@@ -109,25 +109,39 @@ _ID, _AUTHOR, _TYPE = f"{_W}id", f"{_W}author", f"{_W}type"
 _RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 
 
+_TEXT_TAGS = (_T, _TAB, _BR, _CR, _FOOTNOTE_REF, _ENDNOTE_REF)
+_NESTED = (_TXBX, _FALLBACK, _P)
+
+
+def _piece(element: Any) -> str:
+    """What one text element (``w:t``, a tab, a break, a note reference) adds to a text."""
+    tag = element.tag
+    if tag == _T:
+        return str(element.text or "")
+    if tag == _TAB:
+        return "\t"
+    if tag == _FOOTNOTE_REF:
+        return f"[^{element.get(_ID)}]"
+    if tag == _ENDNOTE_REF:
+        return f"[^e{element.get(_ID)}]"
+    return "\n"
+
+
 def _own_text(element: Any) -> str:
     """The text of a paragraph (or part of one) without the text boxes anchored in it,
     which are read as blocks of their own: runs, tracked insertions, hyperlinks, fields
     and content controls alike; note references as ``[^N]`` (footnotes) and ``[^eN]``
     (endnotes). The fallback copy of a drawing (``mc:Fallback``) is skipped."""
+    if next(element.iterdescendants(*_NESTED), None) is None:
+        # Nothing to leave out (the common case): the text elements in document order,
+        # found by lxml without a Python object per element in between.
+        return "".join(_piece(e) for e in element.iterdescendants(*_TEXT_TAGS))
     parts: list[str] = []
     for child in element:
         tag = child.tag
-        if tag == _T:
-            parts.append(child.text or "")
-        elif tag == _TAB:
-            parts.append("\t")
-        elif tag in (_BR, _CR):
-            parts.append("\n")
-        elif tag == _FOOTNOTE_REF:
-            parts.append(f"[^{child.get(_ID)}]")
-        elif tag == _ENDNOTE_REF:
-            parts.append(f"[^e{child.get(_ID)}]")
-        elif tag not in (_TXBX, _FALLBACK, _P) and isinstance(tag, str):
+        if tag in _TEXT_TAGS:
+            parts.append(_piece(child))
+        elif tag not in _NESTED and isinstance(tag, str):
             parts.append(_own_text(child))
     return "".join(parts)
 
@@ -135,6 +149,9 @@ def _own_text(element: Any) -> str:
 def _paragraphs(element: Any) -> Iterator[Any]:
     """Every paragraph inside `element` (nested tables and text boxes included), in
     document order, outside fallback copies."""
+    if next(element.iterdescendants(_FALLBACK), None) is None:
+        yield from element.iterdescendants(_P)
+        return
     for child in element:
         if child.tag == _FALLBACK:
             continue
@@ -152,6 +169,8 @@ def _all_text(element: Any) -> str:
 def _text_boxes(paragraph: Any) -> list[str]:
     """The text of each text box anchored in `paragraph` (not their fallback copies)."""
     found: list[str] = []
+    if next(paragraph.iterdescendants(_TXBX), None) is None:
+        return found
 
     def walk(element: Any) -> None:
         for child in element:
@@ -222,32 +241,73 @@ def _margins(document: Any) -> list[str]:
     return texts
 
 
+_TR, _TC, _TRPR, _TCPR = (f"{_W}{n}" for n in ("tr", "tc", "trPr", "tcPr"))
+_GRID_BEFORE, _GRID_SPAN, _VMERGE = (f"{_W}{n}" for n in ("gridBefore", "gridSpan", "vMerge"))
+
+
+def _number(properties: Any, tag: str, default: int) -> int:
+    """The whole-number ``w:val`` of child `tag` of `properties` (``w:tcPr``, ``w:trPr``);
+    `default` without one (or when it is not a number)."""
+    if properties is not None:
+        child = properties.find(tag)
+        if child is not None:
+            try:
+                return int(child.get(_VAL))
+            except (TypeError, ValueError):
+                return default
+    return default
+
+
 def _table_rows(table: Any) -> list[list[str]]:
     """Cell texts; a cell's nested tables and text boxes are part of its text, and a
-    merged cell repeats its text in each grid cell it covers."""
-    return [[_all_text(cell._tc).replace("\n", " ") for cell in row.cells] for row in table.rows]
+    merged cell repeats its text in each grid cell it covers.
+
+    The grid as python-docx's ``_Row.cells`` lays it out (a cell spanning columns is
+    repeated; a cell that continues a vertical merge is the cell above it, at the same
+    grid offset), built row by row: python-docx finds the cell above by XPath queries
+    from each merged cell, which made a tall merged column cost the cube of its height.
+    """
+    rows: list[list[str]] = []
+    above: dict[int, list[str]] = {}
+    for row in table.iterchildren(_TR):
+        offset = _number(row.find(_TRPR), _GRID_BEFORE, 0)
+        starts: dict[int, list[str]] = {}
+        cells: list[str] = []
+        for cell in row.iterchildren(_TC):
+            properties = cell.find(_TCPR)
+            span = _number(properties, _GRID_SPAN, 1)
+            merge = properties.find(_VMERGE) if properties is not None else None
+            continued = merge is not None and merge.get(_VAL, "continue") == "continue"
+            if continued and offset in above:
+                texts = above[offset]
+            else:
+                # (A merge that continues nothing is read as the cell it is.)
+                texts = [_all_text(cell).replace("\n", " ")] * span
+            starts.setdefault(offset, texts)
+            cells.extend(texts)
+            offset += span
+        above = starts
+        rows.append(cells)
+    return rows
 
 
 def _body(
     builder: FlowBuilder,
     container: Any,
-    parent: Any,
     counts: dict[str, int],
     style_name: Callable[[Any], str],
 ) -> None:
     """Paragraphs and tables of `container` (the body, or an element in it that holds
     some, such as a content control) in reading order; a paragraph's text boxes follow it."""
-    from docx.table import Table as DocxTable
-
     for element in container:
         if element.tag == _TBL:
-            builder.table(_table_rows(DocxTable(element, parent)))
+            builder.table(_table_rows(element))
             continue
         if element.tag != _P:
             # Content controls, custom XML and the like hold paragraphs and tables of
             # their own; a drawing's fallback copy is skipped.
             if element.tag != _FALLBACK and isinstance(element.tag, str):
-                _body(builder, element, parent, counts, style_name)
+                _body(builder, element, counts, style_name)
             continue
         text = _own_text(element).strip()
         boxes = _text_boxes(element)
@@ -276,7 +336,7 @@ def load(source: Source) -> FlowDocument:
     document = _open(source)
     builder = FlowBuilder()
     counts = {"paragraphs": 0, "words": 0, "text_boxes": 0}
-    _body(builder, document.element.body, document._body, counts, paragraph_style_names(document))
+    _body(builder, document.element.body, counts, paragraph_style_names(document))
     extras = {
         "Footnotes": _notes(document, "footnote", ""),
         "Endnotes": _notes(document, "endnote", "e"),
