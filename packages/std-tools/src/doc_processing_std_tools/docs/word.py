@@ -87,15 +87,15 @@ def paragraph_style_names(document: Any) -> Callable[[Any], str]:
             default = name
 
     def style_name(p: Any) -> str:
-        properties = p.find(_PPR)
-        if properties is not None:
-            reference = properties.find(_PSTYLE)
-            if reference is not None:
-                style_id = reference.get(_VAL)
-                if style_id:
-                    name = by_id.get(style_id)
-                    if name is not None:
-                        return name
+        # The first w:pPr, and its first w:pStyle (a loop over the children is quicker
+        # than ElementPath's `find` for the one or two elements it looks at).
+        for properties in p:
+            if properties.tag == _PPR:
+                for reference in properties:
+                    if reference.tag == _PSTYLE:
+                        name = by_id.get(reference.get(_VAL) or "")
+                        return default if name is None else name
+                break
         return default
 
     return style_name
@@ -109,8 +109,8 @@ _ID, _AUTHOR, _TYPE = f"{_W}id", f"{_W}author", f"{_W}type"
 _RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 
 
-_TEXT_TAGS = (_T, _TAB, _BR, _CR, _FOOTNOTE_REF, _ENDNOTE_REF)
-_NESTED = (_TXBX, _FALLBACK, _P)
+_TEXT_TAGS = frozenset((_T, _TAB, _BR, _CR, _FOOTNOTE_REF, _ENDNOTE_REF))
+_NESTED = frozenset((_TXBX, _FALLBACK, _P))
 
 
 def _piece(element: Any) -> str:
@@ -127,22 +127,38 @@ def _piece(element: Any) -> str:
     return "\n"
 
 
+def _plain_text(element: Any) -> str | None:
+    """`_own_text` in one pass over the descendants for the common case, a paragraph
+    holding no text box, fallback copy or paragraph; None when it holds one."""
+    parts: list[str] = []
+    for child in element.iterdescendants():
+        tag = child.tag
+        if tag == _T:
+            parts.append(child.text or "")
+        elif tag in _TEXT_TAGS:
+            parts.append(_piece(child))
+        elif tag in _NESTED:
+            return None
+    return "".join(parts)
+
+
 def _own_text(element: Any) -> str:
     """The text of a paragraph (or part of one) without the text boxes anchored in it,
     which are read as blocks of their own: runs, tracked insertions, hyperlinks, fields
     and content controls alike; note references as ``[^N]`` (footnotes) and ``[^eN]``
     (endnotes). The fallback copy of a drawing (``mc:Fallback``) is skipped."""
-    if next(element.iterdescendants(*_NESTED), None) is None:
-        # Nothing to leave out (the common case): the text elements in document order,
-        # found by lxml without a Python object per element in between.
-        return "".join(_piece(e) for e in element.iterdescendants(*_TEXT_TAGS))
+    text = _plain_text(element)
+    return text if text is not None else _nested_text(element)
+
+
+def _nested_text(element: Any) -> str:
     parts: list[str] = []
     for child in element:
         tag = child.tag
         if tag in _TEXT_TAGS:
             parts.append(_piece(child))
         elif tag not in _NESTED and isinstance(tag, str):
-            parts.append(_own_text(child))
+            parts.append(_nested_text(child))
     return "".join(parts)
 
 
@@ -169,8 +185,6 @@ def _all_text(element: Any) -> str:
 def _text_boxes(paragraph: Any) -> list[str]:
     """The text of each text box anchored in `paragraph` (not their fallback copies)."""
     found: list[str] = []
-    if next(paragraph.iterdescendants(_TXBX), None) is None:
-        return found
 
     def walk(element: Any) -> None:
         for child in element:
@@ -309,8 +323,11 @@ def _body(
             if element.tag != _FALLBACK and isinstance(element.tag, str):
                 _body(builder, element, counts, style_name)
             continue
-        text = _own_text(element).strip()
-        boxes = _text_boxes(element)
+        plain = _plain_text(element)
+        if plain is None:
+            text, boxes = _nested_text(element).strip(), _text_boxes(element)
+        else:
+            text, boxes = plain.strip(), []
         counts["text_boxes"] += len(boxes)
         if text:
             style = style_name(element)
