@@ -279,7 +279,8 @@ def _table_rows(table: Any) -> list[list[str]]:
     The grid as python-docx's ``_Row.cells`` lays it out (a cell spanning columns is
     repeated; a cell that continues a vertical merge is the cell above it, at the same
     grid offset), built row by row: python-docx finds the cell above by XPath queries
-    from each merged cell, which made a tall merged column cost the cube of its height.
+    from each merged cell, which made a tall merged column cost more than the square of
+    its height.
     """
     rows: list[list[str]] = []
     above: dict[int, list[str]] = {}
