@@ -132,7 +132,8 @@ def main() -> None:
         try:
             MarkItDown().convert(str(folder / "warm-up.docx"))
         except Exception as exc:  # markitdown reads DOCX only with its "docx" extra
-            print(f"markitdown left out: {str(exc).splitlines()[-1].strip()}\n")
+            reason = next((line for line in str(exc).splitlines() if "Docx" in line), "")
+            print(f"markitdown left out: {reason.strip(' -') or type(exc).__name__}\n")
             converter = None
         whole = use_settings(folder, 1_000_000_000)
         api.read_document(whole, "warm-up.docx")
@@ -169,7 +170,7 @@ def main() -> None:
             ratios = [t / f for t, f in zip(times[index], floor_times, strict=True)]
             median = statistics.median(times[index])
             size = f"{sizes[index]:,}" if index else "-"
-            versus = f"{peer_time / median:.1f}x" if index else "-"
+            versus = f"{peer_time / median:.1f}x" if index and converter else "-"
             print(
                 f"| {label} | {median:.4f} s | {size} | {statistics.median(ratios):.1f}x | "
                 f"{versus} |"
