@@ -29,8 +29,8 @@ import docx
 from docx.enum.style import WD_STYLE_TYPE
 
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.filesystem.operations import Workspace
+from doc_processing_std_tools.documents import api
+from doc_processing_std_tools.workspace import Workspace
 
 
 def make_docx(path: Path, sections: int) -> None:

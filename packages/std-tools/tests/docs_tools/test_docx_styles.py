@@ -13,9 +13,9 @@ from docx.oxml.ns import qn
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from doc_processing_std_tools.docs import api
-from doc_processing_std_tools.docs.word import _all_text, _table_rows, paragraph_style_names
-from doc_processing_std_tools.filesystem.operations import Workspace
+from doc_processing_std_tools.documents import api
+from doc_processing_std_tools.documents.word import _all_text, _table_rows, paragraph_style_names
+from doc_processing_std_tools.workspace import Workspace
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
