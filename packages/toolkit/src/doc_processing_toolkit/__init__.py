@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:
     from .agent import Agent, AgentBuilder, RunResult
     from .approval import (
@@ -61,8 +63,6 @@ if TYPE_CHECKING:
     from .tools.base import ToolServer
     from .tools.loader import ToolLoader
     from .tools.local import LocalFunctionSession, tool
-
-__version__ = "0.5.3"
 
 __all__ = [
     "Agent",

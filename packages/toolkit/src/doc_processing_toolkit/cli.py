@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from . import __version__
+from ._version import __version__
 from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest, TerminalApproval
 from .batch.command import add_batch_parser, run_batch_command
 from .errors import ConfigError, ToolkitError

@@ -87,3 +87,31 @@ def test_no_import_of_a_run_module_goes_back_even_for_type_checking() -> None:
         if p.relative_to(PACKAGE).parts[0] not in ("batch", "cli.py")
     }
     find_cycle(modules, everywhere=True)
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """``__version__`` lives in ``_version``; no module of the package reads a name from
+    the package root (whose lazy names would import the module asking)."""
+    offenders: list[str] = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "__init__.py":
+            continue
+        name = module_name(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    target = f"{base}.{node.module}" if node.module else base
+                else:
+                    target = node.module or ""
+                if target != NAME:
+                    continue
+                for alias in node.names:
+                    if not (PACKAGE / alias.name).is_dir() and not (
+                        PACKAGE / f"{alias.name}.py"
+                    ).is_file():
+                        offenders.append(f"{name} imports {alias.name} from the package root")
+            elif isinstance(node, ast.Import) and any(a.name == NAME for a in node.names):
+                offenders.append(f"{name} imports the package root")
+    assert offenders == []
