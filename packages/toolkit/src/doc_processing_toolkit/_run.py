@@ -38,6 +38,7 @@ from .events import (
 from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from .models import Model, ModelRequest, TextDelta, ThinkingDelta
 from .result import RunResult, ToolCallRecord
+from .settings import AgentSettings
 from .skills import SkillsOptions, SkillsOutcome, SkillsToolset, append_catalog
 from .skills.extension import EXTENSION_TOOL_NAMES, listed_files
 from .tools.base import RunTools
@@ -76,6 +77,28 @@ class RunPlan:
     skills: SkillsOptions
     notify_unavailable: bool
     unmatched_logged: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, settings: AgentSettings, model: Model, unmatched_logged: set[str]) -> RunPlan:
+        """The plan of a run of an agent with `settings` and the resolved `model`."""
+        values = settings.values
+        return cls(
+            name=settings.name,
+            model=model,
+            instructions=values.instructions,
+            provider_kwargs=values.provider_kwargs,
+            max_turns=values.max_turns,
+            tool_timeout=values.tool_timeout,
+            gate=settings.approval,
+            skills=SkillsOptions(
+                enabled=values.auto_inject_skills,
+                timeout=values.skills_timeout,
+                budget=values.skills_catalog_budget,
+                stale_after=values.skills_stale_after,
+            ),
+            notify_unavailable=values.notify_unavailable_servers,
+            unmatched_logged=unmatched_logged,
+        )
 
 
 @dataclass(frozen=True, slots=True)
