@@ -10,10 +10,19 @@ of its own.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, aclosing
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -175,6 +184,22 @@ class Agent:
         agent = cls(tools=tools, **values)
         agent._recipe = (config, overrides)
         return agent
+
+    def replica_factory(self) -> Callable[[], Agent]:
+        """A picklable function that builds an agent like this one in another process:
+        what each Ray actor runs to get its own agent (see `batch.BatchAgent`).
+
+        Raises:
+            ConfigError: this agent was not built from a configuration.
+        """
+        if self._recipe is None:
+            raise ConfigError(
+                "the ray engine builds one agent per actor from a configuration: build this "
+                "agent with Agent.from_yaml(...) or Agent.from_config(...), or give "
+                "RayEngine(agent_factory=...) a function that builds it."
+            )
+        config, overrides = self._recipe
+        return functools.partial(_rebuild, config, dict(overrides))
 
     # -- properties -----------------------------------------------------------------------
 
@@ -532,6 +557,12 @@ class AgentBuilder(SettingsBuilder):
             ConfigError: an argument is invalid.
         """
         return self._agent_class(**self.options())
+
+
+def _rebuild(config: AgentConfig, overrides: Mapping[str, Any]) -> Agent:
+    """An agent from a validated configuration and constructor overrides (what a Ray
+    actor runs to build its agent)."""
+    return Agent._from_validated(config, dict(overrides))
 
 
 def _loop_ended(token: object) -> bool:

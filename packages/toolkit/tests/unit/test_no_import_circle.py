@@ -1,9 +1,8 @@
 """The toolkit's modules import one another in one direction only.
 
 Two graphs: the imports that run when a module is loaded, over the whole package; and
-every import statement (under TYPE_CHECKING and inside functions too) among the modules
-of a run (everything but the batch engines and the command line, which use the agent and
-are imported by it only on demand)."""
+every import statement (under TYPE_CHECKING and inside functions too) among every module
+but the command line's (which builds agents and is imported by nothing)."""
 
 from __future__ import annotations
 
@@ -84,9 +83,25 @@ def test_no_import_of_a_run_module_goes_back_even_for_type_checking() -> None:
     modules = {
         module_name(p): p
         for p in PACKAGE.rglob("*.py")
-        if p.relative_to(PACKAGE).parts[0] not in ("batch", "cli.py")
+        if p.relative_to(PACKAGE).parts[0] not in ("cli.py", "cli_batch.py")
     }
     find_cycle(modules, everywhere=True)
+
+
+def test_the_batch_package_never_imports_the_agent() -> None:
+    """The batch engines know the agent through `BatchAgent` only: no module of batch/
+    imports agent.py, not even for type checking or inside a function."""
+    batch = sorted((PACKAGE / "batch").glob("*.py"))
+    assert batch
+    offenders = {
+        module_name(path): sorted(
+            target
+            for target in imports(path, everywhere=True)
+            if target == f"{NAME}.agent" or target.startswith(f"{NAME}.agent.")
+        )
+        for path in batch
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
 
 
 def test_no_module_imports_the_package_root() -> None:
@@ -108,9 +123,10 @@ def test_no_module_imports_the_package_root() -> None:
                 if target != NAME:
                     continue
                 for alias in node.names:
-                    if not (PACKAGE / alias.name).is_dir() and not (
-                        PACKAGE / f"{alias.name}.py"
-                    ).is_file():
+                    if (
+                        not (PACKAGE / alias.name).is_dir()
+                        and not (PACKAGE / f"{alias.name}.py").is_file()
+                    ):
                         offenders.append(f"{name} imports {alias.name} from the package root")
             elif isinstance(node, ast.Import) and any(a.name == NAME for a in node.names):
                 offenders.append(f"{name} imports the package root")
