@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from doc_processing_toolkit import Agent, ConfigError, TestModel
-from doc_processing_toolkit.config import AgentConfig, McpCommandEntry, McpHttpEntry, McpScriptEntry
+from doc_processing_toolkit.config import AgentConfig
+from doc_processing_toolkit.tools.transports import McpCommandEntry, McpHttpEntry, McpScriptEntry
 
 pytestmark = pytest.mark.anyio
 

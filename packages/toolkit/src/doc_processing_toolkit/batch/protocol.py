@@ -5,10 +5,11 @@ the agent: `Agent` satisfies this protocol, and `Agent.run_batch` hands itself i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..messages import Message
-from ..result import RunResult
+if TYPE_CHECKING:
+    from ..messages import Message
+    from ..result import RunResult
 
 __all__ = ["AgentFactory", "BatchAgent"]
 
