@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
+from mcp.types import Tool
 
+from .session import ToolSession, list_all_tools
 from .transports import Route, Transport
 
 __all__ = [
@@ -30,34 +31,6 @@ __all__ = [
 
 TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """Tool names every model provider accepts."""
-
-_MAX_PAGES = 1000
-
-
-class ToolSession(Protocol):
-    """What the agent needs from a tool server: list the tools, call one."""
-
-    async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
-        """One page of the server's tools."""
-        ...
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
-        """Call one tool; a tool failure is an ``is_error`` result."""
-        ...
-
-
-async def list_all_tools(session: ToolSession) -> list[Tool]:
-    """Every tool of `session`, following pagination cursors."""
-    result = await session.list_tools()
-    tools = list(result.tools)
-    cursor = result.next_cursor
-    pages = 1
-    while cursor is not None and pages < _MAX_PAGES:
-        result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
-        tools.extend(result.tools)
-        cursor = result.next_cursor
-        pages += 1
-    return tools
 
 
 @dataclass(frozen=True, eq=False)

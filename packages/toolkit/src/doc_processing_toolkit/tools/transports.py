@@ -29,8 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ToolServerError
 
 if TYPE_CHECKING:
-    from .base import ToolSession
-    from .local import LocalFunctionSession
+    from .session import ToolSession
 
 __all__ = [
     "LOCAL_SERVER_NAME",
@@ -275,7 +274,8 @@ class FastMCPTransport(Transport):
 class LocalTransport(Transport):
     """The Python functions of a tools list, called in this process."""
 
-    session: LocalFunctionSession
+    session: ToolSession
+    """The `LocalFunctionSession` of the functions."""
     in_process = True
     known_at_construction = True
 
