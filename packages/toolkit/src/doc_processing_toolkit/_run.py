@@ -95,6 +95,7 @@ class RunPlan:
                 timeout=values.skills_timeout,
                 budget=values.skills_catalog_budget,
                 stale_after=values.skills_stale_after,
+                lock=settings.skills_lock,
             ),
             notify_unavailable=values.notify_unavailable_servers,
             unmatched_logged=unmatched_logged,

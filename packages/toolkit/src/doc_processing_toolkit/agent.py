@@ -103,6 +103,11 @@ class Agent:
         approval: tool calls that need approval before they run: an `ApprovalGate`, or a
             mapping ``{"tools": [patterns], "policy": callable or name}``. None (the
             default): every call runs.
+        skills_lock: a skills lock file (as ``dpt-skills lock`` writes it): a skill that a
+            server serves through the Skills extension is used only when the lock names it
+            and its listed files match the locked digests; any other is rejected (see
+            ``RunResult.skills.rejected``). Read when the agent is built. None (the
+            default): no pinning.
         name: the agent's name, for logs.
 
     Raises:
@@ -126,6 +131,7 @@ class Agent:
         skills_stale_after: float | None = None,
         notify_unavailable_servers: bool = True,
         approval: ApprovalSetting | None = None,
+        skills_lock: str | os.PathLike[str] | None = None,
         name: str | None = None,
     ) -> None:
         self.settings = AgentSettings.from_arguments(locals())

@@ -139,6 +139,10 @@ class AgentConfig(_Strict):
     approval: ApprovalConfig | None = Field(
         default=None, description="tool calls that need approval"
     )
+    skills_lock: str | None = Field(
+        default=None,
+        description="a skills lock file; extension-served skills it does not pin are rejected",
+    )
     name: str | None = Field(default=None, description="the agent's name, for logs")
 
 
@@ -267,8 +271,9 @@ def load_config_dict(
 def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
     """Read and validate an agent YAML file.
 
-    Relative ``script`` and ``cwd`` paths of stdio entries are resolved against the
-    file's folder, so a configuration works from any working directory.
+    Relative ``script`` and ``cwd`` paths of stdio entries, and a relative
+    ``skills_lock``, are resolved against the file's folder, so a configuration works
+    from any working directory.
 
     Raises:
         ConfigError: the file is missing or unreadable, is not YAML, or is invalid, or a
@@ -295,7 +300,10 @@ def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
     missing = [line for index, entry in enumerate(tools) for line in _missing_paths(entry, index)]
     if missing:
         raise ConfigError(f"invalid agent configuration in {file}:\n" + "\n".join(missing))
-    return config.model_copy(update={"tools": tools})
+    update: dict[str, Any] = {"tools": tools}
+    if config.skills_lock is not None and not Path(config.skills_lock).is_absolute():
+        update["skills_lock"] = str(base / config.skills_lock)
+    return config.model_copy(update=update)
 
 
 def _yaml_error(file: Path, error: yaml.YAMLError) -> ConfigError:

@@ -54,6 +54,7 @@ def test_building_gives_the_same_agent_as_the_constructor(
         "skills_stale_after": 60.0,
         "notify_unavailable_servers": False,
         "approval": {"tools": ["add"], "policy": "deny"},
+        "skills_lock": None,
         "name": "built",
     }
     # One declaration: the constructor's keywords and the builder's methods are the
