@@ -26,8 +26,8 @@ if TYPE_CHECKING:
         ApprovalPolicy,
         ApprovalRecord,
         ApprovalRequest,
-        TerminalApproval,
     )
+    from .cli_approval import TerminalApproval
     from .errors import (
         ConfigError,
         MaxTurnsExceededError,
@@ -133,7 +133,7 @@ _LAZY: dict[str, str] = {
     "ProviderPart": ".messages",
     "RunResult": ".agent",
     "RunStartEvent": ".events",
-    "TerminalApproval": ".approval",
+    "TerminalApproval": ".cli_approval",
     "TestModel": ".models",
     "TextDeltaEvent": ".events",
     "TextPart": ".messages",

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from ._version import __version__
-from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest, TerminalApproval
+from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest
+from .cli_approval import TerminalApproval
 from .cli_batch import add_batch_parser, run_batch_command
 from .errors import ConfigError, ToolkitError
 from .messages import ToolSpec

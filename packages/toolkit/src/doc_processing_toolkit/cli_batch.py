@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 import anyio.abc
 
-from .approval import ApprovalGate, TerminalApproval
+from .approval import ApprovalGate
 from .batch.control import BatchControl
 from .batch.items import open_input
 from .batch.progress import make_progress, rich_available
 from .batch.results import BatchSummary
 from .batch.runner import make_engine
 from .batch.worker import RetryPolicy
+from .cli_approval import TerminalApproval
 from .errors import ToolkitError
 
 if TYPE_CHECKING:

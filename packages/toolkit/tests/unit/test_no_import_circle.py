@@ -2,7 +2,8 @@
 
 Two graphs: the imports that run when a module is loaded, over the whole package; and
 every import statement (under TYPE_CHECKING and inside functions too) among every module
-but the command line's (which builds agents and is imported by nothing)."""
+but the command line's (which builds agents; of it, only the terminal's ``ask`` approval
+policy is imported by the library, inside the function that makes that policy)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_no_import_of_a_run_module_goes_back_even_for_type_checking() -> None:
     modules = {
         module_name(p): p
         for p in PACKAGE.rglob("*.py")
-        if p.relative_to(PACKAGE).parts[0] not in ("cli.py", "cli_batch.py")
+        if p.relative_to(PACKAGE).parts[0] not in ("cli.py", "cli_batch.py", "cli_approval.py")
     }
     find_cycle(modules, everywhere=True)
 
