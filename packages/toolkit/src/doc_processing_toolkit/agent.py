@@ -378,7 +378,7 @@ class Agent:
     async def _iterate(
         self, prompt: str, history: Sequence[Message] | None, *, stream: bool
     ) -> AsyncGenerator[AgentEvent, None]:
-        plan = RunPlan.of(self.settings, self.model, self._unmatched_logged)
+        plan = RunPlan(self.settings, self.model, self._unmatched_logged)
         self._bind_loop()
         run = RunTrace.start(plan.name, plan.model.name)
         try:

@@ -16,6 +16,7 @@ from doc_processing_toolkit.tools.transports import (
     HttpTransport,
     LocalTransport,
     McpServerTransport,
+    ScriptTransport,
     StdioTransport,
 )
 
@@ -36,7 +37,8 @@ def test_every_entry_kind_gets_its_transport(make_server: Callable[..., MCPServe
         ]
     ).servers
     kinds = [type(server.transport) for server in servers]
-    assert kinds == [McpServerTransport, LocalTransport, StdioTransport, HttpTransport]
+    assert kinds == [McpServerTransport, LocalTransport, ScriptTransport, HttpTransport]
+    assert isinstance(servers[2].transport, StdioTransport)
     assert [s.describe() for s in servers] == [
         "'inproc' (mcp_server)",
         "'local-functions' (local)",

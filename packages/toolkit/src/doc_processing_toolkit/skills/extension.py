@@ -183,7 +183,10 @@ class Rejections:
         for skill in catalog.skills:
             if lock is None or skill.uri in self._held:
                 continue
-            reason = lock.refusal(skill)
+            files = (
+                None if skill.dynamic else {f.uri: (f.digest, f.size) for f in skill.files.values()}
+            )
+            reason = lock.refusal(skill.name, skill.uri, files)
             if reason is not None:
                 logger.warning(
                     "skills: server %r: skill %s rejected, none of its files is used: %s",

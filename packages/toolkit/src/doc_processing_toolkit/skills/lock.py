@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from ..errors import ConfigError
 
@@ -37,30 +37,6 @@ LockedFiles = Mapping[str, tuple[str, int]]
 """Path relative to the skill's folder -> (hexadecimal SHA-256, size in bytes)."""
 
 
-class ListedFile(Protocol):
-    """One file of a ``skills/list`` entry."""
-
-    @property
-    def uri(self) -> str: ...
-    @property
-    def digest(self) -> str: ...
-    @property
-    def size(self) -> int: ...
-
-
-class ListedSkill(Protocol):
-    """What the lock compares of a ``skills/list`` entry (`extension.ExtensionSkill`)."""
-
-    @property
-    def uri(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def dynamic(self) -> bool: ...
-    @property
-    def files(self) -> Mapping[str, ListedFile]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class SkillsLock:
     """The skills a lock file pins.
@@ -73,21 +49,24 @@ class SkillsLock:
     path: str
     skills: Mapping[str, LockedFiles]
 
-    def refusal(self, skill: ListedSkill) -> str | None:
-        """Why `skill`, as an extension server lists it, is not the locked one (None: it
-        is)."""
-        locked = self.skills.get(skill.name)
+    def refusal(
+        self, name: str, uri: str, files: Mapping[str, tuple[str, int]] | None
+    ) -> str | None:
+        """Why the skill `name`, listed at `uri` (its SKILL.md) with `files` (URI ->
+        (``sha256:`` digest, size); None: listed as ``"dynamic"``), is not the locked one
+        (None: it is)."""
+        locked = self.skills.get(name)
         if locked is None:
-            return f"the skills lock {self.path} does not name skill {skill.name!r}"
-        if skill.dynamic:
+            return f"the skills lock {self.path} does not name skill {name!r}"
+        if files is None:
             return (
-                f"skill {skill.name!r} publishes no digests for its files, so they cannot be "
+                f"skill {name!r} publishes no digests for its files, so they cannot be "
                 f"checked against the skills lock {self.path}"
             )
-        listed = _listed(skill)
+        listed = _relative(uri, files)
         if listed is None:
             return (
-                f"the files of skill {skill.name!r} are not listed under its folder, so they "
+                f"the files of skill {name!r} are not listed under its folder, so they "
                 f"cannot be checked against the skills lock {self.path}"
             )
         changed = sorted(p for p in listed.keys() | locked.keys() if listed.get(p) != locked.get(p))
@@ -96,21 +75,20 @@ class SkillsLock:
         shown = ", ".join(changed[:5]) + (
             f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         )
-        return (
-            f"the files of skill {skill.name!r} differ from the skills lock {self.path} ({shown})"
-        )
+        return f"the files of skill {name!r} differ from the skills lock {self.path} ({shown})"
 
 
-def _listed(skill: ListedSkill) -> dict[str, tuple[str, int]] | None:
-    """The skill's listed files by path relative to its folder (the SKILL.md URI without
-    its last part), or None when one is listed outside that folder."""
-    base = skill.uri.rsplit("/", 1)[0] + "/"
-    files: dict[str, tuple[str, int]] = {}
-    for listed in skill.files.values():
-        if not listed.uri.startswith(base) or not listed.digest.startswith(_DIGEST_PREFIX):
+def _relative(uri: str, files: Mapping[str, tuple[str, int]]) -> dict[str, tuple[str, int]] | None:
+    """`files` by path relative to the skill's folder (`uri`, its SKILL.md, without the
+    last part), digests without their prefix; None when one is listed outside that folder
+    or with another kind of digest."""
+    base = uri.rsplit("/", 1)[0] + "/"
+    relative: dict[str, tuple[str, int]] = {}
+    for file_uri, (digest, size) in files.items():
+        if not file_uri.startswith(base) or not digest.startswith(_DIGEST_PREFIX):
             return None
-        files[listed.uri[len(base) :]] = (listed.digest[len(_DIGEST_PREFIX) :], listed.size)
-    return files
+        relative[file_uri[len(base) :]] = (digest[len(_DIGEST_PREFIX) :], size)
+    return relative
 
 
 def read_skills_lock(path: str | os.PathLike[str]) -> SkillsLock:

@@ -139,7 +139,7 @@ class ToolLoader:
         elif isinstance(entry, McpHttpEntry):
             transport = HttpTransport(entry)
         else:
-            transport = StdioTransport(entry)
+            transport = StdioTransport.of(entry)
         return _server(entry, transport, index)
 
 

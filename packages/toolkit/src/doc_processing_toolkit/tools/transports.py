@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TextIO
 from urllib.parse import urlsplit
 
 import pydantic
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LOCAL_SERVER_NAME",
     "SESSION_SERVER_NAME",
+    "CommandTransport",
     "FastMCPTransport",
     "HttpTransport",
     "LocalTransport",
@@ -42,6 +43,7 @@ __all__ = [
     "McpScriptEntry",
     "McpServerTransport",
     "Route",
+    "ScriptTransport",
     "ServerEntry",
     "SessionEntry",
     "SessionTransport",
@@ -172,32 +174,28 @@ ToolEntryConfig = Annotated[
 # -- the transports --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
 class Transport:
     """How one server is reached (a subclass per route).
 
     Attributes:
+        target: what the transport was made from (a server object, the local functions'
+            session, a session entry or a configuration entry).
+        route: the route's name, as messages and ``agent.servers`` show it.
         in_process: the server runs in this process (a call costs no round trip).
         known_at_construction: its tools are known before connecting.
         captures_stderr: it starts a child whose standard error is worth keeping.
     """
 
-    in_process = False
-    known_at_construction = False
-    captures_stderr = False
-
-    @property
-    def route(self) -> Route:
-        """The route's name, as messages and ``agent.servers`` show it."""
-        raise NotImplementedError
-
-    @property
-    def target(self) -> Any:
-        """What the transport was made from (a server object, a session or an entry)."""
-        raise NotImplementedError
+    target: Any
+    route: ClassVar[Route]
+    in_process: ClassVar[bool] = False
+    known_at_construction: ClassVar[bool] = False
+    captures_stderr: ClassVar[bool] = False
 
     def default_name(self) -> str:
-        """The server's name when the entry gives none."""
-        raise NotImplementedError
+        """The server's name when the entry gives none: the server object's own name."""
+        return str(self.target.name)
 
     def detail(self) -> str:
         """What is started or reached, for messages (``": command args"``, or empty)."""
@@ -217,150 +215,117 @@ class Transport:
         raise ToolServerError(f"server {label} has no connectable route")
 
 
-@dataclass(frozen=True, eq=False)
 class McpServerTransport(Transport):
     """An MCP SDK server object in this process, reached through the SDK's memory streams."""
 
-    server: Any
+    route = "mcp_server"
     in_process = True
     known_at_construction = True
-
-    @property
-    def route(self) -> Route:
-        return "mcp_server"
-
-    @property
-    def target(self) -> Any:
-        return self.server
-
-    def default_name(self) -> str:
-        return str(self.server.name)
 
     async def open(self, stack: AsyncExitStack, errlog: TextIO | None, label: str) -> ToolSession:
         from mcp import Client
 
-        client = await stack.enter_async_context(Client(self.server))
+        client = await stack.enter_async_context(Client(self.target))
         return client.session
 
 
-@dataclass(frozen=True, eq=False)
 class FastMCPTransport(Transport):
     """A fastmcp server object in this process, reached through fastmcp's own client."""
 
-    server: Any
+    route = "fastmcp"
     in_process = True
-
-    @property
-    def route(self) -> Route:
-        return "fastmcp"
-
-    @property
-    def target(self) -> Any:
-        return self.server
-
-    def default_name(self) -> str:
-        return str(self.server.name)
 
     async def open(self, stack: AsyncExitStack, errlog: TextIO | None, label: str) -> ToolSession:
         import fastmcp
 
-        client: Any = fastmcp.Client(self.server)
+        client: Any = fastmcp.Client(self.target)
         await stack.enter_async_context(client)
         session: ToolSession = client.session
         return session
 
 
-@dataclass(frozen=True, eq=False)
 class LocalTransport(Transport):
-    """The Python functions of a tools list, called in this process."""
+    """The Python functions of a tools list (their `LocalFunctionSession`), called in this
+    process."""
 
-    session: ToolSession
-    """The `LocalFunctionSession` of the functions."""
+    route = "local"
     in_process = True
     known_at_construction = True
-
-    @property
-    def route(self) -> Route:
-        return "local"
-
-    @property
-    def target(self) -> Any:
-        return self.session
 
     def default_name(self) -> str:
         return LOCAL_SERVER_NAME
 
     def fixed_session(self) -> ToolSession | None:
-        return self.session
+        session: ToolSession = self.target
+        return session
 
 
-@dataclass(frozen=True, eq=False)
 class SessionTransport(Transport):
-    """A session the caller opened and owns (the agent never closes or reopens it)."""
+    """A session the caller opened and owns, from a `SessionEntry` (the agent never
+    closes or reopens it)."""
 
-    entry: SessionEntry
-
-    @property
-    def route(self) -> Route:
-        return "session"
-
-    @property
-    def target(self) -> Any:
-        return self.entry
+    route = "session"
 
     def default_name(self) -> str:
         return SESSION_SERVER_NAME
 
     def fixed_session(self) -> ToolSession | None:
-        session: ToolSession = self.entry.session
+        session: ToolSession = self.target.session
         return session
 
 
-@dataclass(frozen=True, eq=False)
 class StdioTransport(Transport):
-    """A child process speaking MCP over stdio: a command, or a Python script or module
-    run with this interpreter."""
+    """A child process speaking MCP over stdio, from an `McpCommandEntry` (a command) or
+    an `McpScriptEntry` (a Python script or module run with this interpreter)."""
 
-    entry: McpCommandEntry | McpScriptEntry
+    target: McpCommandEntry | McpScriptEntry
     captures_stderr = True
 
-    @property
-    def route(self) -> Route:
-        return self.entry.type
-
-    @property
-    def target(self) -> Any:
-        return self.entry
+    @classmethod
+    def of(cls, entry: McpCommandEntry | McpScriptEntry) -> StdioTransport:
+        """The transport of `entry`, of the route its ``type`` names."""
+        return (CommandTransport if isinstance(entry, McpCommandEntry) else ScriptTransport)(entry)
 
     def default_name(self) -> str:
-        entry = self.entry
+        entry = self.target
         if isinstance(entry, McpCommandEntry):
             return Path(entry.command).name or entry.command
         return Path(entry.script).stem if entry.script else str(entry.module)
 
-    def detail(self) -> str:
-        return ": " + " ".join(self._command_line())
-
-    def _command_line(self) -> list[str]:
-        entry = self.entry
+    def _program(self) -> tuple[str, list[str], list[str]]:
+        """(the program to start, its arguments, the command line shown in messages)."""
+        entry = self.target
         if isinstance(entry, McpCommandEntry):
-            return [entry.command, *entry.args]
-        return ["python", *entry.python_args]
+            shown = [entry.command, *entry.args]
+            return command_path(entry.command, entry.env), list(entry.args), shown
+        return sys.executable, entry.python_args, ["python", *entry.python_args]
+
+    def detail(self) -> str:
+        return ": " + " ".join(self._program()[2])
 
     async def open(self, stack: AsyncExitStack, errlog: TextIO | None, label: str) -> ToolSession:
         from mcp import Client, StdioServerParameters, stdio_client
 
-        entry = self.entry
-        if isinstance(entry, McpCommandEntry):
-            command, args = command_path(entry.command, entry.env), list(entry.args)
-        else:
-            command, args = sys.executable, entry.python_args
+        command, args, _ = self._program()
+        entry = self.target
         params = StdioServerParameters(
             command=command, args=args, env=dict(entry.env) or None, cwd=entry.cwd
         )
         assert errlog is not None
         client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
         return client.session
+
+
+class CommandTransport(StdioTransport):
+    """``type: mcp_command``."""
+
+    route = "mcp_command"
+
+
+class ScriptTransport(StdioTransport):
+    """``type: mcp_script``."""
+
+    route = "mcp_script"
 
 
 def command_path(command: str, env: Mapping[str, str] | None = None) -> str:
@@ -383,26 +348,18 @@ def command_path(command: str, env: Mapping[str, str] | None = None) -> str:
     return beside if beside is not None else command
 
 
-@dataclass(frozen=True, eq=False)
 class HttpTransport(Transport):
-    """An MCP server over streamable HTTP, with headers and an optional bearer token read
-    from the environment at each connection."""
+    """An MCP server over streamable HTTP, from an `McpHttpEntry`: its headers, and a
+    bearer token read from the environment at each connection."""
 
-    entry: McpHttpEntry
-
-    @property
-    def route(self) -> Route:
-        return "mcp_http"
-
-    @property
-    def target(self) -> Any:
-        return self.entry
+    target: McpHttpEntry
+    route = "mcp_http"
 
     def default_name(self) -> str:
-        return urlsplit(self.entry.url).hostname or self.entry.url
+        return urlsplit(self.target.url).hostname or self.target.url
 
     def detail(self) -> str:
-        return f": {self.entry.url}"
+        return f": {self.target.url}"
 
     def headers(self, label: str) -> dict[str, str]:
         """The entry's headers, with the bearer token read from its variable now.
@@ -410,8 +367,8 @@ class HttpTransport(Transport):
         Raises:
             ToolServerError: the variable is not set or empty.
         """
-        headers = dict(self.entry.headers)
-        variable = self.entry.bearer_token_env
+        headers = dict(self.target.headers)
+        variable = self.target.bearer_token_env
         if variable is not None:
             token = os.environ.get(variable, "").strip()
             if not token:
@@ -424,7 +381,7 @@ class HttpTransport(Transport):
 
     def refused(self, label: str, status: int, challenge: str) -> ToolServerError:
         """The error for a server that answered 401 or 403: it said no to the credentials."""
-        variable = self.entry.bearer_token_env
+        variable = self.target.bearer_token_env
         source = f"the token in {variable}" if variable else "the Authorization header"
         detail = f" ({challenge})" if challenge else ""
         what = "rejected the credentials" if status == 401 else "refused access"
@@ -460,7 +417,7 @@ class HttpTransport(Transport):
         )
         try:
             client = await stack.enter_async_context(
-                Client(streamable_http_client(self.entry.url, http_client=http))
+                Client(streamable_http_client(self.target.url, http_client=http))
             )
         except Exception as exc:
             if refusals:
