@@ -3,7 +3,7 @@
 `Agent(...)` hands its arguments here as they are; `AgentConfig` (the one declaration of
 the settings, shared with the YAML loader) checks the plain values, `resolve_approval`
 turns ``approval`` into a gate, and the result is kept as one frozen object. A run reads
-its plan from it (`RunPlan.of`); nothing copies a setting elsewhere.
+its plan from it (`RunPlan`); nothing copies a setting elsewhere.
 """
 
 from __future__ import annotations
