@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:
     from .agent import Agent, AgentBuilder, RunResult
     from .approval import (
@@ -24,8 +26,8 @@ if TYPE_CHECKING:
         ApprovalPolicy,
         ApprovalRecord,
         ApprovalRequest,
-        TerminalApproval,
     )
+    from .cli_approval import TerminalApproval
     from .errors import (
         ConfigError,
         MaxTurnsExceededError,
@@ -61,8 +63,6 @@ if TYPE_CHECKING:
     from .tools.base import ToolServer
     from .tools.loader import ToolLoader
     from .tools.local import LocalFunctionSession, tool
-
-__version__ = "0.5.3"
 
 __all__ = [
     "Agent",
@@ -133,7 +133,7 @@ _LAZY: dict[str, str] = {
     "ProviderPart": ".messages",
     "RunResult": ".agent",
     "RunStartEvent": ".events",
-    "TerminalApproval": ".approval",
+    "TerminalApproval": ".cli_approval",
     "TestModel": ".models",
     "TextDeltaEvent": ".events",
     "TextPart": ".messages",

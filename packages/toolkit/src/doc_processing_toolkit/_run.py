@@ -18,12 +18,12 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
 from ._tracing import RunTrace
 from .approval import ApprovalGate, ApprovalRecord, ApprovalRequest
+from .config import AgentConfig
 from .errors import MaxTurnsExceededError, ToolkitError
 from .events import (
     AgentEvent,
@@ -38,6 +38,7 @@ from .events import (
 from .messages import Message, ModelResponse, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from .models import Model, ModelRequest, TextDelta, ThinkingDelta
 from .result import RunResult, ToolCallRecord
+from .settings import AgentSettings
 from .skills import SkillsOptions, SkillsOutcome, SkillsToolset, append_catalog
 from .skills.extension import EXTENSION_TOOL_NAMES, listed_files
 from .tools.base import RunTools
@@ -50,32 +51,46 @@ logger = logging.getLogger("doc_processing_toolkit.agent")
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    """The agent's settings as one run sees them (taken once, at the start of the run).
+    """What one run works from, taken once at its start: the agent's frozen settings
+    and the resolved model.
 
     Attributes:
-        name: the agent's name, for logs.
+        settings: the agent's settings (`AgentSettings`), as they were when the run began.
         model: the resolved model.
-        instructions: the agent's instructions.
-        provider_kwargs: merged into every provider request.
-        max_turns: the most model requests of the run.
-        tool_timeout: seconds one tool call may take (None: no limit).
-        gate: the approval gate, or None.
-        skills: the skills settings.
-        notify_unavailable: tell the model which optional servers are unavailable.
         unmatched_logged: approval patterns already reported as not judged while a server
             is unreachable (shared across the agent's runs, so each is reported once).
     """
 
-    name: str
+    settings: AgentSettings
     model: Model
-    instructions: str | None
-    provider_kwargs: Mapping[str, Any]
-    max_turns: int
-    tool_timeout: float | None
-    gate: ApprovalGate | None
-    skills: SkillsOptions
-    notify_unavailable: bool
     unmatched_logged: set[str] = field(default_factory=set)
+
+    @property
+    def values(self) -> AgentConfig:
+        """The plain settings (instructions, max_turns, tool_timeout, ...)."""
+        return self.settings.values
+
+    @property
+    def name(self) -> str:
+        """The agent's name, for logs."""
+        return self.settings.name
+
+    @property
+    def gate(self) -> ApprovalGate | None:
+        """The approval gate, or None."""
+        return self.settings.approval
+
+    @property
+    def skills(self) -> SkillsOptions:
+        """The skills step's settings."""
+        values = self.values
+        return SkillsOptions(
+            enabled=values.auto_inject_skills,
+            timeout=values.skills_timeout,
+            budget=values.skills_catalog_budget,
+            stale_after=values.skills_stale_after,
+            lock=self.settings.skills_lock,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +124,8 @@ async def prepare(toolset: SkillsToolset, plan: RunPlan, prompt: str = "") -> Ru
     """
     tools, outcome = await toolset.run_tools(
         plan.skills,
-        plan.instructions,
-        notify_unavailable=plan.notify_unavailable,
+        plan.values.instructions,
+        notify_unavailable=plan.values.notify_unavailable_servers,
         request=prompt,
     )
     routes = build_routes(tools.servers)
@@ -128,7 +143,7 @@ async def prepare(toolset: SkillsToolset, plan: RunPlan, prompt: str = "") -> Ru
                 names.extend((visible_name(server, name), name) for name in sorted(hidden))
         check_approval_patterns(plan.gate, names, tools, plan.name, plan.unmatched_logged)
     return RunSetup(
-        system_prompt=append_catalog(plan.instructions, tools.instructions()),
+        system_prompt=append_catalog(plan.values.instructions, tools.instructions()),
         tools=routes,
         warnings=list(tools.warnings),
         skills=outcome,
@@ -204,12 +219,12 @@ async def iterate(
         skills=setup.skills,
         warnings=tuple(setup.warnings),
     )
-    for turn in range(1, plan.max_turns + 1):
+    for turn in range(1, plan.values.max_turns + 1):
         request = ModelRequest(
             system=setup.system_prompt,
             messages=tuple(messages),
             tools=specs,
-            provider_kwargs=plan.provider_kwargs,
+            provider_kwargs=plan.values.provider_kwargs,
         )
         chat = run_trace.chat(request)
         try:
@@ -267,11 +282,11 @@ async def iterate(
                 )
             )
             return
-        if turn == plan.max_turns:
+        if turn == plan.values.max_turns:
             names = ", ".join(call.name for call in calls)
             raise MaxTurnsExceededError(
-                f"agent {plan.name!r} reached max_turns={plan.max_turns}: after "
-                f"{plan.max_turns} model requests the model still asked for tools ({names}) "
+                f"agent {plan.name!r} reached max_turns={plan.values.max_turns}: after "
+                f"{plan.values.max_turns} model requests the model still asked for tools ({names}) "
                 "instead of answering; raise max_turns or make the task smaller."
             )
         for call in calls:
@@ -293,7 +308,7 @@ async def iterate(
                         f"The call to {call.name} was denied and did not run: "
                         f"{decision.reason or 'no reason given'}"
                     )
-        done = await _call_tools(calls, setup, denials, plan.tool_timeout, run_trace)
+        done = await _call_tools(calls, setup, denials, plan.values.tool_timeout, run_trace)
         records.extend(done)
         for record in done:
             yield ToolResultEvent(record)

@@ -86,7 +86,7 @@ def capture_content() -> bool:
 def _tracer() -> trace.Tracer:
     # Asked for at the first run, not at import: the application sets its provider first
     # (a tracer had before that is a proxy that follows the provider once it is set).
-    from . import __version__
+    from ._version import __version__
 
     return trace.get_tracer(TRACER_NAME, __version__)
 

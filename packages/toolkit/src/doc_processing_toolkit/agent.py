@@ -10,10 +10,19 @@ of its own.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, aclosing
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,24 +30,27 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.lowlevel
 
-from . import config as _config
 from ._loop_thread import LoopThread, close_at_exit, require_no_running_loop
 from ._run import RunPlan, check_approval_patterns, iterate, prepare
 from ._tracing import RunTrace, caller_context
-from .approval import ApprovalGate, ApprovalSetting, resolve_approval
+from .approval import ApprovalGate, ApprovalSetting
 from .builder import SettingsBuilder
 from .config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_TURNS,
     DEFAULT_SKILLS_TIMEOUT,
     DEFAULT_TOOL_TIMEOUT,
+    AgentConfig,
+    load_config_dict,
+    load_yaml,
 )
 from .errors import ConfigError, ToolkitError
 from .events import AgentEvent, FinalResultEvent
 from .messages import Message
 from .models import Model, resolve_model
 from .result import RunResult
-from .skills import SkillsOptions, SkillsToolset
+from .settings import AgentSettings
+from .skills import SkillsToolset
 from .skills.extension import EXTENSION_TOOL_NAMES
 from .tools.base import ToolServer
 from .tools.connections import ConnectionPool
@@ -91,6 +103,11 @@ class Agent:
         approval: tool calls that need approval before they run: an `ApprovalGate`, or a
             mapping ``{"tools": [patterns], "policy": callable or name}``. None (the
             default): every call runs.
+        skills_lock: a skills lock file (as ``dpt-skills lock`` writes it): a skill that a
+            server serves through the Skills extension is used only when the lock names it
+            and its listed files match the locked digests; any other is rejected (see
+            ``RunResult.skills.rejected``). Read when the agent is built. None (the
+            default): no pinning.
         name: the agent's name, for logs.
 
     Raises:
@@ -114,55 +131,25 @@ class Agent:
         skills_stale_after: float | None = None,
         notify_unavailable_servers: bool = True,
         approval: ApprovalSetting | None = None,
+        skills_lock: str | os.PathLike[str] | None = None,
         name: str | None = None,
     ) -> None:
-        settings = _config.validate_settings(
-            {
-                "instructions": instructions,
-                "auto_inject_skills": auto_inject_skills,
-                "provider_kwargs": dict(provider_kwargs or {}),
-                "max_turns": max_turns,
-                "model_options": dict(model_options or {}),
-                "tool_timeout": tool_timeout,
-                "skills_timeout": skills_timeout,
-                "connect_timeout": connect_timeout,
-                "skills_catalog_budget": skills_catalog_budget,
-                "skills_stale_after": skills_stale_after,
-                "notify_unavailable_servers": notify_unavailable_servers,
-                "name": name,
-            }
-        )
-        self._model_spec = model
+        self.settings = AgentSettings.from_arguments(locals())
+        """Every setting of this agent, checked and frozen (a run takes its plan from it)."""
         self._model: Model | None = None
-        self.instructions = settings.instructions
-        self.auto_inject_skills = settings.auto_inject_skills
-        self.provider_kwargs: dict[str, Any] = dict(settings.provider_kwargs)
-        self.max_turns = settings.max_turns
-        self.model_options: dict[str, Any] = dict(settings.model_options)
-        self.tool_timeout = settings.tool_timeout
-        self.skills_timeout = settings.skills_timeout
-        self.connect_timeout = settings.connect_timeout
-        self.skills_catalog_budget = settings.skills_catalog_budget
-        self.skills_stale_after = settings.skills_stale_after
-        self.notify_unavailable_servers = settings.notify_unavailable_servers
-        self.approval: ApprovalGate | None = resolve_approval(approval)
-        self.name = settings.name or "agent"
-        self._loader = ToolLoader(tools)
-        self._pool = ConnectionPool(self._loader.servers, connect_timeout=connect_timeout)
+        self._loader = ToolLoader(self.settings.tools)
+        self._pool = ConnectionPool(
+            self._loader.servers, connect_timeout=self.settings.values.connect_timeout
+        )
         self._skills = SkillsToolset(self._pool)
         self._loop_token: object | None = None
         self._unmatched_logged: set[str] = set()
         self._exit_stack: AsyncExitStack | None = None
         self._loop_thread: LoopThread | None = None
         self._loop_thread_lock = threading.Lock()
-        self._recipe: tuple[_config.AgentConfig, dict[str, Any]] | None = None
+        self._recipe: tuple[AgentConfig, dict[str, Any]] | None = None
         """The configuration and overrides this agent was built from (`from_config`,
         `from_yaml`), for engines that build the same agent elsewhere (Ray actors)."""
-        if self.model_options and not isinstance(model, str):
-            raise ConfigError(
-                "model_options apply when model is a name such as 'openai:gpt-5'; with a "
-                "Model object (or no model), configure the model itself."
-            )
 
     # -- construction helpers -------------------------------------------------------------
 
@@ -182,7 +169,7 @@ class Agent:
             ConfigError: a key is unknown, a value has the wrong type, or a ``${VAR}``
                 is not set.
         """
-        return cls._from_validated(_config.load_config_dict(data), overrides)
+        return cls._from_validated(load_config_dict(data), overrides)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str], **overrides: Any) -> Agent:
@@ -192,10 +179,10 @@ class Agent:
             ConfigError: the file is missing, is not YAML, or is invalid; the message
                 names the file and the key.
         """
-        return cls._from_validated(_config.load_yaml(path), overrides)
+        return cls._from_validated(load_yaml(path), overrides)
 
     @classmethod
-    def _from_validated(cls, config: _config.AgentConfig, overrides: dict[str, Any]) -> Agent:
+    def _from_validated(cls, config: AgentConfig, overrides: dict[str, Any]) -> Agent:
         values: dict[str, Any] = config.model_dump(exclude={"tools"})
         tools: list[Any] = list(config.tools)
         tools.extend(overrides.pop("tools", ()))
@@ -203,6 +190,22 @@ class Agent:
         agent = cls(tools=tools, **values)
         agent._recipe = (config, overrides)
         return agent
+
+    def replica_factory(self) -> Callable[[], Agent]:
+        """A picklable function that builds an agent like this one in another process:
+        what each Ray actor runs to get its own agent (see `batch.BatchAgent`).
+
+        Raises:
+            ConfigError: this agent was not built from a configuration.
+        """
+        if self._recipe is None:
+            raise ConfigError(
+                "the ray engine builds one agent per actor from a configuration: build this "
+                "agent with Agent.from_yaml(...) or Agent.from_config(...), or give "
+                "RayEngine(agent_factory=...) a function that builds it."
+            )
+        config, overrides = self._recipe
+        return functools.partial(_rebuild, config, dict(overrides))
 
     # -- properties -----------------------------------------------------------------------
 
@@ -215,13 +218,29 @@ class Agent:
             MissingDependencyError: the provider's SDK is not installed.
         """
         if self._model is None:
-            if self._model_spec is None:
+            spec = self.settings.model
+            if spec is None:
                 raise ConfigError(
                     "this agent has no model; pass model='provider:name' (for example "
                     "'anthropic:claude-sonnet-5', or 'test' for the offline test model)."
                 )
-            self._model = resolve_model(self._model_spec, **self.model_options)
+            self._model = resolve_model(spec, **self.settings.values.model_options)
         return self._model
+
+    @property
+    def name(self) -> str:
+        """The agent's name, for logs (``agent`` when none was given)."""
+        return self.settings.name
+
+    @property
+    def approval(self) -> ApprovalGate | None:
+        """The approval gate (None: every call runs); setting it replaces the settings'
+        gate, for the runs that start after."""
+        return self.settings.approval
+
+    @approval.setter
+    def approval(self, gate: ApprovalGate | None) -> None:
+        self.settings = self.settings.with_approval(gate)
 
     @property
     def servers(self) -> tuple[ToolServer, ...]:
@@ -229,7 +248,8 @@ class Agent:
         return self._loader.servers
 
     def __repr__(self) -> str:
-        spec = self._model_spec if isinstance(self._model_spec, str | None) else self.model.name
+        spec = self.settings.model
+        spec = spec if isinstance(spec, str | None) else self.model.name
         return f"Agent(name={self.name!r}, model={spec!r}, servers={len(self.servers)})"
 
     # -- sessions -------------------------------------------------------------------------
@@ -243,7 +263,7 @@ class Agent:
         """
         if self._exit_stack is not None:
             raise ToolkitError("this agent is already entered with `async with`.")
-        if self._model_spec is not None:
+        if self.settings.model is not None:
             _ = self.model
         self._bind_loop()
         stack = AsyncExitStack()
@@ -320,7 +340,7 @@ class Agent:
 
     async def _close_model(self) -> None:
         close_model = getattr(self._model, "aclose", None)
-        if isinstance(self._model_spec, str) and close_model is not None:
+        if isinstance(self.settings.model, str) and close_model is not None:
             await close_model()
 
     def close(self) -> None:
@@ -355,30 +375,10 @@ class Agent:
 
     # -- running --------------------------------------------------------------------------
 
-    def _plan(self) -> RunPlan:
-        """The settings of one run, taken now (a change during the run does not apply)."""
-        return RunPlan(
-            name=self.name,
-            model=self.model,
-            instructions=self.instructions,
-            provider_kwargs=self.provider_kwargs,
-            max_turns=self.max_turns,
-            tool_timeout=self.tool_timeout,
-            gate=self.approval,
-            skills=SkillsOptions(
-                enabled=self.auto_inject_skills,
-                timeout=self.skills_timeout,
-                budget=self.skills_catalog_budget,
-                stale_after=self.skills_stale_after,
-            ),
-            notify_unavailable=self.notify_unavailable_servers,
-            unmatched_logged=self._unmatched_logged,
-        )
-
     async def _iterate(
         self, prompt: str, history: Sequence[Message] | None, *, stream: bool
     ) -> AsyncGenerator[AgentEvent, None]:
-        plan = self._plan()
+        plan = RunPlan(self.settings, self.model, self._unmatched_logged)
         self._bind_loop()
         run = RunTrace.start(plan.name, plan.model.name)
         try:
@@ -563,6 +563,12 @@ class AgentBuilder(SettingsBuilder):
             ConfigError: an argument is invalid.
         """
         return self._agent_class(**self.options())
+
+
+def _rebuild(config: AgentConfig, overrides: Mapping[str, Any]) -> Agent:
+    """An agent from a validated configuration and constructor overrides (what a Ray
+    actor runs to build its agent)."""
+    return Agent._from_validated(config, dict(overrides))
 
 
 def _loop_ended(token: object) -> bool:

@@ -16,24 +16,21 @@ a pattern that matches no tool of the connected servers is a configuration error
 otherwise leave the tool it meant ungated.
 
 Policies by name (what a YAML file can hold): ``approve``, ``deny``, ``ask`` (the person
-at the terminal, `TerminalApproval`) and ``"module:function"`` (a callable imported when
-the agent is built).
+at the terminal, `cli_approval.TerminalApproval`) and ``"module:function"`` (a callable
+imported when the agent is built).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import logging
 import re
-import sys
-import threading
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -47,7 +44,6 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "ApprovalSetting",
-    "TerminalApproval",
     "approve_all",
     "check_pattern",
     "deny_all",
@@ -58,9 +54,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
-_PREVIEW_CHARS = 2000
-_ASK_ATTEMPTS = 3
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _LISTED_TOOLS = 60
 
 #: What a valid pattern is, for error messages.
@@ -80,7 +74,7 @@ def check_pattern(pattern: object) -> str | None:
         problem = "it is empty"
     elif pattern != pattern.strip():
         problem = "it has whitespace around it, which no tool name has"
-    elif any(unicodedata.category(ch) in _HIDDEN_CATEGORIES for ch in pattern):
+    elif any(unicodedata.category(ch) in HIDDEN_CATEGORIES for ch in pattern):
         problem = "it holds a control or invisible character"
     else:
         return None
@@ -186,119 +180,19 @@ def deny_all(request: ApprovalRequest) -> ApprovalDecision:
     )
 
 
-class TerminalApproval:
-    """The ``ask`` policy: ask the person at the terminal, ``y`` or ``n``.
-
-    The call (tool, server and arguments, pretty-printed) is shown on `output` and the
-    answer read from `input`. Keys typed before the question appears are discarded, so
-    an earlier keystroke cannot answer it. When `input` is not a terminal nobody can
-    answer, so the call is denied, as it is when `input` closes. Calls are asked about
-    one at a time.
-
-    Args:
-        input: where answers are read (default: ``sys.stdin`` at the time of the call).
-        output: where the question is written (default: ``sys.stderr``).
-    """
-
-    def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None) -> None:
-        self._input = input
-        self._output = output
-        self._lock = threading.Lock()  # one question at a time, whatever the event loop
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Ask about `request`; deny when no one can answer."""
-        source = self._input if self._input is not None else sys.stdin
-        if source is None or not source.isatty():
-            return ApprovalDecision.deny(
-                "no one could approve it: the agent is not running at a terminal",
-                decided_by="terminal (not interactive)",
-            )
-        return await anyio.to_thread.run_sync(self._ask, request, source, abandon_on_cancel=True)
-
-    def _ask(self, request: ApprovalRequest, source: TextIO) -> ApprovalDecision:
-        with self._lock:
-            return self._ask_alone(request, source)
-
-    def _ask_alone(self, request: ApprovalRequest, source: TextIO) -> ApprovalDecision:
-        sink = self._output if self._output is not None else sys.stderr
-        _discard_typed_ahead(source)
-        sink.write(describe_request(request))
-        for _ in range(_ASK_ATTEMPTS):
-            sink.write("Allow this call? [y/n] ")
-            sink.flush()
-            line = source.readline()
-            if not line:
-                sink.write("\n")
-                sink.flush()
-                return ApprovalDecision.deny(
-                    "no answer: the terminal's input was closed", decided_by="terminal"
-                )
-            answer = line.strip().lower()
-            if answer in ("y", "yes"):
-                return ApprovalDecision.approve("approved at the terminal", decided_by="terminal")
-            if answer in ("n", "no"):
-                return ApprovalDecision.deny(
-                    "the person at the terminal refused it", decided_by="terminal"
-                )
-            sink.write("Please answer y or n.\n")
-        return ApprovalDecision.deny(
-            f"no y/n answer after {_ASK_ATTEMPTS} questions", decided_by="terminal"
-        )
-
-
-def _discard_typed_ahead(source: TextIO) -> None:
-    """Drop what was typed on the terminal `source` but not read yet."""
-    if sys.platform == "win32":
-        return
-    import termios
-
-    try:
-        termios.tcflush(source.fileno(), termios.TCIFLUSH)
-    except (termios.error, OSError, ValueError) as exc:
-        logger.debug("could not discard the terminal's pending input: %s", exc)
-
-
-def _visible(text: str) -> str:
-    """`text` with every character that a terminal would not show as itself (control
-    and format characters such as escape sequences or right-to-left overrides, line and
-    paragraph separators) written as ``\\uXXXX``, so arguments cannot disguise the
-    question. Line breaks stay."""
-    return "".join(
-        f"\\u{ord(ch):04x}" if ch != "\n" and unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch
-        for ch in text
-    )
-
-
-def describe_request(request: ApprovalRequest) -> str:
-    """The call as a person should see it: tool, server and the arguments as indented
-    JSON, long values shortened (the text says how much was left out), characters a
-    terminal would hide or act on escaped."""
-    shown: list[str] = []
-
-    def shorten(value: Any) -> Any:
-        if isinstance(value, str) and len(value) > _PREVIEW_CHARS:
-            shown.append(f"{len(value) - _PREVIEW_CHARS} characters")
-            return value[:_PREVIEW_CHARS] + "..."
-        if isinstance(value, dict):
-            return {key: shorten(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [shorten(item) for item in value]
-        return value
-
-    arguments = json.dumps(shorten(request.arguments), indent=2, ensure_ascii=False)
-    body = "\n".join("  " + line for line in _visible(arguments).splitlines())
-    cut = f"  ({', '.join(shown)} not shown)\n" if shown else ""
-    return (
-        f"\nThe model wants to call {request.tool!r} on server {request.server!r} "
-        f"with these arguments:\n{body}\n{cut}"
-    )
-
-
 _NAMED: dict[str, Callable[[], ApprovalPolicy]] = {
     "approve": lambda: approve_all,
     "deny": lambda: deny_all,
-    "ask": TerminalApproval,
+    "ask": lambda: _terminal_approval(),
 }
+
+
+def _terminal_approval() -> ApprovalPolicy:
+    """The ``ask`` policy, `TerminalApproval`: the terminal belongs to the command line
+    (`cli_approval`), imported only when a gate asks for it."""
+    from .cli_approval import TerminalApproval
+
+    return TerminalApproval()
 
 
 def is_policy_name(name: str) -> bool:
@@ -312,8 +206,9 @@ def _policy_name(policy: ApprovalPolicy) -> str:
         return "approve"
     if policy is deny_all:
         return "deny"
-    if isinstance(policy, TerminalApproval):
-        return "ask"
+    named = getattr(type(policy), "policy_name", None)
+    if isinstance(named, str) and named in _NAMED:
+        return named
     qualname = getattr(policy, "__qualname__", None) or type(policy).__qualname__
     module = getattr(policy, "__module__", None) or type(policy).__module__
     return f"{module}:{qualname}"

@@ -12,18 +12,18 @@ agent = (
 )
 ```
 
-There is one method per field of `AgentConfig` (the one declaration of the settings), plus
-`add_tool`; a value is checked when `build` makes the agent, as the constructor checks it.
-This module knows the settings only, not the agent, so the two import one way.
+There is one method per field of `AgentConfig` (the one declaration of the settings),
+made from that declaration when this module is imported, plus `add_tool`; a value is
+checked when `build` makes the agent, as the constructor checks it. This module knows the
+settings only, not the agent, so the two import one way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Self
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Self
 
-from .approval import ApprovalSetting
-from .models import Model
+from .config import AgentConfig
 
 __all__ = ["SettingsBuilder"]
 
@@ -37,17 +37,10 @@ class SettingsBuilder:
         self._kwargs: dict[str, Any] = {}
         self._tools: list[Any] = []
 
-    def _set(self, name: str, value: Any) -> Self:
-        self._kwargs[name] = value
-        return self
-
-    def model(self, model: str | Model) -> Self:
-        """Set `Agent(model=...)`."""
-        return self._set("model", model)
-
-    def instructions(self, instructions: str | None) -> Self:
-        """Set `Agent(instructions=...)`."""
-        return self._set("instructions", instructions)
+    if TYPE_CHECKING:
+        # The setters are made from AgentConfig below; to a type checker each is a
+        # method taking the value and returning the builder.
+        def __getattr__(self, name: str) -> Callable[..., Self]: ...
 
     def tools(self, tools: Iterable[Any]) -> Self:
         """Set `Agent(tools=...)`, replacing tools given before."""
@@ -59,55 +52,32 @@ class SettingsBuilder:
         self._tools.append(entry)
         return self
 
-    def auto_inject_skills(self, enabled: bool = True) -> Self:
-        """Set `Agent(auto_inject_skills=...)`."""
-        return self._set("auto_inject_skills", enabled)
-
-    def provider_kwargs(self, provider_kwargs: Mapping[str, Any] | None) -> Self:
-        """Set `Agent(provider_kwargs=...)`."""
-        return self._set("provider_kwargs", provider_kwargs)
-
-    def max_turns(self, max_turns: int) -> Self:
-        """Set `Agent(max_turns=...)`."""
-        return self._set("max_turns", max_turns)
-
-    def model_options(self, model_options: Mapping[str, Any] | None) -> Self:
-        """Set `Agent(model_options=...)`."""
-        return self._set("model_options", model_options)
-
-    def tool_timeout(self, seconds: float | None) -> Self:
-        """Set `Agent(tool_timeout=...)`."""
-        return self._set("tool_timeout", seconds)
-
-    def skills_timeout(self, seconds: float) -> Self:
-        """Set `Agent(skills_timeout=...)`."""
-        return self._set("skills_timeout", seconds)
-
-    def connect_timeout(self, seconds: float) -> Self:
-        """Set `Agent(connect_timeout=...)`."""
-        return self._set("connect_timeout", seconds)
-
-    def skills_catalog_budget(self, characters: int | None) -> Self:
-        """Set `Agent(skills_catalog_budget=...)`."""
-        return self._set("skills_catalog_budget", characters)
-
-    def skills_stale_after(self, seconds: float | None) -> Self:
-        """Set `Agent(skills_stale_after=...)`."""
-        return self._set("skills_stale_after", seconds)
-
-    def notify_unavailable_servers(self, enabled: bool = True) -> Self:
-        """Set `Agent(notify_unavailable_servers=...)`."""
-        return self._set("notify_unavailable_servers", enabled)
-
-    def approval(self, approval: ApprovalSetting | None) -> Self:
-        """Set `Agent(approval=...)`: an `ApprovalGate`, or ``{"tools": [...],
-        "policy": ...}``."""
-        return self._set("approval", approval)
-
-    def name(self, name: str | None) -> Self:
-        """Set `Agent(name=...)`."""
-        return self._set("name", name)
-
     def options(self) -> dict[str, Any]:
         """The collected keyword arguments of `Agent(...)`, tools included."""
         return {"tools": list(self._tools), **self._kwargs}
+
+
+_UNSET: Any = object()
+
+
+def _setter(name: str, flag: bool) -> Callable[..., Any]:
+    """The builder method of setting `name` (`flag`: a switch, on when called bare)."""
+
+    def set_value(self: SettingsBuilder, value: Any = True if flag else _UNSET) -> Any:
+        if value is _UNSET:
+            raise TypeError(f"{name}() takes the value of Agent({name}=...)")
+        self._kwargs[name] = value
+        return self
+
+    set_value.__name__ = name
+    set_value.__qualname__ = f"SettingsBuilder.{name}"
+    description = AgentConfig.model_fields[name].description or name
+    set_value.__doc__ = f"Set `Agent({name}=...)`: {description}."
+    set_value.__annotations__ = {"value": "Any", "return": "Self"}
+    return set_value
+
+
+for _name, _field in AgentConfig.model_fields.items():
+    if not hasattr(SettingsBuilder, _name):
+        setattr(SettingsBuilder, _name, _setter(_name, _field.annotation is bool))
+del _name, _field

@@ -6,7 +6,7 @@ and reports tool calls, approvals, tool results and warnings on stderr as the ru
 whole `RunResult` as one JSON document instead of the answer; ``--dry-run`` connects the
 servers and prints the tools and the system prompt without calling the model.
 ``dpt-agent batch --prompt T --input GLOB --output results.jsonl`` runs a prompt template
-over many items (see `doc_processing_toolkit.batch.command`).
+over many items (see `doc_processing_toolkit.cli_batch`).
 
 Calls that the configuration's approval gate sends to the ``ask`` policy are asked about
 on the terminal; when standard input is not a terminal they are denied, unless
@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from . import __version__
-from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest, TerminalApproval
-from .batch.command import add_batch_parser, run_batch_command
+from ._version import __version__
+from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest
+from .cli_approval import TerminalApproval
+from .cli_batch import add_batch_parser, run_batch_command
 from .errors import ConfigError, ToolkitError
 from .messages import ToolSpec
 

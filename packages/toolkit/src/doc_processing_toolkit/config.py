@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import pydantic
 import yaml
@@ -23,6 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .approval import VALID_PATTERN, check_pattern, is_policy_name
 from .errors import ConfigError
+from .tools.transports import (
+    McpCommandEntry,
+    McpHttpEntry,
+    McpScriptEntry,
+    ServerEntry,
+    SessionEntry,
+    ToolEntryConfig,
+)
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -31,19 +39,12 @@ __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
     "AgentConfig",
     "ApprovalConfig",
-    "McpCommandEntry",
-    "McpHttpEntry",
-    "McpScriptEntry",
-    "ServerEntry",
-    "SessionEntry",
-    "ToolEntryConfig",
     "load_config_dict",
     "load_yaml",
     "parse_tool_entry",
     "validate_settings",
 ]
 
-_PREFIX_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,30}$"
 DEFAULT_MAX_TURNS = 20
 """The most model requests of one run, unless configured."""
 DEFAULT_TOOL_TIMEOUT = 120.0
@@ -60,99 +61,6 @@ _VARIABLE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
 
-
-class _ServerEntry(_Strict):
-    name: str | None = None
-    """The server's name (shown in errors, warnings and `agent.servers`)."""
-    required: bool = True
-    """When false, a failure to connect is a warning in the run result, not an error."""
-    tool_prefix: Annotated[str, Field(pattern=_PREFIX_PATTERN)] | None = None
-    """Each tool of this server is exposed to the model as ``<prefix>_<tool>``."""
-
-
-class McpCommandEntry(_ServerEntry):
-    """``type: mcp_command``: start a command that speaks MCP over stdio."""
-
-    type: Literal["mcp_command"]
-    command: str
-    args: list[str] = []
-    env: dict[str, str] = {}
-    """Variables given to the child on top of the MCP SDK's safe defaults (PATH, HOME...)."""
-    cwd: str | None = None
-
-
-class McpScriptEntry(_ServerEntry):
-    """``type: mcp_script``: run a Python script (``script``) or module (``module``, as
-    ``python -m``) with this interpreter, over stdio.
-    """
-
-    type: Literal["mcp_script"]
-    script: str | None = None
-    module: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")] | None = None
-    args: list[str] = []
-    env: dict[str, str] = {}
-    cwd: str | None = None
-
-    @pydantic.model_validator(mode="after")
-    def _script_or_module(self) -> McpScriptEntry:
-        if (self.script is None) == (self.module is None):
-            raise ValueError("give exactly one of 'script' and 'module'")
-        return self
-
-    @property
-    def python_args(self) -> list[str]:
-        """The interpreter's arguments: the script or ``-m module``, then `args`."""
-        target = [self.script] if self.script is not None else ["-m", str(self.module)]
-        return [*target, *self.args]
-
-
-class McpHttpEntry(_ServerEntry):
-    """``type: mcp_http``: connect to an MCP server over streamable HTTP."""
-
-    type: Literal["mcp_http"]
-    url: Annotated[str, Field(pattern=r"^https?://")]
-    headers: dict[str, str] = {}
-    bearer_token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
-    """The environment variable holding a bearer token, sent as ``Authorization: Bearer
-    <token>``. Read each time the server is connected, so the token never sits in the
-    configuration and a renewed token is picked up on the next connection."""
-
-    @pydantic.model_validator(mode="after")
-    def _one_authorization(self) -> McpHttpEntry:
-        if self.bearer_token_env is not None and any(
-            key.lower() == "authorization" for key in self.headers
-        ):
-            raise ValueError("give either bearer_token_env or an Authorization header, not both")
-        return self
-
-
-class SessionEntry(_ServerEntry):
-    """``{"session": session, "name": ...}``: a `ClientSession` the caller opened and owns.
-
-    Only in ``Agent(tools=[...])``; a YAML file cannot hold a session.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
-    session: Any
-
-
-class ServerEntry(_ServerEntry):
-    """``{"server": server, "tool_prefix": ...}``: an in-process MCP SDK server or fastmcp
-    object with a name, prefix or ``required`` of your choosing.
-
-    Only in ``Agent(tools=[...])``; a YAML file cannot hold a server object.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
-    server: Any
-
-
-ToolEntryConfig = Annotated[
-    McpCommandEntry | McpScriptEntry | McpHttpEntry, Field(discriminator="type")
-]
-"""One ``tools:`` entry of a configuration."""
 
 _ENTRY_ADAPTER: pydantic.TypeAdapter[McpCommandEntry | McpScriptEntry | McpHttpEntry] = (
     pydantic.TypeAdapter(ToolEntryConfig)
@@ -230,6 +138,10 @@ class AgentConfig(_Strict):
     )
     approval: ApprovalConfig | None = Field(
         default=None, description="tool calls that need approval"
+    )
+    skills_lock: str | None = Field(
+        default=None,
+        description="a skills lock file; extension-served skills it does not pin are rejected",
     )
     name: str | None = Field(default=None, description="the agent's name, for logs")
 
@@ -359,8 +271,9 @@ def load_config_dict(
 def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
     """Read and validate an agent YAML file.
 
-    Relative ``script`` and ``cwd`` paths of stdio entries are resolved against the
-    file's folder, so a configuration works from any working directory.
+    Relative ``script`` and ``cwd`` paths of stdio entries, and a relative
+    ``skills_lock``, are resolved against the file's folder, so a configuration works
+    from any working directory.
 
     Raises:
         ConfigError: the file is missing or unreadable, is not YAML, or is invalid, or a
@@ -387,7 +300,10 @@ def load_yaml(path: str | os.PathLike[str]) -> AgentConfig:
     missing = [line for index, entry in enumerate(tools) for line in _missing_paths(entry, index)]
     if missing:
         raise ConfigError(f"invalid agent configuration in {file}:\n" + "\n".join(missing))
-    return config.model_copy(update={"tools": tools})
+    update: dict[str, Any] = {"tools": tools}
+    if config.skills_lock is not None and not Path(config.skills_lock).is_absolute():
+        update["skills_lock"] = str(base / config.skills_lock)
+    return config.model_copy(update=update)
 
 
 def _yaml_error(file: Path, error: yaml.YAMLError) -> ConfigError:

@@ -289,7 +289,7 @@ def test_a_batch_decides_the_approvals_a_person_would_be_asked_for(
 ) -> None:
     import argparse
 
-    from doc_processing_toolkit.batch.command import _build_agent
+    from doc_processing_toolkit.cli_batch import _build_agent
 
     config = tmp_path / "agent.yaml"
     config.write_text(
@@ -306,3 +306,16 @@ def test_a_batch_decides_the_approvals_a_person_would_be_asked_for(
     )
     assert approved.approval is not None and approved.approval.policy_name == "approve"
     assert approved.approval.tools == ("write_file",)
+
+
+def test_an_agent_from_a_configuration_hands_the_batch_a_picklable_replica_factory() -> None:
+    import pickle
+
+    agent = Agent.from_config({"model": "test", "max_turns": 3, "name": "origin"}, max_turns=5)
+    factory = pickle.loads(pickle.dumps(agent.replica_factory()))
+    replica = factory()
+    assert isinstance(replica, Agent) and replica is not agent
+    assert replica.settings.values == agent.settings.values
+    assert replica.settings.values.max_turns == 5
+    with pytest.raises(ConfigError, match=r"Agent.from_yaml"):
+        Agent(TestModel()).replica_factory()

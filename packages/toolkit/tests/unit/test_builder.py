@@ -54,6 +54,7 @@ def test_building_gives_the_same_agent_as_the_constructor(
         "skills_stale_after": 60.0,
         "notify_unavailable_servers": False,
         "approval": {"tools": ["add"], "policy": "deny"},
+        "skills_lock": None,
         "name": "built",
     }
     # One declaration: the constructor's keywords and the builder's methods are the
@@ -65,8 +66,8 @@ def test_building_gives_the_same_agent_as_the_constructor(
     for key, value in values.items():
         builder = getattr(builder, key)(value)
     built, constructed = builder.build(), Agent(**values)
-    for attribute in AgentConfig.model_fields.keys() - {"model", "tools"}:
-        assert getattr(built, attribute) == getattr(constructed, attribute), attribute
+    assert built.settings.values == constructed.settings.values
+    assert built.approval == constructed.approval
     assert built.model is constructed.model is model
     assert [(s.name, s.route) for s in built.servers] == [
         (s.name, s.route) for s in constructed.servers
@@ -84,8 +85,10 @@ def test_add_tool_appends_and_defaults_stay() -> None:
 
     agent = AgentBuilder().model("test").add_tool(one).add_tool(two).build()
     assert agent.servers[0].target.tools[1].name == "two"
-    assert (agent.max_turns, agent.auto_inject_skills, agent.tool_timeout) == (20, True, 120.0)
-    assert AgentBuilder().auto_inject_skills(False).build().auto_inject_skills is False
+    values = agent.settings.values
+    assert (values.max_turns, values.auto_inject_skills, values.tool_timeout) == (20, True, 120.0)
+    switched_off = AgentBuilder().auto_inject_skills(False).build()
+    assert switched_off.settings.values.auto_inject_skills is False
 
 
 def test_build_validates_like_the_constructor() -> None:

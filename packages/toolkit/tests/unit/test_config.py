@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from doc_processing_toolkit import Agent, ConfigError, TestModel
-from doc_processing_toolkit.config import AgentConfig, McpCommandEntry, McpHttpEntry, McpScriptEntry
+from doc_processing_toolkit.config import AgentConfig
+from doc_processing_toolkit.tools.transports import McpCommandEntry, McpHttpEntry, McpScriptEntry
 
 pytestmark = pytest.mark.anyio
 
@@ -72,11 +73,12 @@ def test_every_key_of_a_yaml_file_reaches_the_agent(tmp_path: Path, env: None) -
     agent = Agent.from_yaml(path)
     assert agent.name == "reviewer"
     assert agent.model.name == "test:scripted"
-    assert agent.instructions == "You review invoices for ACME.\n"
-    assert agent.auto_inject_skills is False
-    assert agent.provider_kwargs == {"temperature": 0.1, "betas": ["skills-2025-10-02"]}
-    assert (agent.max_turns, agent.tool_timeout) == (7, 12.5)
-    assert (agent.skills_timeout, agent.connect_timeout) == (2, 9)
+    values = agent.settings.values
+    assert values.instructions == "You review invoices for ACME.\n"
+    assert values.auto_inject_skills is False
+    assert values.provider_kwargs == {"temperature": 0.1, "betas": ["skills-2025-10-02"]}
+    assert (values.max_turns, values.tool_timeout) == (7, 12.5)
+    assert (values.skills_timeout, values.connect_timeout) == (2, 9)
     command, script, http = (server.target for server in agent.servers)
     assert [(s.name, s.route, s.required, s.tool_prefix) for s in agent.servers] == [
         ("std-tools", "mcp_command", False, "std"),
@@ -115,7 +117,7 @@ def test_from_config_takes_the_same_keys_and_overrides(
         tools=[extra],
     )
     assert agent.model is model
-    assert agent.max_turns == 3
+    assert agent.settings.values.max_turns == 3
     assert [s.name for s in agent.servers] == ["local-functions", "from-dict"]
 
 
@@ -179,7 +181,10 @@ def test_a_variable_gives_a_number_or_a_boolean_where_one_is_expected(
     agent = Agent.from_config(
         {"max_turns": "${DPT_TEST_TURNS}", "auto_inject_skills": "${DPT_TEST_SKILLS_ON}"}
     )
-    assert (agent.max_turns, agent.auto_inject_skills) == (5, False)
+    assert (agent.settings.values.max_turns, agent.settings.values.auto_inject_skills) == (
+        5,
+        False,
+    )
 
 
 def test_a_missing_script_or_cwd_names_the_key_and_the_file(tmp_path: Path) -> None:
@@ -231,7 +236,8 @@ def test_an_empty_file_is_an_agent_with_defaults(tmp_path: Path) -> None:
     path = tmp_path / "empty.yaml"
     path.write_text("")
     agent = Agent.from_yaml(path, model="test")
-    assert (agent.max_turns, agent.auto_inject_skills, agent.servers) == (20, True, ())
+    values = agent.settings.values
+    assert (values.max_turns, values.auto_inject_skills, agent.servers) == (20, True, ())
 
 
 async def test_a_yaml_agent_runs_its_stdio_server(tmp_path: Path) -> None:

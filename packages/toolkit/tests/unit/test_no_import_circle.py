@@ -1,9 +1,9 @@
 """The toolkit's modules import one another in one direction only.
 
 Two graphs: the imports that run when a module is loaded, over the whole package; and
-every import statement (under TYPE_CHECKING and inside functions too) among the modules
-of a run (everything but the batch engines and the command line, which use the agent and
-are imported by it only on demand)."""
+every import statement (under TYPE_CHECKING and inside functions too) among every module
+but the command line's (which builds agents; of it, only the terminal's ``ask`` approval
+policy is imported by the library, inside the function that makes that policy)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,51 @@ def test_no_import_of_a_run_module_goes_back_even_for_type_checking() -> None:
     modules = {
         module_name(p): p
         for p in PACKAGE.rglob("*.py")
-        if p.relative_to(PACKAGE).parts[0] not in ("batch", "cli.py")
+        if p.relative_to(PACKAGE).parts[0] not in ("cli.py", "cli_batch.py", "cli_approval.py")
     }
     find_cycle(modules, everywhere=True)
+
+
+def test_the_batch_package_never_imports_the_agent() -> None:
+    """The batch engines know the agent through `BatchAgent` only: no module of batch/
+    imports agent.py, not even for type checking or inside a function."""
+    batch = sorted((PACKAGE / "batch").glob("*.py"))
+    assert batch
+    offenders = {
+        module_name(path): sorted(
+            target
+            for target in imports(path, everywhere=True)
+            if target == f"{NAME}.agent" or target.startswith(f"{NAME}.agent.")
+        )
+        for path in batch
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """``__version__`` lives in ``_version``; no module of the package reads a name from
+    the package root (whose lazy names would import the module asking)."""
+    offenders: list[str] = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "__init__.py":
+            continue
+        name = module_name(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    target = f"{base}.{node.module}" if node.module else base
+                else:
+                    target = node.module or ""
+                if target != NAME:
+                    continue
+                for alias in node.names:
+                    if (
+                        not (PACKAGE / alias.name).is_dir()
+                        and not (PACKAGE / f"{alias.name}.py").is_file()
+                    ):
+                        offenders.append(f"{name} imports {alias.name} from the package root")
+            elif isinstance(node, ast.Import) and any(a.name == NAME for a in node.names):
+                offenders.append(f"{name} imports the package root")
+    assert offenders == []

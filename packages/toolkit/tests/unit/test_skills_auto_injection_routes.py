@@ -607,7 +607,7 @@ async def test_auto_inject_skills_is_set_the_same_way_everywhere(
                 agent = Agent.from_config(config, model=model)
         agents.append(agent)
     on, off = agents
-    assert (on.skills_timeout, off.skills_timeout) == (2.0, 2.0)
+    assert (on.settings.values.skills_timeout, off.settings.values.skills_timeout) == (2.0, 2.0)
     async with on:
         assert (await on.run("one")).skills.status == "injected"
     async with off:

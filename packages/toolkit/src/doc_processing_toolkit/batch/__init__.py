@@ -7,6 +7,9 @@ Data flow: items (paths, mappings) -> `BatchItem` (stable id) -> `Job` (prompt f
 from `PromptTemplate`) -> an engine (`LocalEngine` in this process, `RayEngine` on an actor
 pool) -> `ItemResult` per item, as each finishes -> the `ResultsFile` (the driver alone
 writes it) -> the caller.
+
+The package knows the agent only through `BatchAgent` (the calls an engine makes on it), so
+the imports run one way: the agent imports the batch package, never the reverse.
 """
 
 from .control import BatchControl, Engine
@@ -14,11 +17,14 @@ from .items import BatchItem, ItemSource, Job, PromptTemplate, open_input
 from .local import LocalEngine
 from .output import ResultsFile
 from .progress import PlainProgress, Progress, RichProgress, make_progress
+from .protocol import AgentFactory, BatchAgent
 from .results import BatchSummary, ItemResult, ItemStatus, ToolCallSummary
 from .runner import BatchInput, make_engine
 from .worker import PauseGate, RetryPolicy
 
 __all__ = [
+    "AgentFactory",
+    "BatchAgent",
     "BatchControl",
     "BatchInput",
     "BatchItem",

@@ -13,7 +13,7 @@ from .items import Job
 from .results import ItemResult
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from .protocol import BatchAgent
 
 __all__ = ["BatchControl", "Engine", "interrupted"]
 
@@ -86,7 +86,7 @@ class Engine(Protocol):
     """
 
     def results(
-        self, agent: Agent, jobs: Iterator[Job | ItemResult], control: BatchControl
+        self, agent: BatchAgent, jobs: Iterator[Job | ItemResult], control: BatchControl
     ) -> AsyncGenerator[ItemResult, None]:
         """The results, in the order they finish."""
         ...

@@ -22,7 +22,7 @@ from .results import ItemResult
 from .worker import PauseGate, RetryPolicy, run_job
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from .protocol import BatchAgent
 
 __all__ = ["LocalEngine"]
 
@@ -44,7 +44,7 @@ class LocalEngine:
             raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}.")
 
     async def results(
-        self, agent: Agent, jobs: Iterator[Job | ItemResult], control: BatchControl
+        self, agent: BatchAgent, jobs: Iterator[Job | ItemResult], control: BatchControl
     ) -> AsyncGenerator[ItemResult, None]:
         """Run `jobs` on `agent`, `concurrency` at a time; yield each result as it ends.
 

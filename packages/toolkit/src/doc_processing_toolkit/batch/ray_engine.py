@@ -5,7 +5,8 @@ Without an address it starts Ray on this machine (``ray.init``, one CPU per core
 initialised in this process, it is used as it is.
 
 Each actor builds an agent from the same configuration (the driver's agent must come from
-`Agent.from_yaml` / `Agent.from_config`, or an `agent_factory` is given), connects its
+`Agent.from_yaml` / `Agent.from_config`, or an `agent_factory` is given; see
+`BatchAgent.replica_factory`), connects its
 servers once, and runs up to `per_actor` items at a time (async actor methods on one event
 loop, sharing the actor's sessions). The driver alone reads the jobs, writes results and
 shows progress; each result comes back as a small JSON-compatible dict.
@@ -25,13 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import importlib
 import logging
 import math
 import os
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,15 +42,11 @@ from .results import ItemResult, describe_cause
 from .worker import PauseGate, RetryPolicy, run_job
 
 if TYPE_CHECKING:
-    from ..agent import Agent
-    from ..config import AgentConfig
+    from .protocol import AgentFactory, BatchAgent
 
 __all__ = ["BatchWorker", "RayEngine"]
 
 logger = logging.getLogger(__name__)
-
-AgentFactory = Callable[[], "Agent"]
-"""Builds the agent of one actor; pickled and sent to every actor."""
 
 
 def _import_ray() -> Any:
@@ -63,31 +59,6 @@ def _import_ray() -> Any:
         ) from None
 
 
-def build_from_config(config: AgentConfig, overrides: Mapping[str, Any]) -> Agent:
-    """An agent from a validated configuration and constructor overrides (what an actor
-    runs to build its agent)."""
-    from ..agent import Agent
-
-    return Agent._from_validated(config, dict(overrides))
-
-
-def factory_of(agent: Agent) -> AgentFactory:
-    """A picklable function that builds an agent like `agent` in another process.
-
-    Raises:
-        ConfigError: `agent` was not built from a configuration.
-    """
-    recipe = agent._recipe
-    if recipe is None:
-        raise ConfigError(
-            "the ray engine builds one agent per actor from a configuration: build this "
-            "agent with Agent.from_yaml(...) or Agent.from_config(...), or give "
-            "RayEngine(agent_factory=...) a function that builds it."
-        )
-    config, overrides = recipe
-    return functools.partial(build_from_config, config, dict(overrides))
-
-
 class BatchWorker:
     """What each Ray actor runs: one agent, connected once, running jobs concurrently.
 
@@ -98,10 +69,10 @@ class BatchWorker:
         self._factory = factory
         self._retry = retry
         self._gate = PauseGate()
-        self._agent: Agent | None = None
+        self._agent: BatchAgent | None = None
         self._lock = asyncio.Lock()
 
-    async def _ready(self) -> Agent:
+    async def _ready(self) -> BatchAgent:
         async with self._lock:
             if self._agent is None:
                 agent = self._factory()
@@ -186,10 +157,10 @@ class RayEngine:
         return [slot.handle for slot in self._slots]
 
     async def results(
-        self, agent: Agent, jobs: Iterator[Job | ItemResult], control: BatchControl
+        self, agent: BatchAgent, jobs: Iterator[Job | ItemResult], control: BatchControl
     ) -> AsyncGenerator[ItemResult, None]:
         """Run `jobs` on the actor pool; yield each result as it arrives."""
-        factory = self.agent_factory or factory_of(agent)
+        factory = self.agent_factory or agent.replica_factory()
         ray = _import_ray()
         started_ray = False
         if not ray.is_initialized():

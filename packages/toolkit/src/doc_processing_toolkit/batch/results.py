@@ -13,7 +13,7 @@ from ..messages import Usage
 from .items import BatchItem
 
 if TYPE_CHECKING:
-    from ..agent import RunResult
+    from ..result import RunResult
 
 __all__ = ["BatchSummary", "ItemResult", "ItemStatus", "ToolCallSummary", "describe_cause"]
 

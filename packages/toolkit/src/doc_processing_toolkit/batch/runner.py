@@ -28,7 +28,7 @@ from .worker import RetryPolicy
 
 if TYPE_CHECKING:
     from .._loop_thread import LoopThread
-    from ..agent import Agent
+    from .protocol import BatchAgent
 
 __all__ = ["BatchInput", "iterate_sync", "make_engine", "run_batch"]
 
@@ -74,7 +74,7 @@ def make_engine(
 
 
 async def run_batch(
-    agent: Agent,
+    agent: BatchAgent,
     items: BatchInput,
     prompt: str,
     *,

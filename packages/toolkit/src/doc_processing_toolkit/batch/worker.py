@@ -31,7 +31,7 @@ from .items import Job
 from .results import ItemResult, describe_cause
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from .protocol import BatchAgent
 
 __all__ = ["PauseGate", "RetryPolicy", "run_job"]
 
@@ -93,7 +93,7 @@ class PauseGate:
             await anyio.sleep(remaining)
 
 
-async def run_job(agent: Agent, job: Job, policy: RetryPolicy, gate: PauseGate) -> ItemResult:
+async def run_job(agent: BatchAgent, job: Job, policy: RetryPolicy, gate: PauseGate) -> ItemResult:
     """Run one item on `agent`, retrying as `policy` says; never raises for the item's
     own failure (cancellation still propagates). The item's span (a child of the batch's,
     see `Job.trace`) holds each attempt's run."""
@@ -103,7 +103,9 @@ async def run_job(agent: Agent, job: Job, policy: RetryPolicy, gate: PauseGate) 
         return result
 
 
-async def _run_attempts(agent: Agent, job: Job, policy: RetryPolicy, gate: PauseGate) -> ItemResult:
+async def _run_attempts(
+    agent: BatchAgent, job: Job, policy: RetryPolicy, gate: PauseGate
+) -> ItemResult:
     item = job.item
     started = time.perf_counter()
     warnings: list[str] = []

@@ -49,6 +49,7 @@ from pydantic import TypeAdapter
 
 from ..tools.base import ServerTools, ToolSession
 from .catalog import LOGGER_NAME, CatalogReplyError, SkillEntry
+from .lock import SkillsLock
 
 __all__ = [
     "EXTENSION_ID",
@@ -169,13 +170,31 @@ class Rejections:
         """Skill URI -> why, for the skills refused in the current run or still refused
         from an earlier one (the run's `SkillsOutcome.rejected`)."""
 
-    def start_run(self, catalog: ExtensionCatalog) -> frozenset[str]:
+    def start_run(
+        self, catalog: ExtensionCatalog, lock: SkillsLock | None = None, server: str = ""
+    ) -> frozenset[str]:
         """Begin a run on `catalog` (a ``skills/list`` answer): forget each rejection
-        whose entry that answer changed or no longer lists, and return the URIs of the
-        skills still refused."""
+        whose entry that answer changed or no longer lists, refuse each newly listed skill
+        that `lock` (``Agent(skills_lock=...)``) does not pin as listed (one WARNING each,
+        naming `server`), and return the URIs of the skills refused."""
         self._held = {
             uri: held for uri, held in self._held.items() if catalog.by_uri.get(uri) == held.skill
         }
+        for skill in catalog.skills:
+            if lock is None or skill.uri in self._held:
+                continue
+            files = (
+                None if skill.dynamic else {f.uri: (f.digest, f.size) for f in skill.files.values()}
+            )
+            reason = lock.refusal(skill.name, skill.uri, files)
+            if reason is not None:
+                logger.warning(
+                    "skills: server %r: skill %s rejected, none of its files is used: %s",
+                    server,
+                    skill.uri,
+                    reason,
+                )
+                self._held[skill.uri] = Rejection(skill, reason)
         self.this_run = {uri: held.reason for uri, held in self._held.items()}
         return frozenset(self._held)
 

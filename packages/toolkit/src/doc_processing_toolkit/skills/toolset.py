@@ -67,6 +67,7 @@ from .extension import (
     fetch_extension_catalog,
     offer_with_skill_tools,
 )
+from .lock import SkillsLock
 
 __all__ = ["SkillsOptions", "SkillsToolset"]
 
@@ -89,12 +90,15 @@ class SkillsOptions:
             no limit).
         stale_after: skills_stale_after, the oldest last good catalog (seconds) that may
             stand in for one that could not be fetched (None: never).
+        lock: skills_lock, the skills accepted from extension servers (None: any that
+            passes verification).
     """
 
     enabled: bool
     timeout: float
     budget: int | None = None
     stale_after: float | None = None
+    lock: SkillsLock | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -505,7 +509,7 @@ class SkillsToolset:
         rejected: dict[str, str] = {}
         if fetched.extension is not None:
             rejections = self._rejections.setdefault(source.server, Rejections())
-            refused = rejections.start_run(fetched.extension)
+            refused = rejections.start_run(fetched.extension, options.lock, name)
             if refused:  # a rejected skill is not offered until its entry changes
                 kept = tuple(s for s in catalog.skills if s.uri not in refused)
                 catalog = replace(catalog, skills=kept, rendered={}, lines={})

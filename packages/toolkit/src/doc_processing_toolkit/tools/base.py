@@ -5,16 +5,19 @@ An MCP `ClientSession` satisfies `ToolSession` as it is; `LocalFunctionSession` 
 it. Each run, every server offers a `ServerTools` (its tools under their own names and,
 optionally, instructions for the model); the offers of all servers, with warnings and
 notices, make a `RunTools`. Nothing past the loader asks which route a server came by: what
-later steps need to know about a server (`ToolServer.in_process`) is decided there.
+later steps need to know about a server (`ToolServer.in_process`) its transport says.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
-from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
+from mcp.types import Tool
+
+from .session import ToolSession, list_all_tools
+from .transports import Route, Transport
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -29,88 +32,54 @@ __all__ = [
 TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """Tool names every model provider accepts."""
 
-Route = Literal[
-    "mcp_server", "local", "mcp_command", "mcp_script", "mcp_http", "session", "fastmcp"
-]
-"""How a server is reached: an in-process MCP SDK server, the local functions, a command
-or script over stdio, streamable HTTP, a pre-built session, or a fastmcp object."""
-
-_MAX_PAGES = 1000
-
-
-class ToolSession(Protocol):
-    """What the agent needs from a tool server: list the tools, call one."""
-
-    async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
-        """One page of the server's tools."""
-        ...
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
-        """Call one tool; a tool failure is an ``is_error`` result."""
-        ...
-
-
-async def list_all_tools(session: ToolSession) -> list[Tool]:
-    """Every tool of `session`, following pagination cursors."""
-    result = await session.list_tools()
-    tools = list(result.tools)
-    cursor = result.next_cursor
-    pages = 1
-    while cursor is not None and pages < _MAX_PAGES:
-        result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
-        tools.extend(result.tools)
-        cursor = result.next_cursor
-        pages += 1
-    return tools
-
 
 @dataclass(frozen=True, eq=False)
 class ToolServer:
-    """One entry of ``tools=[...]``: a tool server with a name and a route.
+    """One entry of ``tools=[...]``: a tool server with a name and a transport.
 
     Servers compare by identity: two servers with the same name are two servers.
 
     Attributes:
-        name: the server's own name (in-process servers), the config's ``name``, or a
-            default (``local-functions``, ``mcp-session``, the command or script name, the
-            URL's host).
-        route: how the server is reached (see `Route`).
+        name: the server's own name (in-process servers), the config's ``name``, or the
+            transport's default (``local-functions``, ``mcp-session``, the command or
+            script name, the URL's host).
+        transport: how the server is reached and opened (see `tools.transports`).
         required: when false, a failure to connect is a warning instead of an error.
         tool_prefix: prepended as ``<prefix>_`` to each of the server's tool names.
-        target: what the server was built from (the server object, the session, the
-            validated config entry or the `LocalFunctionSession`).
         index: the entry's position in ``tools=[...]``.
-        in_process: whether the server runs in this process (decided by the loader from
-            the route: a call costs no round trip, so nothing is worth starting early).
     """
 
     name: str
-    route: Route
-    target: Any = field(repr=False)
+    transport: Transport = field(repr=False)
     required: bool = True
     tool_prefix: str | None = None
     index: int = 0
-    in_process: bool = False
+
+    @property
+    def route(self) -> Route:
+        """How the server is reached (see `Route`)."""
+        return self.transport.route
+
+    @property
+    def target(self) -> Any:
+        """What the server was built from (the server object, the session, the validated
+        config entry or the `LocalFunctionSession`)."""
+        return self.transport.target
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the server runs in this process (a call costs no round trip, so
+        nothing is worth starting early)."""
+        return self.transport.in_process
 
     @property
     def known_at_construction(self) -> bool:
         """Whether the tools are known before connecting (in-process servers, functions)."""
-        return self.route in ("mcp_server", "local")
+        return self.transport.known_at_construction
 
     def describe(self) -> str:
         """``'name' (route: detail)`` for messages."""
-        return f"{self.name!r} ({self.route}{_detail(self)})"
-
-
-def _detail(server: ToolServer) -> str:
-    target = server.target
-    if server.route == "mcp_command":
-        return ": " + " ".join([target.command, *target.args])
-    if server.route == "mcp_script":
-        return ": " + " ".join(["python", *target.python_args])
-    if server.route == "mcp_http":
-        return f": {target.url}"
-    return ""
+        return f"{self.name!r} ({self.route}{self.transport.detail()})"
 
 
 @dataclass(frozen=True, eq=False)

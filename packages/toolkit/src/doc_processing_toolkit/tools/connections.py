@@ -1,9 +1,10 @@
 """Opening, keeping and reopening the sessions to tool servers.
 
-Each connected server has one owner task. The owner enters the transport and the
-session (their cancel scopes and task groups must be entered and left by one task),
-hands the session over, and waits until it is told to close. Runs borrow the session;
-they never open or close it. A session found dead is reopened by a new owner.
+Each connected server has one owner task. The owner opens the server's transport
+(`tools.transports`) and its session (their cancel scopes and task groups must be entered
+and left by one task), hands the session over, and waits until it is told to close. Runs
+borrow the session; they never open or close it. A session found dead is reopened by a new
+owner.
 
 Inside ``async with agent:`` owner tasks live in the agent's task group; otherwise (a
 lazy connect at the first run) they are plain asyncio tasks that live until
@@ -21,14 +22,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
-import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -41,18 +39,12 @@ from ..errors import ToolServerError
 from .base import RunTools, ServerTools, ToolServer, ToolSession, list_all_tools
 from .routing import describe_error, root_cause, visible_name
 
-__all__ = ["Connection", "ConnectionPool", "Listing", "command_path"]
+__all__ = ["Connection", "ConnectionPool", "Listing"]
 
 logger = logging.getLogger(__name__)
 
-#: Seconds to connect, write or wait for a connection from the pool on the mcp_http route.
-_HTTP_TIMEOUT_S = 30.0
-#: Seconds to wait for the next bytes of a response on the mcp_http route.
-_HTTP_STREAM_READ_TIMEOUT_S = 300.0
-
 _STDERR_TAIL_LINES = 20
 _STDERR_DRAIN_WAIT = 1.0
-_STDIO_ROUTES = ("mcp_command", "mcp_script")
 
 Spawner = Callable[[Callable[[], Coroutine[Any, Any, None]]], None]
 
@@ -133,7 +125,7 @@ class Connection:
     def __init__(self, server: ToolServer, *, connect_timeout: float) -> None:
         self.server = server
         self._timeout = connect_timeout
-        self._fixed = _fixed_session(server)
+        self._fixed = server.transport.fixed_session()
         self._owner: _Owner | None = None
         self._starting: _Owner | None = None
         self._session: ToolSession | None = None
@@ -246,7 +238,7 @@ class Connection:
         return owner
 
     async def _own(self, owner: _Owner) -> None:
-        stderr = _StderrPipe(self.server) if self.server.route in _STDIO_ROUTES else None
+        stderr = _StderrPipe(self.server) if self.server.transport.captures_stderr else None
         try:
             with anyio.CancelScope() as owner.scope:
                 if owner.closing.is_set():
@@ -254,7 +246,9 @@ class Connection:
                 try:
                     async with AsyncExitStack() as stack:
                         errlog = stderr.writer if stderr is not None else None
-                        owner.session = await _enter_session(self.server, stack, errlog)
+                        owner.session = await self.server.transport.open(
+                            stack, errlog, self.server.describe()
+                        )
                         if stderr is not None:
                             stderr.release_writer()
                         owner.ready.set()
@@ -302,7 +296,7 @@ def _connect_failure(server: ToolServer, error: BaseException | None, stderr: li
     closed = cause is None or (
         isinstance(cause, MCPError) and cause.error.code == CONNECTION_CLOSED
     )
-    if server.route in _STDIO_ROUTES and closed:
+    if server.transport.captures_stderr and closed:
         tail = _format_tail(stderr) or "; it wrote nothing to stderr"
         return (
             f"server {server.describe()} exited before it answered (its process ended or "
@@ -316,131 +310,6 @@ def _format_tail(lines: Sequence[str]) -> str:
     if not lines:
         return ""
     return "; last lines of its stderr:\n" + "\n".join(f"    {line}" for line in lines)
-
-
-def _fixed_session(server: ToolServer) -> ToolSession | None:
-    if server.route == "local":
-        session: ToolSession = server.target
-        return session
-    if server.route == "session":
-        prebuilt: ToolSession = server.target.session
-        return prebuilt
-    return None
-
-
-async def _enter_session(
-    server: ToolServer, stack: AsyncExitStack, errlog: TextIO | None
-) -> ToolSession:
-    """Open the transport and session of `server` on `stack` (in the owner task)."""
-    from mcp import Client, StdioServerParameters, stdio_client
-
-    target = server.target
-    if server.route == "mcp_server":
-        client = await stack.enter_async_context(Client(target))
-        return client.session
-    if server.route == "fastmcp":
-        import fastmcp
-
-        fast_client: Any = fastmcp.Client(target)
-        await stack.enter_async_context(fast_client)
-        fast_session: ToolSession = fast_client.session
-        return fast_session
-    if server.route in ("mcp_command", "mcp_script"):
-        if server.route == "mcp_command":
-            command, args = command_path(target.command, target.env), list(target.args)
-        else:
-            command, args = sys.executable, target.python_args
-        params = StdioServerParameters(
-            command=command, args=args, env=dict(target.env) or None, cwd=target.cwd
-        )
-        assert errlog is not None
-        client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
-        return client.session
-    if server.route == "mcp_http":
-        return await _enter_http_session(server, stack)
-    raise ToolServerError(f"server {server.describe()} has no connectable route")
-
-
-def command_path(command: str, env: Mapping[str, str] | None = None) -> str:
-    """The program an ``mcp_command`` entry starts: `command` itself when it is a path or
-    is found on the PATH the server will get (its `env`'s, else this process's), else the
-    console script of that name next to the running interpreter, when there is one.
-
-    So ``command: doc-processing-std-tools`` starts the script installed in this
-    interpreter's virtual environment even when that environment is not activated (its
-    ``bin`` folder is not on PATH), as ``python -m`` would.
-    """
-    if os.sep in command or (os.altsep and os.altsep in command):
-        return command
-    search = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
-    if shutil.which(command, path=search) is not None:
-        return command
-    if not sys.executable:
-        return command
-    beside = shutil.which(command, path=str(Path(sys.executable).parent))
-    return beside if beside is not None else command
-
-
-def _http_headers(server: ToolServer) -> dict[str, str]:
-    """The entry's headers, with the bearer token read from its variable now."""
-    target = server.target
-    headers = dict(target.headers)
-    variable = target.bearer_token_env
-    if variable is not None:
-        token = os.environ.get(variable, "").strip()
-        if not token:
-            raise ToolServerError(
-                f"server {server.describe()}: bearer_token_env names {variable}, which is "
-                f"not set or empty; export the server's token in {variable}."
-            )
-        headers["Authorization"] = f"Bearer {token}"
-    return headers
-
-
-def _refused(server: ToolServer, status: int, challenge: str) -> ToolServerError:
-    """The error for a server that answered 401 or 403: it said no to the credentials."""
-    variable = server.target.bearer_token_env
-    source = f"the token in {variable}" if variable else "the Authorization header"
-    detail = f" ({challenge})" if challenge else ""
-    what = "rejected the credentials" if status == 401 else "refused access"
-    return ToolServerError(
-        f"server {server.describe()} {what}: HTTP {status}{detail}. Check {source}: it "
-        "may be missing, expired, for another server, or without the scopes needed."
-    )
-
-
-async def _enter_http_session(server: ToolServer, stack: AsyncExitStack) -> ToolSession:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    # The SDK reports a refused token as a bare error response; the status and the
-    # server's WWW-Authenticate challenge are noted here so the error can say what it was.
-    refusals: list[tuple[int, str]] = []
-
-    async def note_refusal(response: httpx2.Response) -> None:
-        if response.status_code in (401, 403):
-            refusals.append((response.status_code, response.headers.get("www-authenticate", "")))
-
-    # The SDK's transport takes headers through a client of our own. The timeouts are
-    # the SDK's recommended ones: a server may hold a response stream open for long.
-    timeout = httpx2.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_STREAM_READ_TIMEOUT_S)
-    http = await stack.enter_async_context(
-        httpx2.AsyncClient(
-            headers=_http_headers(server) or None,
-            timeout=timeout,
-            event_hooks={"response": [note_refusal]},
-        )
-    )
-    try:
-        client = await stack.enter_async_context(
-            Client(streamable_http_client(server.target.url, http_client=http))
-        )
-    except Exception as exc:
-        if refusals:
-            raise _refused(server, *refusals[-1]) from exc
-        raise
-    return client.session
 
 
 class ConnectionPool:

@@ -12,9 +12,9 @@ Accepted entries:
 - ``mcp_command``, ``mcp_script`` and ``mcp_http`` dicts (or their validated entries);
 - ``{"session": client_session, "name": ...}``: a session the caller opened.
 
-In-process servers and the local functions are marked `ToolServer.in_process`; commands,
-scripts, HTTP servers and pre-built sessions (which most often reach a server elsewhere)
-are not.
+Each server gets its typed transport (`tools.transports`): in-process servers and the
+local functions run in this process (`Transport.in_process`); commands, scripts, HTTP
+servers and pre-built sessions (which most often reach a server elsewhere) do not.
 
 Loaded order: servers whose tools are known at construction (in-process MCP SDK servers
 and the local functions) first, then those that publish their tools at connect time
@@ -24,29 +24,30 @@ and the local functions) first, then those that publish their tools at connect t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from ..config import (
+from ..config import parse_tool_entry
+from ..errors import ConfigError
+from .base import ToolServer
+from .local import LocalFunctionSession, LocalTool
+from .transports import (
+    LOCAL_SERVER_NAME,
+    SESSION_SERVER_NAME,
+    FastMCPTransport,
+    HttpTransport,
+    LocalTransport,
     McpCommandEntry,
     McpHttpEntry,
     McpScriptEntry,
+    McpServerTransport,
     ServerEntry,
     SessionEntry,
-    parse_tool_entry,
+    SessionTransport,
+    StdioTransport,
+    Transport,
 )
-from ..errors import ConfigError
-from .base import Route, ToolServer
-from .local import LocalFunctionSession, LocalTool
 
 __all__ = ["LOCAL_SERVER_NAME", "SESSION_SERVER_NAME", "ToolLoader", "is_fastmcp_server"]
-
-LOCAL_SERVER_NAME = "local-functions"
-"""The name of the server holding a tools list's Python functions."""
-
-SESSION_SERVER_NAME = "mcp-session"
-"""The name of a pre-built session given without one."""
 
 
 def is_fastmcp_server(obj: object) -> bool:
@@ -60,14 +61,6 @@ def _is_mcp_sdk_server(obj: object) -> bool:
     from mcp.server.mcpserver import MCPServer
 
     return isinstance(obj, MCPServer | Server)
-
-
-def _default_name(entry: McpCommandEntry | McpScriptEntry | McpHttpEntry) -> str:
-    if isinstance(entry, McpCommandEntry):
-        return Path(entry.command).name or entry.command
-    if isinstance(entry, McpScriptEntry):
-        return Path(entry.script).stem if entry.script else str(entry.module)
-    return urlsplit(entry.url).hostname or entry.url
 
 
 class ToolLoader:
@@ -109,10 +102,8 @@ class ToolLoader:
             assert local_index is not None
             local = ToolServer(
                 LOCAL_SERVER_NAME,
-                "local",
-                LocalFunctionSession(functions),
+                LocalTransport(LocalFunctionSession(functions)),
                 index=local_index,
-                in_process=True,
             )
             construction.append(local)
         construction.sort(key=lambda s: s.index)
@@ -121,49 +112,47 @@ class ToolLoader:
     @staticmethod
     def _in_process(entry: ServerEntry, index: int) -> ToolServer:
         target = entry.server
+        transport: Transport
         if _is_mcp_sdk_server(target):
-            route: Route = "mcp_server"
+            transport = McpServerTransport(target)
         elif is_fastmcp_server(target):
-            route = "fastmcp"
+            transport = FastMCPTransport(target)
         else:
             raise ConfigError(
                 f"tools[{index}].server is a {type(target).__name__}; pass an MCPServer or a "
                 "fastmcp server object."
             )
-        return ToolServer(
-            entry.name or str(target.name),
-            route,
-            target,
-            required=entry.required,
-            tool_prefix=entry.tool_prefix,
-            index=index,
-            in_process=True,
-        )
+        return _server(entry, transport, index)
 
     @staticmethod
     def _from_config(
         entry: McpCommandEntry | McpScriptEntry | McpHttpEntry | SessionEntry, index: int
     ) -> ToolServer:
+        transport: Transport
         if isinstance(entry, SessionEntry):
             if not (hasattr(entry.session, "list_tools") and hasattr(entry.session, "call_tool")):
                 raise ConfigError(
                     f"tools[{index}].session is a {type(entry.session).__name__}; pass an "
                     "initialized mcp ClientSession."
                 )
-            return ToolServer(
-                entry.name or SESSION_SERVER_NAME,
-                "session",
-                entry,
-                required=entry.required,
-                tool_prefix=entry.tool_prefix,
-                index=index,
-            )
-        route = entry.type
-        return ToolServer(
-            entry.name or _default_name(entry),
-            route,
-            entry,
-            required=entry.required,
-            tool_prefix=entry.tool_prefix,
-            index=index,
-        )
+            transport = SessionTransport(entry)
+        elif isinstance(entry, McpHttpEntry):
+            transport = HttpTransport(entry)
+        else:
+            transport = StdioTransport.of(entry)
+        return _server(entry, transport, index)
+
+
+def _server(
+    entry: McpCommandEntry | McpScriptEntry | McpHttpEntry | SessionEntry | ServerEntry,
+    transport: Transport,
+    index: int,
+) -> ToolServer:
+    """The server of the entry at ``tools[index]``, reached through `transport`."""
+    return ToolServer(
+        entry.name or transport.default_name(),
+        transport,
+        required=entry.required,
+        tool_prefix=entry.tool_prefix,
+        index=index,
+    )

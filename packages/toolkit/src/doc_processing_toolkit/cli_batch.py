@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 import anyio.abc
 
-from ..approval import ApprovalGate, TerminalApproval
-from ..errors import ToolkitError
-from .control import BatchControl
-from .items import open_input
-from .progress import make_progress, rich_available
-from .results import BatchSummary
-from .runner import make_engine
-from .worker import RetryPolicy
+from .approval import ApprovalGate
+from .batch.control import BatchControl
+from .batch.items import open_input
+from .batch.progress import make_progress, rich_available
+from .batch.results import BatchSummary
+from .batch.runner import make_engine
+from .batch.worker import RetryPolicy
+from .cli_approval import TerminalApproval
+from .errors import ToolkitError
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from .agent import Agent
 
 __all__ = ["add_batch_parser", "run_batch_command"]
 
@@ -104,7 +105,7 @@ def add_batch_parser(commands: Any) -> None:
 
 
 def _build_agent(options: argparse.Namespace, err: TextIO) -> Agent:
-    from ..agent import Agent  # here, so that parsing the command line loads no MCP SDK
+    from .agent import Agent  # here, so that parsing the command line loads no MCP SDK
 
     overrides: dict[str, Any] = {}
     if options.model:
