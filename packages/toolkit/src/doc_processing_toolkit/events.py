@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .approval import ApprovalRecord
 from .messages import ToolCallPart
 from .result import RunResult, ToolCallRecord
-from .skills.catalog import SkillsOutcome
+from .skills.entries import SkillsOutcome
 
 __all__ = [
     "AgentEvent",

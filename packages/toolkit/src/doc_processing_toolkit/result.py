@@ -11,7 +11,7 @@ from typing import Any
 
 from .approval import ApprovalRecord
 from .messages import Message, Usage
-from .skills.catalog import SkillsOutcome
+from .skills.entries import SkillsOutcome
 
 __all__ = ["RunResult", "ToolCallRecord"]
 

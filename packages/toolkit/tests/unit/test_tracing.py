@@ -282,7 +282,10 @@ async def test_a_fastmcp_server_span_joins_the_run_through_meta(spans: SpanRecor
 
 def test_a_skill_is_named_by_its_tools_argument_or_its_extension_uri() -> None:
     from doc_processing_toolkit._tracing import _skill_named
-    from doc_processing_toolkit.skills.catalog import SkillEntry, SkillsOutcome
+    from doc_processing_toolkit.skills.entries import (
+        SkillEntry,
+        SkillsOutcome,
+    )
 
     outcome = SkillsOutcome(
         status="injected",

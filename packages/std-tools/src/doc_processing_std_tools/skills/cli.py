@@ -9,7 +9,7 @@ the security findings of `audit` and exits with status 1 on an error (``--strict
 any finding). ``dpt-skills lock`` writes the skills lock (`lock`) and ``--check`` compares
 it with the disk; ``dpt-skills install SOURCE`` fetches, audits, installs and locks skills
 from elsewhere (`install`). Messages are worded for a person at a
-terminal (`voice.PERSON`). The MCP SDK is never imported.
+terminal (`audience.PERSON`). The MCP SDK is never imported.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from .. import __version__
+from .._version import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
@@ -35,7 +35,7 @@ from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
 from .install import prepare, record_in_lock
 from .lock import LOCAL, build_lock, compare, read_lock, write_lock
 from .unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
-from .voice import person
+from .audience import person
 
 __all__ = ["main"]
 

@@ -11,19 +11,21 @@ source, fetches its catalog on every run, and offers it to the model as instruct
 Every record is logged under ``doc_processing_toolkit.skills``.
 """
 
-from .catalog import (
+from .block import (
+    SHORTENED_MARK,
+    append_catalog,
+    render_catalog,
+)
+from .entries import (
     ACTIVATION_TOOLS,
     CATALOG_HEADING,
     DETECTION_TOOLS,
-    SHORTENED_MARK,
     CatalogReplyError,
     SkillEntry,
     SkillsCatalog,
     SkillsOutcome,
-    append_catalog,
     has_own_catalog,
     parse_catalog,
-    render_catalog,
 )
 from .toolset import SkillsOptions, SkillsToolset
 

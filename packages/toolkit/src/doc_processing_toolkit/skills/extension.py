@@ -48,7 +48,11 @@ from mcp.types import (
 from pydantic import TypeAdapter
 
 from ..tools.base import ServerTools, ToolSession
-from .catalog import LOGGER_NAME, CatalogReplyError, SkillEntry
+from .entries import (
+    LOGGER_NAME,
+    CatalogReplyError,
+    SkillEntry,
+)
 from .lock import SkillsLock
 
 __all__ = [

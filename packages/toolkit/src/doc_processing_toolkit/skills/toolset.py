@@ -40,7 +40,12 @@ import anyio
 from ..tools.base import RunTools, ServerTools, ToolServer, ToolSession
 from ..tools.connections import ConnectionPool
 from ..tools.routing import describe_error
-from .catalog import (
+from .block import (
+    Selected,
+    render_for,
+    render_selected,
+)
+from .entries import (
     ACTIVATION_TOOLS,
     DETECTION_TOOLS,
     LOGGER_NAME,
@@ -48,7 +53,6 @@ from .catalog import (
     CatalogReplyError,
     Ranking,
     Rendered,
-    Selected,
     SkillEntry,
     SkillsCatalog,
     SkillsOutcome,
@@ -57,8 +61,6 @@ from .catalog import (
     has_own_catalog,
     parse_catalog,
     parse_search,
-    render_for,
-    render_selected,
 )
 from .extension import (
     ExtensionCatalog,
