@@ -84,3 +84,19 @@ def test_every_change_is_seen_at_the_next_look(tmp_path: Path) -> None:
     settled = look(catalog, root)
     assert look(catalog, root) is settled
     assert descriptions(settled)["linked"] == "Re-pointed."
+
+
+def test_a_change_made_before_the_first_watch_is_seen_on_every_look(tmp_path: Path) -> None:
+    """A skill added after the scan but before the watches were set sends no event: the
+    look that sets the watches finds a different stamp, and so must every look after it
+    until a scan, even one that peeks without scanning (a busy server's cheap check)."""
+    root = tmp_path / "skills"
+    for index in range(3):
+        write(root, f"skill-{index}", f"Task {index}.")
+    age(root)
+    catalog = SkillCatalog(watch=True)
+    assert len(catalog.scan(root, max_bytes=MAX_BYTES).skills) == 3
+    write(root, "skill-new", "Added before any watch.")
+    assert catalog.peek(root, max_bytes=MAX_BYTES) is None  # sets the watches, compares
+    assert catalog.peek(root, max_bytes=MAX_BYTES) is None  # no event came: compare again
+    assert "skill-new" in descriptions(look(catalog, root))

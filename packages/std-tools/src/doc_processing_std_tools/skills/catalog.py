@@ -207,13 +207,16 @@ class SkillCatalog:
             if cache is None or cache.catalog is None or cache.racy or cache.checks is None:
                 return None
             watch = self._kernel_watch()
+            armed = False
             if watch is not None:
                 self._drain(watch)
                 if cache.watched:
                     return cache.catalog  # the kernel reported no change since the check
                 # Watch first, then compare: a change after this is an event, one
-                # before it a different stamp.
-                cache.watched = self._arm(watch, skills_dir, cache)
+                # before it a different stamp. The catalog counts as watched only once
+                # the comparison found it unchanged: a change made before the watches
+                # were set sends no event, so a failed comparison must be made again.
+                armed = self._arm(watch, skills_dir, cache)
             try:
                 if stamp_of(skills_dir.stat()) != cache.stamp:
                     return None
@@ -223,8 +226,8 @@ class SkillCatalog:
                 return None
             for skill_md, stamp in cache.checks:
                 if probe(skill_md) != stamp:
-                    cache.watched = False
                     return None
+            cache.watched = armed
             return cache.catalog
         finally:
             self._lock.release()
