@@ -91,32 +91,29 @@ ReplyPart = TextPart | ToolCallPart | ProviderPart
 """What a model's reply may hold."""
 
 
-def _joined_text(parts: tuple[Part, ...]) -> str:
-    """The text parts of `parts`, concatenated."""
-    return "".join(p.text for p in parts if isinstance(p, TextPart))
+class _PartsView:
+    """What a message and a model's reply read from their parts alike."""
 
-
-def _tool_calls(parts: tuple[Part, ...]) -> list[ToolCallPart]:
-    """The tool calls among `parts`, in order."""
-    return [p for p in parts if isinstance(p, ToolCallPart)]
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One turn of the conversation."""
-
-    role: Literal["user", "assistant"]
+    __slots__ = ()
     parts: tuple[Part, ...]
 
     @property
     def text(self) -> str:
-        """The concatenated text parts of this message."""
-        return _joined_text(self.parts)
+        """The concatenated text parts."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
-        """The tool calls in this message, in order."""
-        return _tool_calls(self.parts)
+        """The tool calls among the parts, in order."""
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+
+@dataclass(frozen=True, slots=True)
+class Message(_PartsView):
+    """One turn of the conversation (`text` and `tool_calls` read its parts)."""
+
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -155,23 +152,14 @@ class Usage:
 
 
 @dataclass(slots=True)
-class ModelResponse:
-    """One reply of a model: text and/or tool calls, with its usage."""
+class ModelResponse(_PartsView):
+    """One reply of a model: text and/or tool calls, with its usage (`text` and
+    `tool_calls` read its parts)."""
 
     parts: tuple[ReplyPart, ...]
     usage: Usage = field(default_factory=Usage)
     model_name: str = ""
     stop_reason: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The concatenated text parts of the reply."""
-        return _joined_text(self.parts)
-
-    @property
-    def tool_calls(self) -> list[ToolCallPart]:
-        """The tool calls of the reply, in order."""
-        return _tool_calls(self.parts)
 
     def to_message(self) -> Message:
         """The reply as an assistant message for the history."""
