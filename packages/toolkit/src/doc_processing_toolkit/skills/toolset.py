@@ -34,6 +34,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import anyio
 
@@ -112,6 +113,7 @@ class _Fetched:
 
 
 Fetch = Callable[[], Awaitable[_Fetched]]
+_T = TypeVar("_T")
 
 
 class _CatalogFailure(Exception):
@@ -122,18 +124,34 @@ def _tools_fetch(offer: ServerTools, timeout: float) -> Fetch:
     """The catalog call of a server that exposes the std-tools skills tools."""
 
     async def fetch() -> _Fetched:
-        try:
-            with anyio.fail_after(timeout if math.isfinite(timeout) else None):
-                result = await offer.session.call_tool("list_skills", {})
-            return _Fetched(parse_catalog(result))
-        except TimeoutError:
-            raise _CatalogFailure(f"list_skills did not answer within {timeout:g} s") from None
-        except CatalogReplyError as exc:
-            raise _CatalogFailure(str(exc)) from None
-        except Exception as exc:  # a broken server must never take the run down
-            raise _CatalogFailure(f"list_skills raised {type(exc).__name__}: {exc}") from None
+        return _Fetched(await _call(offer, "list_skills", {}, timeout, parse_catalog))
 
     return fetch
+
+
+async def _call(
+    offer: ServerTools,
+    tool: str,
+    arguments: dict[str, Any],
+    time_limit: float,
+    parse: Callable[[Any], _T],
+) -> _T:
+    """`tool`'s answer on `offer`, read by `parse`.
+
+    Raises:
+        _CatalogFailure: the call failed, timed out or answered something else; a broken
+            server must never take the run down.
+    """
+    try:
+        with anyio.fail_after(time_limit if math.isfinite(time_limit) else None):
+            result = await offer.session.call_tool(tool, arguments)
+        return parse(result)
+    except TimeoutError:
+        raise _CatalogFailure(f"{tool} did not answer within {time_limit:g} s") from None
+    except CatalogReplyError as exc:
+        raise _CatalogFailure(str(exc)) from None
+    except Exception as exc:
+        raise _CatalogFailure(f"{tool} raised {type(exc).__name__}: {exc}") from None
 
 
 def _query(request: str) -> str:
@@ -151,18 +169,8 @@ async def _search(offer: ServerTools, query: str, time_limit: float) -> tuple[Sk
     Raises:
         _CatalogFailure: the call failed, timed out or answered something else.
     """
-    try:
-        with anyio.fail_after(time_limit if math.isfinite(time_limit) else None):
-            result = await offer.session.call_tool(
-                SEARCH_TOOL, {"query": query, "limit": SEARCH_LIMIT}
-            )
-        return parse_search(result)
-    except TimeoutError:
-        raise _CatalogFailure(f"{SEARCH_TOOL} did not answer within {time_limit:g} s") from None
-    except CatalogReplyError as exc:
-        raise _CatalogFailure(str(exc)) from None
-    except Exception as exc:  # a broken search must never take the run down
-        raise _CatalogFailure(f"{SEARCH_TOOL} raised {type(exc).__name__}: {exc}") from None
+    arguments = {"query": query, "limit": SEARCH_LIMIT}
+    return await _call(offer, SEARCH_TOOL, arguments, time_limit, parse_search)
 
 
 def _left_out_warning(
