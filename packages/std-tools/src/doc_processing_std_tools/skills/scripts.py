@@ -41,35 +41,39 @@ timeout, the server kills its process group and every process carrying the run i
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import math
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import anyio
 import anyio.to_thread
-from anyio.abc import ByteReceiveStream
 
 from .. import _io
 from .._notices import notice
-from .._text import truncate
 from .._tracing import note_script
 from ..access import WRITE, current_scopes
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
+from ._script_output import TEMP_FILES, Capture, describe_end, read_status
+from ._script_process import (
+    BASE_ENV_NAMES,
+    RUN_ID_VARIABLE,
+    kill_group,
+    kill_marked,
+    limits_for,
+    script_environment,
+    source_descriptor,
+)
 from .sandbox import (
     INSTALL_HINT,
     PROTECTED_PATHS,
@@ -96,22 +100,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_CHUNK: Final = 65536
-_TAIL: Final = 4096
 _REAP_SECONDS: Final = 5.0
 _GRACE_SECONDS: Final = 5.0
 _SUPERVISOR: Final = Path(__file__).with_name("_supervisor.py")
 #: Under bubblewrap, /tmp holds up to this many files of the largest size allowed.
-_TEMP_FILES: Final = 4
-
-RUN_ID_VARIABLE: Final = "DPT_SKILL_RUN_ID"
-"""Set in a script's environment to a value unique to the run.
-
-Every process the script starts inherits it unless it empties its environment; the
-server's last-resort sweep (when the supervisor itself fails) looks for it in /proc."""
-
-BASE_ENV_NAMES: Final = ("PATH", "LANG", "LANGUAGE", "PYTHONIOENCODING")
-"""Server variables every script receives (when set), besides every LC_* variable."""
 
 BOOTSTRAP: Final = """\
 def _run():
@@ -288,139 +280,6 @@ def split_args(args: str) -> list[str]:
         ) from None
 
 
-def script_environment(
-    environ: Mapping[str, str],
-    policy: ScriptPolicy,
-    *,
-    home: str,
-    run_id: str,
-) -> dict[str, str]:
-    """The whole environment of a script: the minimal set plus the allow-listed names.
-
-    `home` becomes HOME and TMPDIR. Nothing else of `environ` is passed on.
-    """
-    env = {
-        name: value
-        for name, value in environ.items()
-        if name in BASE_ENV_NAMES or name.startswith("LC_") or name in policy.env_allow
-    }
-    env.setdefault("PATH", os.defpath)
-    env.setdefault("PYTHONIOENCODING", "utf-8")
-    env["HOME"] = home
-    env["TMPDIR"] = home
-    if policy.workspace is not None:
-        env["DPTTOOLS_WORKSPACE_DIR"] = str(policy.workspace)
-    env[RUN_ID_VARIABLE] = run_id
-    return env
-
-
-class _Capture:
-    """Keeps the first bytes of a stream that can possibly be shown, and its last bytes."""
-
-    def __init__(self, limit_chars: int) -> None:
-        # UTF-8 needs at most 4 bytes per character; one extra byte makes sure that a
-        # stream that was cut decodes to more than `limit_chars` and is marked as cut.
-        self._cap = limit_chars * 4 + 4
-        self._chunks: list[bytes] = []
-        self._kept = 0
-        self._tail = b""
-
-    async def drain(self, stream: ByteReceiveStream) -> None:
-        """Read `stream` to its end, keeping only the bytes that may be shown."""
-        async for chunk in stream:
-            room = self._cap - self._kept
-            if room > 0:
-                piece = chunk[:room]
-                self._chunks.append(piece)
-                self._kept += len(piece)
-            self._tail = (self._tail + chunk)[-_TAIL:]
-
-    @property
-    def tail(self) -> str:
-        """The last few KiB of the stream (uncut), to recognise how the script failed."""
-        return self._tail.decode("utf-8", errors="replace")
-
-    def text(self, limit_chars: int, hint: str) -> str:
-        """The kept bytes as text, cut at `limit_chars` with a marker naming `hint`."""
-        data = b"".join(self._chunks).decode("utf-8", errors="replace")
-        return truncate(data, limit_chars, hint=hint)
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the process group led by `pid`: the supervisor and what is still in it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _kill_marked(run_id: str) -> int:
-    """SIGKILL every process whose environment carries this run's id; return how many.
-
-    The last resort when the supervisor failed. Linux only (elsewhere there is no /proc
-    to read, and 0 is returned).
-    """
-    marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
-    me = os.getpid()
-    killed = 0
-    try:
-        with os.scandir("/proc") as entries:
-            pids = [int(e.name) for e in entries if e.name.isdigit() and int(e.name) != me]
-    except OSError:
-        return 0
-    for pid in pids:
-        # A pidfd pins the process before its environment is read, so a pid reused by an
-        # unrelated process in between is never signalled.
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = handle.read()
-            if marker in environ.split(b"\0"):
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                killed += 1
-        except OSError:
-            continue
-        finally:
-            os.close(pidfd)
-    return killed
-
-
-def _user_tasks(uid: int) -> int:
-    """Processes and threads that `uid` runs now (RLIMIT_NPROC counts both, per user)."""
-    count = 0
-    try:
-        entries = [entry for entry in Path("/proc").iterdir() if entry.name.isdigit()]
-    except OSError:
-        return 0
-    for entry in entries:
-        try:
-            if entry.stat().st_uid != uid:
-                continue
-            stat = (entry / "stat").read_text("utf-8", "replace")
-            count += int(stat.rsplit(")", 1)[1].split()[17])
-        except (OSError, IndexError, ValueError):
-            continue
-    return count
-
-
-def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
-    mib = 1024 * 1024
-    limits = {
-        "as": policy.memory_mb * mib,
-        "cpu": policy.cpu_seconds or max(1, math.ceil(time_limit)),
-        "nofile": policy.max_open_files,
-        "fsize": policy.max_file_size_mb * mib,
-        # No core files: a script killed by SIGXCPU would otherwise leave one behind.
-        "core": 0,
-    }
-    if os.getuid() != 0:
-        # The kernel counts every process and thread of the user (root is exempt), so
-        # the limit is what the user runs now plus the script's share.
-        limits["nproc"] = _user_tasks(os.getuid()) + policy.max_processes
-    return limits
-
-
 @contextmanager
 def _open_path(script: Path) -> Iterator[ScriptFile]:
     """`script`, given by a caller that trusts the path, opened like a checked script."""
@@ -435,31 +294,6 @@ def _open_path(script: Path) -> Iterator[ScriptFile]:
             folder=InvalidArgumentError(f"{shown} is a folder; pass the path of a Python file."),
         )
         yield ScriptFile(real, source, OpenFolder(real.parent, location.dir_fd))
-
-
-def _source_descriptor(source: bytes) -> int:
-    """A descriptor holding `source`, read from its start; close it after the start.
-
-    A sealed memory file where the system has them (nothing can change it afterwards), an
-    unlinked temporary file elsewhere.
-    """
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("skill-script", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    else:
-        fd, name = tempfile.mkstemp(prefix="dpt-script-")
-        Path(name).unlink()
-    try:
-        view = memoryview(source)
-        while view:
-            view = view[os.write(fd, view) :]
-        if hasattr(os, "memfd_create"):
-            seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals | fcntl.F_SEAL_WRITE)
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,7 +325,7 @@ def _prepare(
     bwrap = use_bwrap(policy.sandbox)
     if bwrap is None and not policy.workspace_writable:
         raise _no_read_only_workspace(policy)
-    limits = _limits(policy, time_limit)
+    limits = limits_for(policy, time_limit)
     folder = os.fstat(script.folder.fd)
     settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
     if bwrap is None:
@@ -499,7 +333,7 @@ def _prepare(
         # descriptor of a host folder would lead out of the sandbox's file system.
         settings["folder_fd"] = script.folder.fd
         home = tempfile.mkdtemp(prefix="dpt-script-")
-        source_fd = _source_descriptor(script.source)
+        source_fd = source_descriptor(script.source)
         return _Launch(limits, [], home, source_fd, settings, (script.folder.fd, source_fd))
     bind_fd: int | None
     if script.skill_dir is not None:
@@ -515,7 +349,7 @@ def _prepare(
         workdir=script.folder.path,
         workspace=policy.workspace,
         network=policy.network,
-        temp_size_bytes=limits["fsize"] * _TEMP_FILES,
+        temp_size_bytes=limits["fsize"] * TEMP_FILES,
         also_readable=[_SUPERVISOR.parent],
         workspace_writable=policy.workspace_writable,
         protected=policy.protected,
@@ -523,7 +357,7 @@ def _prepare(
     )
     # bubblewrap binds the skill's folder from its descriptor, then closes it.
     bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
-    source_fd = _source_descriptor(script.source)
+    source_fd = source_descriptor(script.source)
     return _Launch(limits, prefix, None, source_fd, settings, (*bound, source_fd))
 
 
@@ -543,72 +377,6 @@ def _no_read_only_workspace(policy: ScriptPolicy) -> SandboxUnavailableError:
         f"ran. Ask for a token that also carries '{WRITE}', or have the server's operator "
         f"{fix}."
     )
-
-
-def _describe_end(
-    status: Mapping[str, Any], err_tail: str, policy: ScriptPolicy, cpu_limit: int
-) -> str | None:
-    """A sentence saying which limit ended the script, or None when none did."""
-    signum = status.get("signal")
-    if signum == signal.SIGXCPU or (
-        signum == signal.SIGKILL and float(status.get("cpu_seconds", 0)) >= cpu_limit
-    ):
-        return (
-            f"Killed: the script exceeded the CPU limit of {cpu_limit} CPU seconds "
-            "(SIGXCPU; DPTTOOLS_SCRIPT_CPU_SECONDS, by default the timeout)."
-        )
-    if signum == signal.SIGXFSZ or "[Errno 27] File too large" in err_tail:
-        return (
-            f"Stopped: the script reached the file size limit of {policy.max_file_size_mb} MiB "
-            "per file (DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB)."
-        )
-    if "MemoryError" in err_tail or "Cannot allocate memory" in err_tail:
-        return (
-            f"MemoryError: the script reached the address-space limit of {policy.memory_mb} "
-            "MiB (DPTTOOLS_SCRIPT_MEMORY_MB)."
-        )
-    if "[Errno 28] No space left on device" in err_tail:
-        return (
-            "Stopped: the script's temporary folder is full (under bubblewrap it holds "
-            f"{_TEMP_FILES} x DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB, "
-            f"{_TEMP_FILES * policy.max_file_size_mb} MiB)."
-        )
-    if "[Errno 24] Too many open files" in err_tail:
-        return (
-            f"Stopped: the script reached the limit of {policy.max_open_files} open files "
-            "(DPTTOOLS_SCRIPT_MAX_OPEN_FILES)."
-        )
-    if "[Errno 11] Resource temporarily unavailable" in err_tail and "fork" in err_tail:
-        return (
-            "Stopped: the script could not start another process; the process limit "
-            "(DPTTOOLS_SCRIPT_MAX_PROCESSES) was reached."
-        )
-    if isinstance(signum, int):
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        return f"Killed by {name}."
-    return None
-
-
-def _read_status(fd: int) -> dict[str, Any]:
-    """The supervisor's report (``name=value`` lines), or {} when it wrote none."""
-    chunks: list[bytes] = []
-    os.set_blocking(fd, False)
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, _CHUNK):
-            chunks.append(chunk)
-    status: dict[str, Any] = {}
-    for line in b"".join(chunks).decode("ascii", "replace").splitlines():
-        name, _, value = line.partition("=")
-        if name in ("exit_code", "signal", "killed"):
-            status[name] = int(value)
-        elif name == "cpu_seconds":
-            status[name] = float(value)
-        elif name == "stopped":
-            status[name] = value
-    return status
 
 
 async def run_script(
@@ -691,8 +459,8 @@ async def _run_checked(
         len(argv),
         " under bubblewrap" if sandboxed else "",
     )
-    out = _Capture(output_limit)
-    err = _Capture(output_limit)
+    out = Capture(output_limit)
+    err = Capture(output_limit)
     drained = anyio.Event()
     try:
         process = await anyio.open_process(
@@ -724,7 +492,7 @@ async def _run_checked(
                 await process.wait()
             stuck = scope.cancelled_caught
             # The report is written before the supervisor exits, so it is complete now.
-            status = {} if stuck else _read_status(status_read)
+            status = {} if stuck else read_status(status_read)
             if not status:
                 # The supervisor is stuck, or died without a report (killed by someone,
                 # or by the script itself when it runs unsandboxed): sweep what can still
@@ -732,15 +500,15 @@ async def _run_checked(
                 logger.error(
                     "the supervisor of skill script %s failed; killing the run", script.path
                 )
-                _kill_group(process.pid)
-                _kill_marked(run_id)
+                kill_group(process.pid)
+                kill_marked(run_id)
             with anyio.move_on_after(_REAP_SECONDS):
                 await drained.wait()
             group.cancel_scope.cancel()
     finally:
         if process.returncode is None:
-            _kill_group(process.pid)
-            _kill_marked(run_id)
+            kill_group(process.pid)
+            kill_marked(run_id)
         with anyio.move_on_after(_REAP_SECONDS, shield=True):
             await process.aclose()
         os.close(status_read)
@@ -789,7 +557,7 @@ async def _run_checked(
     code = status.get("exit_code")
     signum = status.get("signal")
     exit_code = int(code) if isinstance(code, int) else -int(signum or 1)
-    ending = _describe_end(status, err.tail, policy, cpu_limit) if exit_code != 0 else None
+    ending = describe_end(status, err.tail, policy, cpu_limit) if exit_code != 0 else None
     if ending:
         stderr = f"{stderr}\n{ending}" if stderr else ending
         notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
