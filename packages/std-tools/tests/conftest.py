@@ -8,15 +8,41 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from script_user_access import interpreter_paths, open_paths, restore, runs_as_root
 
 from doc_processing_std_tools.config import reset_settings
+
+_OPENED: dict[Path, int] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Keep the persistent skills index of every server the tests start (in process and
-    in child processes) in a folder of this run, not in the user's cache folder."""
+    in child processes) in a folder of this run, not in the user's cache folder.
+
+    As root, scripts run as an unprivileged user: let it reach the interpreter (the
+    folders changed are put back when the run ends, by the process that started it)."""
     if "DPTTOOLS_CACHE_DIR" not in os.environ:
         os.environ["DPTTOOLS_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpttools-cache-")
+    if runs_as_root():
+        opened = open_paths(interpreter_paths())
+        if not hasattr(config, "workerinput"):
+            _OPENED.update(opened)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    restore(_OPENED)
+    _OPENED.clear()
+
+
+@pytest.fixture(autouse=True)
+def _script_user_reaches_tmp_path(request: pytest.FixtureRequest) -> None:
+    """As root, let the scripts' user pass the test's private temporary folders (and
+    write in the test's own folder, where tests put skills and workspaces)."""
+    if not runs_as_root() or "tmp_path" not in request.fixturenames:
+        return
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    open_paths([tmp_path])
+    tmp_path.chmod(0o777)
 
 
 @pytest.fixture

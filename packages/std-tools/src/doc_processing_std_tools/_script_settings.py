@@ -3,8 +3,10 @@ and how each is read. `config.load_settings` puts them on `config.Settings`."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError
@@ -24,6 +26,10 @@ SCRIPT_DEFAULTS: dict[str, str] = {
     "DPTTOOLS_SCRIPT_MAX_PROCESSES": "64",
     # Empty: sandbox.PROTECTED_PATHS; "+A,B" adds to it, "A,B" replaces it.
     "DPTTOOLS_SCRIPT_PROTECTED": "",
+    # The user scripts run as when the server runs as root (never root itself).
+    "DPTTOOLS_SCRIPT_USER": "nobody",
+    # More folders a script under bubblewrap may read (absolute paths, commas between).
+    "DPTTOOLS_SCRIPT_VISIBLE": "",
 }
 
 
@@ -82,6 +88,41 @@ def switch(name: str, raw: str) -> bool:
     raise ConfigError(f"{name}={raw!r} is not a switch; set it to 1 (on) or 0 (off).")
 
 
+def script_user(raw: str) -> str:
+    """DPTTOOLS_SCRIPT_USER: a user name or number, never root (0)."""
+    value = raw.strip()
+    if not value or value == "root" or (value.isdigit() and int(value) == 0):
+        raise ConfigError(
+            f"DPTTOOLS_SCRIPT_USER={raw!r} cannot be used: a server running as root runs "
+            "skill scripts as this user, and never as root. Set it to an unprivileged "
+            "user such as nobody (the default), or unset it."
+        )
+    return value
+
+
+def visible_folders(raw: str) -> tuple[Path, ...]:
+    """DPTTOOLS_SCRIPT_VISIBLE: absolute folder paths separated by commas, each once."""
+    folders: list[Path] = []
+    for part in (piece.strip() for piece in raw.split(",")):
+        if not part:
+            continue
+        if "\x00" in part or not part.startswith("/"):
+            raise ConfigError(
+                f"DPTTOOLS_SCRIPT_VISIBLE holds {part!r}, which is not an absolute path; "
+                "list absolute folder paths separated by commas, such as "
+                "DPTTOOLS_SCRIPT_VISIBLE=/opt/fonts,/srv/reference, or unset it."
+            )
+        path = Path(os.path.normpath(part))
+        if path == Path("/"):
+            raise ConfigError(
+                "DPTTOOLS_SCRIPT_VISIBLE holds '/', which would show scripts the whole file "
+                "system; list only the folders they need, such as /opt/fonts."
+            )
+        if path not in folders:
+            folders.append(path)
+    return tuple(folders)
+
+
 def script_fields(raw: Callable[[str], str], env: Mapping[str, str]) -> dict[str, Any]:
     """The ``script_*`` fields of `config.Settings`; `raw` gives a variable's value or its
     default, `env` the environment itself.
@@ -113,4 +154,6 @@ def script_fields(raw: Callable[[str], str], env: Mapping[str, str]) -> dict[str
             "DPTTOOLS_SCRIPT_MAX_PROCESSES", raw("DPTTOOLS_SCRIPT_MAX_PROCESSES")
         ),
         "script_protected": protected_setting(raw("DPTTOOLS_SCRIPT_PROTECTED")),
+        "script_user": script_user(raw("DPTTOOLS_SCRIPT_USER")),
+        "script_visible": visible_folders(raw("DPTTOOLS_SCRIPT_VISIBLE")),
     }

@@ -92,6 +92,10 @@ class Settings:
     """Processes a script may add to those its user already runs."""
     script_protected: tuple[str, ...] = PROTECTED_PATHS
     """Workspace paths a script under bubblewrap may not change (DPTTOOLS_SCRIPT_PROTECTED)."""
+    script_user: str = "nobody"
+    """The user scripts run as when the server runs as root (DPTTOOLS_SCRIPT_USER)."""
+    script_visible: tuple[Path, ...] = ()
+    """More folders a script under bubblewrap may read (DPTTOOLS_SCRIPT_VISIBLE)."""
     script_workspace: Path | None = None
     """The folder a sandboxed script may write to: the workspace when
     DPTTOOLS_WORKSPACE_DIR is set explicitly, otherwise None."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASE_ENV_NAMES",
+    "BOOTSTRAP",
     "RUN_ID_VARIABLE",
     "kill_group",
     "kill_marked",
@@ -120,7 +121,8 @@ def _user_tasks(uid: int) -> int:
     return count
 
 
-def limits_for(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
+def limits_for(policy: ScriptPolicy, time_limit: float, uid: int) -> dict[str, int]:
+    """The resource limits of each process of a script that runs as `uid`."""
     mib = 1024 * 1024
     limits = {
         "as": policy.memory_mb * mib,
@@ -130,10 +132,10 @@ def limits_for(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
         # No core files: a script killed by SIGXCPU would otherwise leave one behind.
         "core": 0,
     }
-    if os.getuid() != 0:
+    if uid != 0:
         # The kernel counts every process and thread of the user (root is exempt), so
         # the limit is what the user runs now plus the script's share.
-        limits["nproc"] = _user_tasks(os.getuid()) + policy.max_processes
+        limits["nproc"] = _user_tasks(uid) + policy.max_processes
     return limits
 
 
@@ -160,3 +162,43 @@ def source_descriptor(source: bytes) -> int:
         os.close(fd)
         raise
     return fd
+
+
+BOOTSTRAP: Final = """\
+def _run():
+    import os, sys
+    fd, path = int(sys.argv[1]), sys.argv[2]
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(fd)
+    del sys.argv[:2]
+    sys.path[0] = os.path.dirname(path)
+    main = sys.modules["__main__"].__dict__
+    loader = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
+    builtins = main["__builtins__"]
+    main.clear()
+    main.update(
+        __name__="__main__", __doc__=None, __package__=None, __loader__=loader,
+        __spec__=None, __annotations__={}, __builtins__=builtins, __file__=path,
+        __cached__=None,
+    )
+    try:
+        code = compile(b"".join(chunks), path, "exec", dont_inherit=True)
+        del chunks
+        exec(code, main)
+    except Exception as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+            tb = tb.tb_next
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        sys.exit(1)
+_run()
+"""
+"""What the script's interpreter runs (``python -c BOOTSTRAP FD PATH ARGS...``).
+
+It reads the script's code from descriptor FD and closes it, then runs the code as
+``__main__`` the way ``python PATH ARGS...`` would: the same ``__file__``, ``sys.argv``,
+``sys.path[0]`` and module globals, a traceback that starts in the script (its own lines
+left out), exit status 1 on an uncaught exception. Nothing of it stays in the script's
+globals."""

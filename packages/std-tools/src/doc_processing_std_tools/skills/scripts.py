@@ -45,9 +45,9 @@ import logging
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,9 +64,28 @@ from .._tracing import note_script
 from ..access import WRITE, current_scopes
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
+from ._containment import (
+    ScriptUser,
+    call_start_ticks,
+    check_reachable,
+    contain_server,
+    etc_files,
+    permission_note,
+    script_user,
+)
+from ._script_call import (
+    IN_FLIGHT,
+    as_user,
+    memory_note,
+    no_read_only_workspace,
+    open_group,
+    start_call,
+    sweep_call,
+)
 from ._script_output import TEMP_FILES, Capture, describe_end, read_status
 from ._script_process import (
     BASE_ENV_NAMES,
+    BOOTSTRAP,
     RUN_ID_VARIABLE,
     kill_group,
     kill_marked,
@@ -75,13 +94,10 @@ from ._script_process import (
     source_descriptor,
 )
 from .sandbox import (
-    INSTALL_HINT,
     PROTECTED_PATHS,
-    SandboxUnavailableError,
     announce_sandbox,
     bwrap_command,
     hidden_path_note,
-    sandbox_status,
     use_bwrap,
 )
 
@@ -104,45 +120,6 @@ _REAP_SECONDS: Final = 5.0
 _GRACE_SECONDS: Final = 5.0
 _SUPERVISOR: Final = Path(__file__).with_name("_supervisor.py")
 #: Under bubblewrap, /tmp holds up to this many files of the largest size allowed.
-
-BOOTSTRAP: Final = """\
-def _run():
-    import os, sys
-    fd, path = int(sys.argv[1]), sys.argv[2]
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    os.close(fd)
-    del sys.argv[:2]
-    sys.path[0] = os.path.dirname(path)
-    main = sys.modules["__main__"].__dict__
-    loader = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
-    builtins = main["__builtins__"]
-    main.clear()
-    main.update(
-        __name__="__main__", __doc__=None, __package__=None, __loader__=loader,
-        __spec__=None, __annotations__={}, __builtins__=builtins, __file__=path,
-        __cached__=None,
-    )
-    try:
-        code = compile(b"".join(chunks), path, "exec", dont_inherit=True)
-        del chunks
-        exec(code, main)
-    except Exception as exc:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-            tb = tb.tb_next
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        sys.exit(1)
-_run()
-"""
-"""What the script's interpreter runs (``python -c BOOTSTRAP FD PATH ARGS...``).
-
-It reads the script's code from descriptor FD and closes it, then runs the code as
-``__main__`` the way ``python PATH ARGS...`` would: the same ``__file__``, ``sys.argv``,
-``sys.path[0]`` and module globals, a traceback that starts in the script (its own lines
-left out), exit status 1 on an uncaught exception. Nothing of it stays in the script's
-globals."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +163,8 @@ class ScriptPolicy:
     workspace: Path | None = None
     """Folder a sandboxed script may write to (and whose path it is told)."""
     memory_mb: int = 1024
-    """Address-space limit (RLIMIT_AS) in MiB."""
+    """Address-space limit (RLIMIT_AS) in MiB of each process, and the memory bound of
+    the whole call where a per-call cgroup can be made."""
     cpu_seconds: int | None = None
     """CPU-seconds limit (RLIMIT_CPU); None means the time limit, rounded up."""
     max_file_size_mb: int = 256
@@ -194,7 +172,8 @@ class ScriptPolicy:
     max_open_files: int = 256
     """Open file descriptors per process (RLIMIT_NOFILE)."""
     max_processes: int = 64
-    """Processes the script may add to those its user runs (RLIMIT_NPROC; not for root)."""
+    """Processes of the whole call (a per-call cgroup's pids.max), and the processes the
+    script may add to those its user runs (RLIMIT_NPROC)."""
     workspace_writable: bool = True
     """False for a call whose token lacks the ``write`` scope: bubblewrap binds the
     workspace read-only, and without bubblewrap the script does not run (nothing else
@@ -205,6 +184,10 @@ class ScriptPolicy:
     skill_roots: tuple[Path, ...] = ()
     """Skills folders in the workspace, kept read-only under bubblewrap all the same
     (`from_settings` keeps only those inside it)."""
+    user: str = "nobody"
+    """The user scripts run as when the server runs as root (never root itself)."""
+    visible: tuple[Path, ...] = ()
+    """More folders a script under bubblewrap may read (DPTTOOLS_SCRIPT_VISIBLE)."""
 
     def for_this_call(self) -> ScriptPolicy:
         """This policy narrowed to the request being served: the workspace read-only when
@@ -229,6 +212,8 @@ class ScriptPolicy:
             max_open_files=settings.script_max_open_files,
             max_processes=settings.script_max_processes,
             protected=settings.script_protected,
+            user=settings.script_user,
+            visible=settings.script_visible,
             skill_roots=tuple(
                 root
                 for root in settings.skill_roots
@@ -311,21 +296,34 @@ class _Launch:
     """The supervisor's settings besides the time limit."""
     pass_fds: tuple[int, ...]
     """Descriptors the supervisor (or bubblewrap) inherits, besides the status pipe."""
+    close_after: tuple[int, ...] = ()
+    """Descriptors made for the start (the code, /etc/passwd, /etc/group): closed after."""
 
 
 def _prepare(
-    script: ScriptFile, policy: ScriptPolicy, skill_dir: Path | None, time_limit: float
+    script: ScriptFile,
+    policy: ScriptPolicy,
+    skill_dir: Path | None,
+    time_limit: float,
+    user: ScriptUser | None,
 ) -> _Launch:
     """Decide how to run `script` (blocking file-system work: called in a worker thread).
 
     Raises:
         SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
+        ConfigError: the script's user cannot reach the interpreter or the script.
     """
-    announce_sandbox(policy.sandbox)
-    bwrap = use_bwrap(policy.sandbox)
+    run_as = (user.uid, user.gid) if user is not None else None
+    announce_sandbox(policy.sandbox, policy.user)
+    bwrap = use_bwrap(policy.sandbox, run_as)
     if bwrap is None and not policy.workspace_writable:
-        raise _no_read_only_workspace(policy)
-    limits = limits_for(policy, time_limit)
+        raise no_read_only_workspace(policy)
+    if user is not None:
+        needed = {"the Python interpreter": Path(sys.executable), "the supervisor": _SUPERVISOR}
+        if bwrap is None:
+            needed["the script's folder"] = script.folder.path
+        check_reachable(user, needed)
+    limits = limits_for(policy, time_limit, user.uid if user is not None else os.getuid())
     folder = os.fstat(script.folder.fd)
     settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
     if bwrap is None:
@@ -333,8 +331,13 @@ def _prepare(
         # descriptor of a host folder would lead out of the sandbox's file system.
         settings["folder_fd"] = script.folder.fd
         home = tempfile.mkdtemp(prefix="dpt-script-")
+        if user is not None:
+            settings.update(uid=user.uid, gid=user.gid)
+            os.chown(home, user.uid, user.gid)
         source_fd = source_descriptor(script.source)
-        return _Launch(limits, [], home, source_fd, settings, (script.folder.fd, source_fd))
+        return _Launch(
+            limits, [], home, source_fd, settings, (script.folder.fd, source_fd), (source_fd,)
+        )
     bind_fd: int | None
     if script.skill_dir is not None:
         bind_path, bind_fd = script.skill_dir.path, script.skill_dir.fd
@@ -342,6 +345,7 @@ def _prepare(
         bind_path, bind_fd = Path(os.path.realpath(skill_dir)), None
     else:
         bind_path, bind_fd = script.folder.path, script.folder.fd
+    etc_fds = [source_descriptor(content) for content in etc_files(user)]
     prefix = bwrap_command(
         bwrap,
         skill_dir=bind_path,
@@ -354,29 +358,14 @@ def _prepare(
         workspace_writable=policy.workspace_writable,
         protected=policy.protected,
         skill_roots=policy.skill_roots,
+        visible=policy.visible,
+        etc_data=list(zip(etc_fds, ("/etc/passwd", "/etc/group"), strict=True)),
     )
     # bubblewrap binds the skill's folder from its descriptor, then closes it.
     bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
     source_fd = source_descriptor(script.source)
-    return _Launch(limits, prefix, None, source_fd, settings, (*bound, source_fd))
-
-
-def _no_read_only_workspace(policy: ScriptPolicy) -> SandboxUnavailableError:
-    """Why a script of a token without ``write`` cannot run without bubblewrap."""
-    granted = current_scopes() or frozenset()
-    held = ", ".join(sorted(granted)) or "none"
-    if policy.sandbox == "none":
-        why = "DPTTOOLS_SCRIPT_SANDBOX=none turns bubblewrap off"
-        fix = f"set DPTTOOLS_SCRIPT_SANDBOX=auto with a working bubblewrap ({INSTALL_HINT})"
-    else:
-        why = str(sandbox_status().problem)
-        fix = "make bubblewrap work on the server"
-    return SandboxUnavailableError(
-        f"This token's scopes are: {held}. Without the '{WRITE}' scope a script may only "
-        f"read the workspace, and only bubblewrap can hold it to that, but {why}; nothing "
-        f"ran. Ask for a token that also carries '{WRITE}', or have the server's operator "
-        f"{fix}."
-    )
+    made = (source_fd, *etc_fds)
+    return _Launch(limits, prefix, None, source_fd, settings, (*bound, *made), made)
 
 
 async def run_script(
@@ -426,12 +415,16 @@ async def _run_checked(
 ) -> ScriptResult:
     """`run_script` for a script already opened; the descriptors stay its caller's."""
     policy = (policy or ScriptPolicy()).for_this_call()
+    contain_server()
+    user = script_user(policy.user)
     # The first call also probes bubblewrap (a short subprocess): off the event loop.
-    launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit)
+    launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit, user)
     limits, temp_home = launch.limits, launch.temp_home
     sandboxed = bool(launch.prefix)
     cpu_limit = limits["cpu"]
     run_id = uuid.uuid4().hex
+    began, began_ticks = time.time(), call_start_ticks()
+    call_group = open_group(run_id, policy)
     env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
     settings: dict[str, float | str] = {"time_limit": time_limit, **launch.settings}
     if not sandboxed:
@@ -462,19 +455,17 @@ async def _run_checked(
     out = Capture(output_limit)
     err = Capture(output_limit)
     drained = anyio.Event()
+    # Under bubblewrap, bubblewrap itself starts as the script's user (see sandbox.py).
+    run_as = as_user(user) if sandboxed else {}
     try:
-        process = await anyio.open_process(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
-            pass_fds=(status_write, *launch.pass_fds),
+        process = await start_call(
+            command, env, (status_write, *launch.pass_fds), run_as, call_group
         )
     finally:
         os.close(status_write)
-        os.close(launch.source_fd)
+        for fd in launch.close_after:
+            os.close(fd)
+    IN_FLIGHT.add(process.pid)
 
     async def drain_both() -> None:
         assert process.stdout is not None and process.stderr is not None
@@ -512,11 +503,22 @@ async def _run_checked(
         with anyio.move_on_after(_REAP_SECONDS, shield=True):
             await process.aclose()
         os.close(status_read)
+        IN_FLIGHT.discard(process.pid)
+        with anyio.CancelScope(shield=True):
+            left = await anyio.to_thread.run_sync(
+                sweep_call, policy, call_group, process.pid, began, began_ticks, user, sandboxed
+            )
         if temp_home is not None:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp_home, ignore_errors=True))
+    if left:
+        logger.warning("killed %d process(es) skill script %s left behind", left, script.path)
+    memory = memory_note(call_group, policy)
     hint = "the script's output was cut at DPTTOOLS_OUTPUT_TRUNCATION_LIMIT"
     stdout = out.text(output_limit, hint)
     stderr = err.text(output_limit, hint)
+    if memory:
+        stderr = f"{stderr}\n{memory}" if stderr else memory
+        notice(logger, logging.WARNING, f"skill script {script.path.name}: {memory}")
     if not status:
         if stuck:
             message = (
@@ -557,14 +559,18 @@ async def _run_checked(
     code = status.get("exit_code")
     signum = status.get("signal")
     exit_code = int(code) if isinstance(code, int) else -int(signum or 1)
-    ending = describe_end(status, err.tail, policy, cpu_limit) if exit_code != 0 else None
-    if ending:
-        stderr = f"{stderr}\n{ending}" if stderr else ending
-        notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
-    elif sandboxed and exit_code != 0:
-        hidden = hidden_path_note(err.tail, launch.prefix, script.folder.path)
-        if hidden:
-            stderr = stderr.rstrip("\n") + "\n" + hidden
+    ending = memory
+    if exit_code != 0 and not ending:
+        ending = describe_end(status, err.tail, policy, cpu_limit)
+        if ending:
+            stderr = f"{stderr}\n{ending}" if stderr else ending
+            notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
+        else:
+            note = permission_note(err.tail, user)
+            if sandboxed:
+                note = hidden_path_note(err.tail, launch.prefix, script.folder.path) or note
+            if note:
+                stderr = stderr.rstrip("\n") + "\n" + note
     if status.get("killed"):
         logger.debug("killed %s process(es) the skill script left running", status["killed"])
     note_script(exit_code, sandboxed, ending)
