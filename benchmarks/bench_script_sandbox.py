@@ -12,6 +12,11 @@ added). Then the tool's two arms are timed without MCP, by calling `run_script` 
 which shows what the tool layer adds. The load average is printed: on a busy machine
 every number grows.
 
+Run as root, the scripts run as DPTTOOLS_SCRIPT_USER (``nobody``), which must be able to
+reach the interpreter. Every call now also includes the containment work: the per-call
+cgroup where one can be made, the sweep after the call, and the walk of the workspace
+for set-user-ID bits when a workspace is set (none is here).
+
 Run by hand: .venv/bin/python benchmarks/bench_script_sandbox.py [--calls N]
 """
 
@@ -106,6 +111,8 @@ async def main(calls: int) -> None:
     if status.bwrap is None:
         raise SystemExit(f"bubblewrap cannot be used here: {status.problem}")
     with tempfile.TemporaryDirectory() as folder:
+        # Run as root, scripts run as DPTTOOLS_SCRIPT_USER, which must reach the skill.
+        Path(folder).chmod(0o755)
         script = make_skill(Path(folder))
         os.environ["DPTTOOLS_SKILLS_DIR"] = str(Path(folder) / "skills")
         samples: dict[str, list[float]] = {

@@ -30,6 +30,7 @@ import os
 import pwd
 import signal
 import stat
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,6 +268,12 @@ def check_reachable(user: ScriptUser, paths: dict[str, Path]) -> None:
         )
 
 
+def interpreter_paths() -> dict[str, Path]:
+    """What a script's user must reach to start a script at all."""
+    supervisor = Path(__file__).with_name("_supervisor.py")
+    return {"the Python interpreter": Path(sys.executable), "the supervisor": supervisor}
+
+
 def etc_files(user: ScriptUser | None) -> tuple[bytes, bytes]:
     """The /etc/passwd and /etc/group a script under bubblewrap sees: root, nobody and
     the user it runs as, with /tmp as home; nothing else of the host's accounts."""
@@ -315,10 +322,14 @@ def start_scripts(
     server offers execute_skill_script, contain this process now (`contain_server`).
 
     Raises:
-        ConfigError: the server runs as root and `user` names no user here.
+        ConfigError: the server runs as root and `user` names no user here, or (with
+            scripts offered) that user cannot reach the interpreter.
     """
     from .sandbox import announce_sandbox
 
+    found = script_user(user)
     announce_sandbox(mode, user)
     if not read_only and (tools is None or "execute_skill_script" in tools):
+        if found is not None:
+            check_reachable(found, interpreter_paths())
         contain_server()

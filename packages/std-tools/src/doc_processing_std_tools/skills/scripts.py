@@ -70,6 +70,7 @@ from ._containment import (
     check_reachable,
     contain_server,
     etc_files,
+    interpreter_paths,
     permission_note,
     script_user,
 )
@@ -314,15 +315,15 @@ def _prepare(
         ConfigError: the script's user cannot reach the interpreter or the script.
     """
     run_as = (user.uid, user.gid) if user is not None else None
+    if user is not None:
+        # Before bubblewrap is probed as that user, whose failure would say less.
+        check_reachable(user, interpreter_paths())
     announce_sandbox(policy.sandbox, policy.user)
     bwrap = use_bwrap(policy.sandbox, run_as)
     if bwrap is None and not policy.workspace_writable:
         raise no_read_only_workspace(policy)
-    if user is not None:
-        needed = {"the Python interpreter": Path(sys.executable), "the supervisor": _SUPERVISOR}
-        if bwrap is None:
-            needed["the script's folder"] = script.folder.path
-        check_reachable(user, needed)
+    if user is not None and bwrap is None:
+        check_reachable(user, {"the script's folder": script.folder.path})
     limits = limits_for(policy, time_limit, user.uid if user is not None else os.getuid())
     folder = os.fstat(script.folder.fd)
     settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
