@@ -3,77 +3,38 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from script_user_access import interpreter_paths, open_paths, restore, runs_as_root
+import script_user_access
 
 from doc_processing_std_tools.config import reset_settings
-
-_OPENED: dict[Path, int] = {}
-_OWN_TEMP: list[Path] = []
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Keep the persistent skills index of every server the tests start (in process and
-    in child processes) in a folder of this run, not in the user's cache folder.
-
-    As root, scripts run as an unprivileged user: let it reach the interpreter (the
-    folders changed are put back when the run ends, by the process that started it),
-    and keep this run's temporary folders in a folder of its own, which other pytest
-    runs on the machine do not make private again as they start."""
+    in child processes) in a folder of this run, not in the user's cache folder; as
+    root, let the scripts' user reach what the tests give it (`script_user_access`)."""
     if "DPTTOOLS_CACHE_DIR" not in os.environ:
         os.environ["DPTTOOLS_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpttools-cache-")
-    if not runs_as_root():
-        return
-    opened = open_paths(interpreter_paths())
-    if hasattr(config, "workerinput"):
-        return  # an xdist worker: its folders come from the controller
-    _OPENED.update(opened)
-    factory = getattr(config, "_tmp_path_factory", None)
-    if config.option.basetemp is None and factory is not None:
-        own = Path(tempfile.mkdtemp(prefix="dpttools-pytest-"))
-        own.chmod(0o711)
-        _OWN_TEMP.append(own)
-        factory._given_basetemp = own / "basetemp"
+    script_user_access.configure(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    restore(_OPENED)
-    _OPENED.clear()
-    for folder in _OWN_TEMP:
-        shutil.rmtree(folder, ignore_errors=True)
-    _OWN_TEMP.clear()
+    script_user_access.unconfigure()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """As root, let the scripts' user pass pytest's folder of temporary folders. pytest
-    makes it private again the first time each process asks for it, so every process
-    (each xdist worker too) asks now, before any test runs, and opens it after."""
-    if runs_as_root():
-        factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
-        open_paths([factory.getbasetemp()])
+    script_user_access.session_start(session)
 
 
 @pytest.fixture(autouse=True)
 def _script_user_reaches_tmp_path(request: pytest.FixtureRequest) -> None:
-    """As root, let the scripts' user pass the test's private temporary folders (those of
-    shared fixtures made with tmp_path_factory too), and write in the test's own folder,
-    where tests put skills and workspaces."""
-    if not runs_as_root():
-        return
-    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-    base = factory.getbasetemp()
-    open_paths([base, *(child for child in base.iterdir() if child.is_dir())])
-    if "tmp_path" in request.fixturenames:
-        tmp_path: Path = request.getfixturevalue("tmp_path")
-        open_paths([tmp_path])
-        tmp_path.chmod(0o777)
+    script_user_access.reach_tmp_folders(request)
 
 
 @pytest.fixture

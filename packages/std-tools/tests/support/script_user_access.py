@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+import pytest
 
 SCRIPT_USER = "nobody"
 
@@ -71,3 +75,59 @@ def give_to_script_user(path: Path) -> Path:
             os.chown(Path(folder, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
     os.chown(path, entry.pw_uid, entry.pw_gid)
     return path
+
+
+_OPENED: dict[Path, int] = {}
+_OWN_TEMP: list[Path] = []
+
+
+def configure(config: pytest.Config) -> None:
+    """For a conftest's ``pytest_configure`` (trylast): as root, let the scripts' user
+    reach the interpreter (the folders changed are put back when the run ends, by the
+    process that started it), and keep this run's temporary folders in a folder of its
+    own, which other pytest runs on the machine do not make private again as they start."""
+    if not runs_as_root():
+        return
+    opened = open_paths(interpreter_paths())
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: its folders come from the controller
+    _OPENED.update(opened)
+    factory = getattr(config, "_tmp_path_factory", None)
+    if config.option.basetemp is None and factory is not None and not _OWN_TEMP:
+        own = Path(tempfile.mkdtemp(prefix="dpttools-pytest-"))
+        own.chmod(0o711)
+        _OWN_TEMP.append(own)
+        factory._given_basetemp = own / "basetemp"
+
+
+def unconfigure() -> None:
+    """For ``pytest_unconfigure``: put back what `configure` changed."""
+    restore(_OPENED)
+    _OPENED.clear()
+    for folder in _OWN_TEMP:
+        shutil.rmtree(folder, ignore_errors=True)
+    _OWN_TEMP.clear()
+
+
+def session_start(session: pytest.Session) -> None:
+    """For ``pytest_sessionstart`` (trylast): pytest makes its folder of temporary
+    folders private the first time each process asks for it, so every process (each
+    xdist worker too) asks now, before any test runs, and opens it after."""
+    if runs_as_root():
+        factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+        open_paths([factory.getbasetemp()])
+
+
+def reach_tmp_folders(request: pytest.FixtureRequest) -> None:
+    """For an autouse fixture: as root, let the scripts' user pass the test's private
+    temporary folders (those of shared fixtures made with tmp_path_factory too), and
+    write in the test's own folder, where tests put skills and workspaces."""
+    if not runs_as_root():
+        return
+    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+    base = factory.getbasetemp()
+    open_paths([base, *(child for child in base.iterdir() if child.is_dir())])
+    if "tmp_path" in request.fixturenames:
+        tmp_path: Path = request.getfixturevalue("tmp_path")
+        open_paths([tmp_path])
+        tmp_path.chmod(0o777)
