@@ -45,6 +45,8 @@ TARGET_MS = 30.0
 
 def make_skill(root: Path) -> Path:
     """A skill folder holding scripts/hello.py, which prints one line."""
+    # Run as root, scripts run as DPTTOOLS_SCRIPT_USER, which must reach the skill.
+    root.chmod(0o755)
     folder = root / "skills" / "hello" / "scripts"
     folder.mkdir(parents=True)
     (folder.parent / "SKILL.md").write_text(
@@ -111,8 +113,6 @@ async def main(calls: int) -> None:
     if status.bwrap is None:
         raise SystemExit(f"bubblewrap cannot be used here: {status.problem}")
     with tempfile.TemporaryDirectory() as folder:
-        # Run as root, scripts run as DPTTOOLS_SCRIPT_USER, which must reach the skill.
-        Path(folder).chmod(0o755)
         script = make_skill(Path(folder))
         os.environ["DPTTOOLS_SKILLS_DIR"] = str(Path(folder) / "skills")
         samples: dict[str, list[float]] = {

@@ -16,8 +16,8 @@ What it does:
 
 1. Makes itself not dumpable (``PR_SET_DUMPABLE`` 0), so that a script running as the
    same user cannot open its descriptors through ``/proc`` and write a false report into
-   the status pipe (only a process with ``CAP_SYS_PTRACE`` still can: root without
-   bubblewrap).
+   the status pipe (only a process with ``CAP_SYS_PTRACE`` still could, and scripts never
+   run as root).
 2. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
    under bubblewrap the folder is already the working directory, entered by path. Either
    way the folder it is in must be the one the server checked (same device and inode);

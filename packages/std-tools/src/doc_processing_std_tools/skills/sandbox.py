@@ -7,32 +7,39 @@ turns DPTTOOLS_SCRIPT_SANDBOX into a yes or no for one run (``bwrap`` without a 
 bubblewrap is a `SandboxUnavailableError`), and `announce_sandbox()` logs once, at server
 start-up, what scripts will run under (a WARNING when ``auto`` finds no usable bubblewrap).
 
-`bwrap_command()` builds the bubblewrap command line for one run:
+`bwrap_command()` builds the bubblewrap command line for one run (a server running as
+root starts it as the scripts' user, so bubblewrap builds an unprivileged user namespace
+and holds no privilege of its own on the host):
 
-- the whole file system read-only (``--ro-bind / /``), a fresh ``/dev`` and ``/proc``;
-- fresh, empty, writable ``/tmp`` (HOME and TMPDIR of the script); ``/home``, ``/root``,
-  the server's HOME and ``/run`` (where service sockets live) hidden behind empty folders;
-- the Python installation and virtual environment bound back read-only when they live in
-  a hidden folder (pyenv installs under HOME), then the workspace (when
-  DPTTOOLS_WORKSPACE_DIR is set: read-write, or read-only for a call whose token lacks
-  the ``write`` scope) and the skill's folder read-only, in that order, so the skill
-  stays read-only even inside a writable workspace. The skill's folder is bound from
-  the descriptor the server opened and checked (``--ro-bind-fd``, bubblewrap 0.5 and
-  later), so a link swapped in for it by name cannot put another folder in its place;
+- an empty root, made read-only at the end, holding only an allow-list: the system
+  folders (`SYSTEM_FOLDERS`, merged-/usr links kept as links) and pieces of /etc
+  (`ETC_FILES`, and `NETWORK_ETC_FILES` with the network) read-only; a generated
+  /etc/passwd and /etc/group (from descriptors); the Python installation and virtual
+  environment, the supervisor's folder and the DPTTOOLS_SCRIPT_VISIBLE folders,
+  read-only; a fresh /dev and /proc, and a fresh, writable, bounded /tmp (HOME and
+  TMPDIR of the script);
+- then the workspace (when DPTTOOLS_WORKSPACE_DIR is set: read-write, or read-only for a
+  call whose token lacks the ``write`` scope) and the skill's folder read-only, in that
+  order, so the skill stays read-only even inside a writable workspace. The skill's
+  folder is bound from the descriptor the server opened and checked (``--ro-bind-fd``,
+  bubblewrap 0.5 and later), so a link swapped in for it by name cannot put another
+  folder in its place;
 - in a writable workspace, right after it (a later bind covers an earlier one), each
   protected path that exists when the run starts (`PROTECTED_PATHS`, or
   DPTTOOLS_SCRIPT_PROTECTED: ``.git``, the agents' memory and settings) and every skills
-  folder in it, bound read-only over itself (`protected_paths`). A link among them
-  protects what it leads to, when that lies in the workspace. A protected name that does
-  not exist when the run starts is not protected: a bind needs something to cover, and
-  making that would write to the host;
+  folder in it, bound read-only over itself (`protected_paths`), and a Python folder
+  that lies in the workspace bound read-only again. A link among them protects what it
+  leads to, when that lies in the workspace. A protected name that does not exist when
+  the run starts is not protected: a bind needs something to cover, and making that
+  would write to the host;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
-  off), no capabilities, a new terminal session, and death with the server; the command
-  runs as the PID namespace's init (``--as-pid-1``).
+  off), no capabilities (``--cap-drop ALL``; bubblewrap also sets no-new-privileges), a
+  new terminal session, and death with the server; the command runs as the PID
+  namespace's init (``--as-pid-1``).
 
 `hidden_path_note()` reads a failed script's standard error for a file that was not found
-although it exists on the host, hidden by one of those empty folders, and returns one
-line saying so and how to let scripts see it.
+although it exists on the host, outside the allow-list or under the fresh /tmp, and
+returns one line saying so and how to let scripts see it.
 """
 
 from __future__ import annotations

@@ -26,9 +26,16 @@ A run, step by step:
    keep a script from writing, so a token without ``write`` runs no script there
    (`SandboxUnavailableError`, before anything starts).
 4. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
-   the subreaper of everything the script starts, sets the resource limits in the child
-   before exec, enforces the timeout, and after the script ends kills whatever it left
-   running, before it reports how the script ended.
+   the subreaper of everything the script starts, sets the resource limits and
+   no-new-privileges in the child before exec, enforces the timeout, and after the
+   script ends kills whatever it left running, before it reports how the script ended.
+   A server running as root runs scripts as DPTTOOLS_SCRIPT_USER (`_containment`):
+   the supervisor's child drops to it, or bubblewrap is started as it. The first run
+   makes the server's process non-dumpable and a child subreaper. Where a cgroup can be
+   made, the call runs in one of its own (`_cgroups`), entered before anything runs
+   (`_script_call.start_call`); after the call, what is left in it, or without one the
+   orphans that came to the server, is killed, and set-user/group-ID bits are cleared in
+   the writable workspace (`_script_call.sweep_call`).
 5. Output is read as it arrives, and only the part that can be shown is kept, so a script
    that prints without end costs bounded memory. A script that hit a limit gets a message
    at the end of ``stderr`` naming the limit and its setting; one that failed under
