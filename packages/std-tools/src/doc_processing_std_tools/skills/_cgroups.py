@@ -14,7 +14,9 @@ The server moves the call's first process into the group before that process run
 anything (`CallGroup.add`), so every process the script starts is in it, whatever it does
 to its session or environment. After the call, `CallGroup.close` kills what is left in it
 (``cgroup.kill`` on v2; SIGKILL to every pid of ``cgroup.procs`` until it is empty on v1),
-reaps those of them that came to the server as orphans, and removes the group.
+reaps those of them that came to the server as orphans, and removes the group. A server
+killed during a call leaves its group behind, empty; the next server to probe removes
+such groups once they are ten minutes old.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = ["CallGroup", "CgroupSupport", "cgroup_support", "open_call_group"]
 
 _PREFIX: Final = "dpt-script-"
 _KILL_SECONDS: Final = 5.0
+_STALE_SECONDS: Final = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,20 @@ def _folder(mount: str, root: str, path: str) -> Path:
     return Path(mount) / path.lstrip("/")
 
 
+def _prune(parent: Path) -> None:
+    """Remove the empty call groups of servers that died before removing theirs (killed
+    during a call): those left for `_STALE_SECONDS`. A group with a process in it cannot
+    be removed, and a call's group holds its processes from its first moment on."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for child in parent.iterdir():
+            if not child.name.startswith(_PREFIX):
+                continue
+            with contextlib.suppress(OSError):
+                if now - child.stat().st_mtime > _STALE_SECONDS and not _pids(child):
+                    child.rmdir()
+
+
 def _try_make(parent: Path) -> str | None:
     """Make and remove a probe group under `parent`; None when that works, else why not."""
     probe = parent / f"{_PREFIX}probe-{os.getpid()}"
@@ -126,6 +143,7 @@ def cgroup_support() -> CgroupSupport:
             continue
         problem = _try_make(parent)
         if problem is None:
+            _prune(parent)
             return CgroupSupport(2, (parent,))
         problems.append(problem)
     parents: dict[str, Path] = {}
@@ -136,6 +154,8 @@ def cgroup_support() -> CgroupSupport:
     if len(parents) == 2:
         v1_problems = [p for p in map(_try_make, parents.values()) if p is not None]
         if not v1_problems:
+            for parent in parents.values():
+                _prune(parent)
             return CgroupSupport(1, (parents["memory"], parents["pids"]))
         problems += v1_problems
     elif not problems:
