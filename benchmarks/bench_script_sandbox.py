@@ -12,6 +12,11 @@ added). Then the tool's two arms are timed without MCP, by calling `run_script` 
 which shows what the tool layer adds. The load average is printed: on a busy machine
 every number grows.
 
+Run as root, the scripts run as DPTTOOLS_SCRIPT_USER (``nobody``), which must be able to
+reach the interpreter. Every call now also includes the containment work: the per-call
+cgroup where one can be made, the sweep after the call, and the walk of the workspace
+for set-user-ID bits when a workspace is set (none is here).
+
 Run by hand: .venv/bin/python benchmarks/bench_script_sandbox.py [--calls N]
 """
 
@@ -40,6 +45,8 @@ TARGET_MS = 30.0
 
 def make_skill(root: Path) -> Path:
     """A skill folder holding scripts/hello.py, which prints one line."""
+    # Run as root, scripts run as DPTTOOLS_SCRIPT_USER, which must reach the skill.
+    root.chmod(0o755)
     folder = root / "skills" / "hello" / "scripts"
     folder.mkdir(parents=True)
     (folder.parent / "SKILL.md").write_text(

@@ -8,15 +8,33 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import script_user_access
 
 from doc_processing_std_tools.config import reset_settings
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Keep the persistent skills index of every server the tests start (in process and
-    in child processes) in a folder of this run, not in the user's cache folder."""
+    in child processes) in a folder of this run, not in the user's cache folder; as
+    root, let the scripts' user reach what the tests give it (`script_user_access`)."""
     if "DPTTOOLS_CACHE_DIR" not in os.environ:
         os.environ["DPTTOOLS_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpttools-cache-")
+    script_user_access.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    script_user_access.unconfigure()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    script_user_access.session_start(session)
+
+
+@pytest.fixture(autouse=True)
+def _script_user_reaches_tmp_path(request: pytest.FixtureRequest) -> None:
+    script_user_access.reach_tmp_folders(request)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+import script_user_access
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -23,6 +24,27 @@ STDIO_SERVER = SERVERS / "stdio_server.py"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+# As root, skill scripts run as an unprivileged user, which must reach the interpreter
+# and the tests' temporary folders (see the std-tools tests' script_user_access).
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    script_user_access.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    script_user_access.unconfigure()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    script_user_access.session_start(session)
+
+
+@pytest.fixture(autouse=True)
+def _script_user_reaches_tmp_path(request: pytest.FixtureRequest) -> None:
+    script_user_access.reach_tmp_folders(request)
 
 
 def build_server(name: str = "demo", *, tools: tuple[str, ...] = ("echo", "add")) -> MCPServer:

@@ -162,14 +162,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         logger.warning("%s", settings.workspace_refusal)
 
     from .server import make_composed_server
-    from .skills.sandbox import announce_sandbox
+    from .skills._containment import start_scripts
+
+    def scripts_ready() -> None:
+        try:
+            start_scripts(
+                settings.script_sandbox,
+                settings.script_user,
+                read_only=serving.read_only,
+                tools=serving.tools,
+            )
+        except ConfigError as exc:
+            _fail(str(exc))
 
     if args.transport == "stdio":
         try:
             server = make_composed_server(tools=serving.tools, read_only=serving.read_only)
         except ConfigError as exc:
             _fail(str(exc))
-        announce_sandbox(settings.script_sandbox)
+        scripts_ready()
         server.run()
         return
 
@@ -199,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     except ConfigError as exc:
         _fail(str(exc))
-    announce_sandbox(settings.script_sandbox)
+    scripts_ready()
     import uvicorn
 
     app = http_app(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,8 +19,9 @@ from urllib.parse import urlsplit
 
 import platformdirs
 
+from ._script_settings import SCRIPT_DEFAULTS, positive_int, script_fields
 from .errors import ConfigError
-from .skills.sandbox import PROTECTED_PATHS, protected_setting
+from .skills.sandbox import PROTECTED_PATHS
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -48,17 +48,7 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_CACHE_DIR": "",
     # Pinned serving: the skills lock (empty: no pinning).
     "DPTTOOLS_SKILLS_LOCK": "",
-    # Skill scripts: what a script may see and use (see skills/sandbox.py).
-    "DPTTOOLS_SCRIPT_SANDBOX": "auto",
-    "DPTTOOLS_SCRIPT_ENV": "",
-    "DPTTOOLS_SCRIPT_NETWORK": "0",
-    "DPTTOOLS_SCRIPT_MEMORY_MB": "1024",
-    "DPTTOOLS_SCRIPT_CPU_SECONDS": "",
-    "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB": "256",
-    "DPTTOOLS_SCRIPT_MAX_OPEN_FILES": "256",
-    "DPTTOOLS_SCRIPT_MAX_PROCESSES": "64",
-    # Empty: sandbox.PROTECTED_PATHS; "+A,B" adds to it, "A,B" replaces it.
-    "DPTTOOLS_SCRIPT_PROTECTED": "",
+    **SCRIPT_DEFAULTS,
     # Document tools: what one call may unpack, use and spend (see docs/worker.py).
     "DPTTOOLS_DOC_MAX_UNPACKED_MB": "256",
     "DPTTOOLS_DOC_MEMORY_MB": "1024",
@@ -102,6 +92,10 @@ class Settings:
     """Processes a script may add to those its user already runs."""
     script_protected: tuple[str, ...] = PROTECTED_PATHS
     """Workspace paths a script under bubblewrap may not change (DPTTOOLS_SCRIPT_PROTECTED)."""
+    script_user: str = "nobody"
+    """The user scripts run as when the server runs as root (DPTTOOLS_SCRIPT_USER)."""
+    script_visible: tuple[Path, ...] = ()
+    """More folders a script under bubblewrap may read (DPTTOOLS_SCRIPT_VISIBLE)."""
     script_workspace: Path | None = None
     """The folder a sandboxed script may write to: the workspace when
     DPTTOOLS_WORKSPACE_DIR is set explicitly, otherwise None."""
@@ -169,19 +163,7 @@ def _positive_number(name: str, raw: str) -> float:
 
 
 def _positive_int(name: str, raw: str) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ConfigError(
-            f"{name}={raw!r} is not a whole number; set it to a positive integer such as "
-            f"{DEFAULTS[name]}, or unset it to use that default."
-        ) from None
-    if value <= 0:
-        raise ConfigError(
-            f"{name}={raw!r} must be a positive integer; set it to a value such as "
-            f"{DEFAULTS[name]}, or unset it to use that default."
-        )
-    return value
+    return positive_int(name, raw, DEFAULTS[name])
 
 
 def _folder(name: str, raw: str) -> Path:
@@ -202,44 +184,6 @@ def _folders(name: str, raw: str) -> tuple[Path, ...]:
     if not parts:
         return (_folder(name, raw),)
     return tuple(dict.fromkeys(_folder(name, part) for part in parts))
-
-
-_SANDBOX_MODES: tuple[str, ...] = ("auto", "bwrap", "none")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _sandbox_mode(raw: str) -> Literal["auto", "bwrap", "none"]:
-    value = raw.strip().lower()
-    if value == "auto":
-        return "auto"
-    if value == "bwrap":
-        return "bwrap"
-    if value == "none":
-        return "none"
-    raise ConfigError(
-        f"DPTTOOLS_SCRIPT_SANDBOX={raw!r} is not one of {', '.join(_SANDBOX_MODES)}; set it "
-        "to auto (bubblewrap when it works), bwrap (always) or none, or unset it for auto."
-    )
-
-
-def _env_names(raw: str) -> tuple[str, ...]:
-    names = [part.strip() for part in raw.split(",") if part.strip()]
-    for name in names:
-        if not _ENV_NAME.fullmatch(name):
-            raise ConfigError(
-                f"DPTTOOLS_SCRIPT_ENV holds {name!r}, which is not a variable name; list "
-                "names only, separated by commas, such as DPTTOOLS_SCRIPT_ENV=HTTPS_PROXY,TZ."
-            )
-    return tuple(dict.fromkeys(names))
-
-
-def _switch(name: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off", ""):
-        return False
-    raise ConfigError(f"{name}={raw!r} is not a switch; set it to 1 (on) or 0 (off).")
 
 
 def _cache_dir(raw: str) -> Path | None:
@@ -330,28 +274,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         output_truncation_limit=_positive_int(
             "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", raw("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT")
         ),
-        # Skill scripts.
-        script_sandbox=_sandbox_mode(raw("DPTTOOLS_SCRIPT_SANDBOX")),
-        script_env=_env_names(raw("DPTTOOLS_SCRIPT_ENV")),
-        script_network=_switch("DPTTOOLS_SCRIPT_NETWORK", raw("DPTTOOLS_SCRIPT_NETWORK")),
-        script_memory_mb=_positive_int(
-            "DPTTOOLS_SCRIPT_MEMORY_MB", raw("DPTTOOLS_SCRIPT_MEMORY_MB")
-        ),
-        script_cpu_seconds=(
-            _positive_int("DPTTOOLS_SCRIPT_CPU_SECONDS", raw("DPTTOOLS_SCRIPT_CPU_SECONDS"))
-            if raw("DPTTOOLS_SCRIPT_CPU_SECONDS").strip()
-            else None
-        ),
-        script_max_file_size_mb=_positive_int(
-            "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB", raw("DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB")
-        ),
-        script_max_open_files=_positive_int(
-            "DPTTOOLS_SCRIPT_MAX_OPEN_FILES", raw("DPTTOOLS_SCRIPT_MAX_OPEN_FILES")
-        ),
-        script_max_processes=_positive_int(
-            "DPTTOOLS_SCRIPT_MAX_PROCESSES", raw("DPTTOOLS_SCRIPT_MAX_PROCESSES")
-        ),
-        script_protected=protected_setting(raw("DPTTOOLS_SCRIPT_PROTECTED")),
+        **script_fields(raw, env),
         script_workspace=(
             _folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR"))
             if env.get("DPTTOOLS_WORKSPACE_DIR") is not None

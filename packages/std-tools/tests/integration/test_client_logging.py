@@ -41,7 +41,9 @@ def skills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         )
     (root / "writer" / "scripts").mkdir()
     (root / "writer" / "scripts" / "big.py").write_text(
-        "with open('big.bin', 'wb') as out:\n    out.write(b'x' * (2 * 1024 * 1024))\n", "utf-8"
+        "import os\nwith open(os.path.join(os.environ['TMPDIR'], 'big.bin'), 'wb') as out:\n"
+        "    out.write(b'x' * (2 * 1024 * 1024))\n",
+        "utf-8",
     )
     workspace = tmp_path / "workspace"
     workspace.mkdir()

@@ -17,6 +17,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from mcp.types import Tool
+from script_user_access import give_to_script_user
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Folders:
         workspace = root / "workspace"
         workspace.mkdir()
         (workspace / "notes.txt").write_text("first line\n", encoding="utf-8")
+        give_to_script_user(workspace)
         return cls(skills.resolve(), workspace.resolve())
 
 

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from script_user_access import give_to_script_user
 
 from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.errors import ConfigError
@@ -89,6 +90,7 @@ async def run_writer(
             **(extra or {}),
         }
     )
+    give_to_script_user(workspace)
     skill = workspace / ".agent_skills" / "runner"
     result: ScriptResult = await run_script(
         skill / "scripts" / "write.py",

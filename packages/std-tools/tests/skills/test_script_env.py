@@ -16,6 +16,7 @@ import pytest
 from http_child import Started, serving
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
+from script_user_access import give_to_script_user
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
@@ -39,6 +40,7 @@ class Setup:
         self.skills = root / "skills"
         self.workspace = root / "workspace"
         self.workspace.mkdir(parents=True)
+        give_to_script_user(self.workspace)
         folder = self.skills / "env-dump" / "scripts"
         folder.mkdir(parents=True)
         (folder.parent / "SKILL.md").write_text(

@@ -26,6 +26,7 @@ import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
+from script_user_access import give_to_script_user
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
@@ -120,6 +121,7 @@ async def test_a_setsid_child_with_an_emptied_environment_is_dead_when_the_call_
     script.write_text(ESCAPER, encoding="utf-8")
     workspace = tmp_path / "workspace"
     workspace.mkdir()
+    give_to_script_user(workspace)
     token = f"dpt-escape-{uuid.uuid4().hex}"
     policy = ScriptPolicy(sandbox="bwrap" if mode == "bwrap" else "none", workspace=workspace)
     started = time.monotonic()
@@ -239,6 +241,7 @@ class Sandboxed:
         self.skills = root / "skills"
         self.workspace = root / "workspace"
         self.workspace.mkdir(parents=True)
+        give_to_script_user(self.workspace)
         self.home = home
         self.skill = write_skill(self.skills, "attack", {"attack.py": ATTACK})
 
@@ -313,7 +316,8 @@ async def test_a_sandboxed_script_cannot_read_the_servers_home(sandboxed: Sandbo
     assert not report["ok"], report
     assert "FAKE-SECRET-IN-HOME" not in json.dumps(report)
     listing = await sandboxed.attack("list", str(sandboxed.home))
-    assert listing == {"ok": True, "value": []}
+    # Not shown at all (outside the sandbox's allow-list), or shown empty.
+    assert listing == {"ok": True, "value": []} or "FileNotFoundError" in listing["error"]
     # Other users' homes and root's are empty too, but the interpreter still runs.
     for folder in ("/home", "/root"):
         if exists(folder):
@@ -444,6 +448,7 @@ async def test_a_script_and_its_children_die_with_the_server(tmp_path: Path, mod
     write_skill(skills, "linger", {"linger.py": LINGERER})
     workspace = tmp_path / "workspace"
     workspace.mkdir()
+    give_to_script_user(workspace)
     ready = workspace / "ready"
     params = StdioServerParameters(
         command=sys.executable,
@@ -521,6 +526,9 @@ async def test_a_script_that_kills_its_supervisor_still_leaves_nothing_running(
         if mode == "bwrap":
             # The namespace's init cannot be killed from inside: the run ends normally.
             assert (result.stdout, result.exit_code) == ("still supervised\n", 0)
+        elif os.geteuid() == 0:
+            # The script runs as an unprivileged user, the supervisor as root.
+            assert result.exit_code == 1 and "PermissionError" in result.stderr
         else:
             assert result.exit_code == -1
             assert "No result: the script's supervisor ended with status -9" in result.stderr
@@ -535,7 +543,11 @@ FORGER = """
 import os
 parent = os.getppid()
 opened = []
-for name in os.listdir(f"/proc/{parent}/fd"):
+try:
+    names = os.listdir(f"/proc/{parent}/fd")
+except OSError:
+    names = []
+for name in names:
     try:
         with open(f"/proc/{parent}/fd/{name}", "w") as handle:
             handle.write("stopped=moved\\nexit_code=0\\n")
@@ -550,15 +562,8 @@ raise SystemExit(3)
 @pytest.mark.parametrize(
     "mode",
     [
-        pytest.param(
-            "none",
-            id="none",
-            marks=pytest.mark.skipif(
-                os.geteuid() == 0,
-                reason="without bubblewrap a script running as root keeps CAP_SYS_PTRACE and "
-                "may open any process's descriptors; run the tests as another user to check it",
-            ),
-        ),
+        # As root the script runs as an unprivileged user (DPTTOOLS_SCRIPT_USER).
+        pytest.param("none", id="none"),
         pytest.param("bwrap", id="bwrap", marks=needs_bwrap),
     ],
 )

@@ -20,6 +20,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 from mcp.server.mcpserver import MCPServer
+from script_user_access import give_to_script_user
 
 from doc_processing_toolkit import (
     Agent,
@@ -768,6 +769,7 @@ async def test_a_denied_skill_script_never_starts(tmp_path: Path) -> None:
     pytest.importorskip("doc_processing_std_tools", reason="install packages/std-tools")
     workspace, skills = tmp_path / "workspace", tmp_path / "skills"
     workspace.mkdir()
+    give_to_script_user(workspace)  # as root, scripts run as another user
     scripts = skills / "marker" / "scripts"
     scripts.mkdir(parents=True)
     (skills / "marker" / "SKILL.md").write_text(

@@ -5,17 +5,19 @@ Started by `scripts.run_script` as
 sandbox is on), where SETTINGS is ``name=value`` pairs joined by commas: ``time_limit``,
 ``parent`` (the server's pid, left out under bubblewrap), ``folder`` (``DEV:INO``, the
 device and inode of the script's folder as the server checked it), ``folder_fd`` (an open
-descriptor of that folder, passed without bubblewrap only) and one per resource limit
-(``as``, ``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a few standard modules
-only (no json or pathlib, and their imports), so it starts fast without the site packages,
-and it never writes to standard output or error, which belong to the script.
+descriptor of that folder, passed without bubblewrap only), ``uid`` and ``gid`` (the user
+the script runs as, when the supervisor runs as root without bubblewrap) and one per
+resource limit (``as``, ``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a
+few standard modules only (no json or pathlib, and their imports), so it starts fast
+without the site packages, and it never writes to standard output or error, which belong
+to the script.
 
 What it does:
 
 1. Makes itself not dumpable (``PR_SET_DUMPABLE`` 0), so that a script running as the
    same user cannot open its descriptors through ``/proc`` and write a false report into
-   the status pipe (only a process with ``CAP_SYS_PTRACE`` still can: root without
-   bubblewrap).
+   the status pipe (only a process with ``CAP_SYS_PTRACE`` still could, and scripts never
+   run as root).
 2. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
    under bubblewrap the folder is already the working directory, entered by path. Either
    way the folder it is in must be the one the server checked (same device and inode);
@@ -27,7 +29,11 @@ What it does:
 4. Asks for SIGTERM when the server dies (``PR_SET_PDEATHSIG``), and arms a timer for the
    time limit.
 5. Forks the script: the child resets the signals Python ignores, sets the resource
-   limits (address space, CPU seconds, open files, processes, file size) and execs CMD.
+   limits (address space, CPU seconds, open files, processes, file size), sets
+   no-new-privileges (``PR_SET_NO_NEW_PRIVS``: a set-user-ID file it runs gains nothing,
+   and every process of the script carries the flag, which the server's sweep looks
+   for), drops to ``uid``/``gid`` when given (supplementary groups, group, user, in that
+   order, each checked), refuses to go on as root, and execs CMD.
 6. Waits for the script to end, the time limit, or SIGTERM, then kills every process
    left in its subtree and reaps them until it has no child left: only then is the run
    over, and nothing the script started is running.
@@ -47,6 +53,7 @@ import sys
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
 _LIMITS = {
     "as": resource.RLIMIT_AS,
     "cpu": resource.RLIMIT_CPU,
@@ -92,14 +99,36 @@ def _set_limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value, new_hard))
 
 
-def _exec_script(command: list[str], limits: dict[str, int]) -> None:
-    """In the forked child: restore default signals, set the limits, exec the script."""
+def _drop_to(uid: int, gid: int) -> None:
+    """Become `uid`/`gid` with no supplementary group, and check that it took."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    ids = (os.getuid(), os.geteuid(), os.getgid(), os.getegid())
+    if ids != (uid, uid, gid, gid) or os.getgroups() not in ([], [gid]):
+        raise OSError(f"the user switch did not take (uid, euid, gid, egid: {ids})")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        return
+    raise OSError("root could be regained after the user switch")
+
+
+def _exec_script(command: list[str], limits: dict[str, int], user: tuple[int, int] | None) -> None:
+    """In the forked child: restore default signals, set the limits and no-new-privileges,
+    leave root, exec the script."""
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         for signum in (signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(signum, signal.SIG_DFL)
         for name, value in limits.items():
             _set_limit(_LIMITS[name], value)
+        if not _prctl(_PR_SET_NO_NEW_PRIVS, 1):
+            raise OSError("no-new-privileges could not be set")
+        if user is not None:
+            _drop_to(*user)
+        if os.geteuid() == 0 or os.getuid() == 0:
+            raise OSError("a skill script never runs as root")
         os.execv(command[0], command)
     except BaseException as exc:  # the child must never return to the supervisor's code
         os.write(2, f"could not start the script: {exc}\n".encode())
@@ -169,6 +198,8 @@ def main(argv: list[str]) -> int:
     parent = settings.pop("parent", None)
     folder = settings.pop("folder", None)
     folder_fd = settings.pop("folder_fd", None)
+    uid, gid = settings.pop("uid", None), settings.pop("gid", None)
+    user = (int(uid), int(gid)) if uid is not None and gid is not None else None
     limits = {name: int(value) for name, value in settings.items()}
     command = argv[4:]
     os.set_inheritable(status_fd, False)
@@ -186,7 +217,7 @@ def main(argv: list[str]) -> int:
         return 0  # the server died before the death signal was set up
     child = os.fork()
     if child == 0:
-        _exec_script(command, limits)
+        _exec_script(command, limits, user)
     signal.setitimer(signal.ITIMER_REAL, time_limit)
     try:
         while True:

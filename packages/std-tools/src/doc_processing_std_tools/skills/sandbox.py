@@ -7,32 +7,39 @@ turns DPTTOOLS_SCRIPT_SANDBOX into a yes or no for one run (``bwrap`` without a 
 bubblewrap is a `SandboxUnavailableError`), and `announce_sandbox()` logs once, at server
 start-up, what scripts will run under (a WARNING when ``auto`` finds no usable bubblewrap).
 
-`bwrap_command()` builds the bubblewrap command line for one run:
+`bwrap_command()` builds the bubblewrap command line for one run (a server running as
+root starts it as the scripts' user, so bubblewrap builds an unprivileged user namespace
+and holds no privilege of its own on the host):
 
-- the whole file system read-only (``--ro-bind / /``), a fresh ``/dev`` and ``/proc``;
-- fresh, empty, writable ``/tmp`` (HOME and TMPDIR of the script); ``/home``, ``/root``,
-  the server's HOME and ``/run`` (where service sockets live) hidden behind empty folders;
-- the Python installation and virtual environment bound back read-only when they live in
-  a hidden folder (pyenv installs under HOME), then the workspace (when
-  DPTTOOLS_WORKSPACE_DIR is set: read-write, or read-only for a call whose token lacks
-  the ``write`` scope) and the skill's folder read-only, in that order, so the skill
-  stays read-only even inside a writable workspace. The skill's folder is bound from
-  the descriptor the server opened and checked (``--ro-bind-fd``, bubblewrap 0.5 and
-  later), so a link swapped in for it by name cannot put another folder in its place;
+- an empty root, made read-only at the end, holding only an allow-list: the system
+  folders (`SYSTEM_FOLDERS`, merged-/usr links kept as links) and pieces of /etc
+  (`ETC_FILES`, and `NETWORK_ETC_FILES` with the network) read-only; a generated
+  /etc/passwd and /etc/group (from descriptors); the Python installation and virtual
+  environment, the supervisor's folder and the DPTTOOLS_SCRIPT_VISIBLE folders,
+  read-only; a fresh /dev and /proc, and a fresh, writable, bounded /tmp (HOME and
+  TMPDIR of the script);
+- then the workspace (when DPTTOOLS_WORKSPACE_DIR is set: read-write, or read-only for a
+  call whose token lacks the ``write`` scope) and the skill's folder read-only, in that
+  order, so the skill stays read-only even inside a writable workspace. The skill's
+  folder is bound from the descriptor the server opened and checked (``--ro-bind-fd``,
+  bubblewrap 0.5 and later), so a link swapped in for it by name cannot put another
+  folder in its place;
 - in a writable workspace, right after it (a later bind covers an earlier one), each
   protected path that exists when the run starts (`PROTECTED_PATHS`, or
   DPTTOOLS_SCRIPT_PROTECTED: ``.git``, the agents' memory and settings) and every skills
-  folder in it, bound read-only over itself (`protected_paths`). A link among them
-  protects what it leads to, when that lies in the workspace. A protected name that does
-  not exist when the run starts is not protected: a bind needs something to cover, and
-  making that would write to the host;
+  folder in it, bound read-only over itself (`protected_paths`), and a Python folder
+  that lies in the workspace bound read-only again. A link among them protects what it
+  leads to, when that lies in the workspace. A protected name that does not exist when
+  the run starts is not protected: a bind needs something to cover, and making that
+  would write to the host;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
-  off), no capabilities, a new terminal session, and death with the server; the command
-  runs as the PID namespace's init (``--as-pid-1``).
+  off), no capabilities (``--cap-drop ALL``; bubblewrap also sets no-new-privileges), a
+  new terminal session, and death with the server; the command runs as the PID
+  namespace's init (``--as-pid-1``).
 
 `hidden_path_note()` reads a failed script's standard error for a file that was not found
-although it exists on the host, hidden by one of those empty folders, and returns one
-line saying so and how to let scripts see it.
+although it exists on the host, outside the allow-list or under the fresh /tmp, and
+returns one line saying so and how to let scripts see it.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from .._notices import notice
 from ..errors import ConfigError
@@ -74,8 +81,45 @@ INSTALL_HINT: Final = "install bubblewrap (Debian and Ubuntu: apt-get install bu
 """How to get bubblewrap, as the messages say it."""
 
 _PROBE_SECONDS: Final = 10.0
-#: Folders a script must not see; each one that exists is covered by an empty tmpfs.
-_HIDDEN: Final = ("/home", "/root", "/run", "/tmp", "/var/tmp")
+
+SYSTEM_FOLDERS: Final[tuple[str, ...]] = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+)
+"""System folders a script under bubblewrap sees, read-only (each that exists)."""
+
+ETC_FILES: Final[tuple[str, ...]] = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/nsswitch.conf",
+    "/etc/mime.types",
+    "/etc/matplotlibrc",
+    "/etc/fonts",
+)
+"""Pieces of /etc a script under bubblewrap sees, read-only (each that exists). Its
+/etc/passwd and /etc/group are generated: root, the script's user and nobody only."""
+
+NETWORK_ETC_FILES: Final[tuple[str, ...]] = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+)
+"""Pieces of /etc a script sees besides `ETC_FILES` when it keeps the network."""
 
 PROTECTED_PATHS: Final[tuple[str, ...]] = (
     ".git",
@@ -125,8 +169,10 @@ def _namespaces(network: bool) -> list[str]:
 
 
 @functools.cache
-def sandbox_status() -> SandboxStatus:
-    """Find ``bwrap`` and run it once with a script's namespaces; cached for the process."""
+def sandbox_status(run_as: tuple[int, int] | None = None) -> SandboxStatus:
+    """Find ``bwrap`` and run it once with a script's namespaces, as `run_as` (uid, gid)
+    when given (a server running as root runs bubblewrap as the script's user); cached
+    for the process."""
     found = shutil.which("bwrap")
     if found is None:
         return SandboxStatus(
@@ -156,6 +202,7 @@ def sandbox_status() -> SandboxStatus:
             capture_output=True,
             timeout=_PROBE_SECONDS,
             check=False,
+            **_as_user(run_as),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxStatus(None, f"bubblewrap at {found} could not be started ({exc})")
@@ -178,7 +225,17 @@ def sandbox_status() -> SandboxStatus:
     )
 
 
-def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
+def _as_user(run_as: tuple[int, int] | None) -> dict[str, Any]:
+    """The `subprocess` arguments that start a process as `run_as` (uid, gid) with no
+    supplementary group (applied in that order: groups, group, user), or none."""
+    if run_as is None:
+        return {}
+    return {"user": run_as[0], "group": run_as[1], "extra_groups": []}
+
+
+def use_bwrap(
+    mode: Literal["auto", "bwrap", "none"], run_as: tuple[int, int] | None = None
+) -> SandboxStatus | None:
     """The bubblewrap to run a script under for `mode`, or None to run it without.
 
     Raises:
@@ -186,7 +243,7 @@ def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
     """
     if mode == "none":
         return None
-    status = sandbox_status()
+    status = sandbox_status(run_as)
     if status.bwrap is not None:
         return status
     if mode == "bwrap":
@@ -203,20 +260,34 @@ def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
     return None
 
 
-@functools.cache
-def announce_sandbox(mode: Literal["auto", "bwrap", "none"]) -> None:
+def announce_sandbox(mode: Literal["auto", "bwrap", "none"], user: str = "nobody") -> None:
     """Log, once per process and mode, what skill scripts will run under.
 
     Call it when a server is built or started, never at import. ``auto`` without a usable
     bubblewrap is a WARNING naming what is missing; ``bwrap`` without it is an ERROR
-    (every script call will be refused); ``none`` is an INFO line.
+    (every script call will be refused); ``none`` is an INFO line. Each also says which
+    user scripts run as (`user`, DPTTOOLS_SCRIPT_USER, when the server runs as root) and
+    what bounds a whole call (a cgroup per call, or per-process limits only).
+
+    Raises:
+        ConfigError: the server runs as root and `user` names no user here, or root.
     """
+    _announce(mode, user)
+
+
+@functools.cache
+def _announce(mode: Literal["auto", "bwrap", "none"], user: str) -> None:
+    from ._containment import bounds_in_effect, script_user
+
+    found = script_user(user)
+    run_as = (found.uid, found.gid) if found is not None else None
+    more = f"; {bounds_in_effect(found)}"
     if mode == "none":
-        logger.info("skill scripts run without a sandbox (DPTTOOLS_SCRIPT_SANDBOX=none)")
+        logger.info("skill scripts run without a sandbox (DPTTOOLS_SCRIPT_SANDBOX=none)%s", more)
         return
-    status = sandbox_status()
+    status = sandbox_status(run_as)
     if status.bwrap is not None:
-        logger.info("skill scripts run under bubblewrap (%s)", status.bwrap)
+        logger.info("skill scripts run under bubblewrap (%s)%s", status.bwrap, more)
     elif mode == "bwrap":
         logger.error(
             "DPTTOOLS_SCRIPT_SANDBOX=bwrap, but %s; execute_skill_script will refuse to run "
@@ -302,26 +373,38 @@ def _under(path: Path, folders: Iterable[Path]) -> bool:
 
 
 def _python_folders() -> list[Path]:
-    """The interpreter's installation, the virtual environment and the import path.
-
-    The working directory, which ``python -m`` puts on the server's import path, is left
-    out: a script's interpreter builds its own path, and the server's folder is not its.
-    """
-    cwd = Path.cwd().resolve()
+    """The interpreter's installation and the virtual environment (as named and with
+    links resolved), and the folder of the interpreter's real file."""
     candidates: list[str | Path] = [
         sys.prefix,
         sys.exec_prefix,
         sys.base_prefix,
         sys.base_exec_prefix,
         Path(sys.executable).resolve().parent,
-        *(entry for entry in sys.path if entry),
     ]
     folders: list[Path] = []
     for candidate in candidates:
-        path = Path(candidate).resolve()
-        if path != cwd and path.is_dir() and path not in folders:
-            folders.append(path)
+        for path in (Path(candidate).absolute(), Path(candidate).resolve()):
+            if path.is_dir() and path not in folders:
+                folders.append(path)
     return folders
+
+
+def system_binds(network: bool) -> list[str]:
+    """The bubblewrap arguments that show the system's programs and libraries and the
+    pieces of /etc a program needs (`SYSTEM_FOLDERS`, `ETC_FILES`, and with the
+    network `NETWORK_ETC_FILES`), read-only; a folder that is a link (merged /usr) is
+    made the same link."""
+    args: list[str] = []
+    for folder in map(Path, SYSTEM_FOLDERS):
+        if folder.is_symlink():
+            args += ["--symlink", str(folder.readlink()), str(folder)]
+        elif folder.is_dir():
+            args += ["--ro-bind", str(folder), str(folder)]
+    for name in (*ETC_FILES, *(NETWORK_ETC_FILES if network else ())):
+        if Path(name).exists():
+            args += ["--ro-bind", name, name]
+    return args
 
 
 def bwrap_command(
@@ -337,33 +420,41 @@ def bwrap_command(
     workspace_writable: bool = True,
     protected: Sequence[str] = PROTECTED_PATHS,
     skill_roots: Sequence[Path] = (),
+    visible: Sequence[Path] = (),
+    etc_data: Sequence[tuple[int, str]] = (),
 ) -> list[str]:
     """The bubblewrap arguments, ending with ``--``, that confine one script run.
 
-    `skill_dir` is bound read-only, `workspace` (when given) read-write, or read-only
-    when not `workspace_writable` (the call's token lacks ``write``), `workdir` becomes
-    the working directory; `also_readable` folders are bound read-only (the supervisor's).
-    In a writable workspace, the `protected` paths (relative to it) that exist and the
-    `skill_roots` inside it are bound read-only over themselves (`protected_paths`).
-    With `skill_dir_fd` (an open descriptor of `skill_dir`, which the caller passes on to
+    The script sees only what is listed here (an allow-list over an empty root): the
+    system folders and /etc pieces (`system_binds`), the Python installation and
+    virtual environment, the `also_readable` folders (the supervisor's) and the
+    `visible` ones (DPTTOOLS_SCRIPT_VISIBLE), read-only; a fresh /tmp, /dev and /proc;
+    `workspace` (when given) read-write, or read-only when not `workspace_writable` (the
+    call's token lacks ``write``), and `skill_dir` read-only; `workdir` becomes the
+    working directory. `etc_data` (descriptor, path) pairs are files made from a
+    descriptor's content (the generated /etc/passwd and /etc/group). In a writable
+    workspace, the `protected` paths (relative to it) that exist and the `skill_roots`
+    inside it are bound read-only over themselves (`protected_paths`). With
+    `skill_dir_fd` (an open descriptor of `skill_dir`, which the caller passes on to
     bubblewrap) and a bubblewrap that can, the folder bound is the one that descriptor
     holds, whatever the path names by then; bubblewrap closes the descriptor once it is
     bound.
     """
     assert status.bwrap is not None
-    home = Path(os.environ.get("HOME") or Path.home()).resolve()
-    hidden = [Path(folder) for folder in _HIDDEN]
-    if home != Path("/") and home not in hidden:
-        hidden.append(home)
-    if network:
-        # Name resolution may need /run (systemd-resolved's resolv.conf lives there).
-        hidden.remove(Path("/run"))
-    hidden = [folder for folder in hidden if folder.is_dir()]
-    args = [status.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for folder in hidden:
-        if folder == Path("/tmp") and status.tmpfs_size:
-            args += ["--size", str(temp_size_bytes)]
-        args += ["--tmpfs", str(folder)]
+    args = [status.bwrap, *system_binds(network)]
+    for fd, dest in etc_data:
+        args += ["--ro-bind-data", str(fd), dest]
+    bound: list[Path] = []
+    readable = {*_python_folders(), *also_readable, *visible}
+    for folder in sorted(readable, key=lambda path: len(path.parts)):
+        if _under(folder, bound) or not folder.exists():
+            continue
+        args += ["--ro-bind", str(folder), str(folder)]
+        bound.append(folder)
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    if status.tmpfs_size:
+        args += ["--size", str(temp_size_bytes)]
+    args += ["--tmpfs", "/tmp"]
     if workspace is not None and workspace.is_dir():
         bind = "--bind" if workspace_writable else "--ro-bind"
         args += [bind, str(workspace), str(workspace)]
@@ -371,29 +462,34 @@ def bwrap_command(
             # After the workspace: a later bind covers an earlier one.
             for path in protected_paths(workspace, protected, skill_roots):
                 args += ["--ro-bind", str(path), str(path)]
-    bound: list[Path] = []
-    for folder in sorted({*_python_folders(), *also_readable}, key=lambda path: len(path.parts)):
-        if workspace is not None and _under(workspace, [folder]):
-            continue  # binding it read-only would take the workspace's write access away
-        if _under(folder, bound):
-            continue  # inside a folder bound already
-        if _under(folder, hidden) or (workspace is not None and _under(folder, [workspace])):
-            args += ["--ro-bind", str(folder), str(folder)]
-            bound.append(folder)
+        for folder in bound:
+            if folder != workspace and _under(folder, [workspace]):
+                # A virtual environment in the workspace stays read-only.
+                args += ["--ro-bind", str(folder), str(folder)]
     if skill_dir_fd is not None and status.bind_fd:
         args += ["--ro-bind-fd", str(skill_dir_fd), str(skill_dir)]
     else:
         args += ["--ro-bind", str(skill_dir), str(skill_dir)]
+    # The empty root itself is read-only (and so cannot fill the host's memory).
+    args += ["--remount-ro", "/"]
     # The command (the supervisor) is the namespace's init itself: one process fewer per
     # run, every orphan comes to it, and signals from inside cannot kill it.
     args += ["--chdir", str(workdir), *_namespaces(network), "--as-pid-1", "--"]
     return args
 
 
-#: Options of bubblewrap that take two arguments and show a host folder at the second.
-_BINDS: Final = ("--bind", "--ro-bind", "--ro-bind-fd")
+#: Options of bubblewrap that take two arguments and show something at the second.
+_BINDS: Final = ("--bind", "--ro-bind", "--ro-bind-fd", "--symlink", "--ro-bind-data")
 #: Options taking one argument; for --tmpfs, --dev and --proc it is where they are mounted.
-_ONE_ARGUMENT: Final = ("--tmpfs", "--dev", "--proc", "--size", "--chdir", "--cap-drop")
+_ONE_ARGUMENT: Final = (
+    "--tmpfs",
+    "--dev",
+    "--proc",
+    "--size",
+    "--chdir",
+    "--cap-drop",
+    "--remount-ro",
+)
 _NOT_FOUND: Final = "No such file or directory"
 #: Python's ``[Errno 2] No such file or directory: '<path>'`` (the path as a repr).
 _PYTHON_NOT_FOUND: Final = re.compile(
@@ -403,9 +499,10 @@ _PYTHON_NOT_FOUND: Final = re.compile(
 
 def hidden_by(prefix: Sequence[str], path: Path) -> Path | None:
     """The empty folder under which the bubblewrap command `prefix` (as `bwrap_command`
-    builds it) hides `path` (absolute, normalised), or None when the sandbox shows it:
-    bound back, or never covered. The last mount over a path is the one a script sees."""
-    shown_by: tuple[Path, bool] | None = None
+    builds it) hides `path` (absolute, normalised), or None when the sandbox shows it.
+    The last mount over a path is the one a script sees; a path under none of them is
+    hidden by the sandbox's empty root (``/``)."""
+    shown_by: tuple[Path, bool] | None = (Path("/"), False)
     index = 1
     while index < len(prefix) and prefix[index] != "--":
         option = prefix[index]
@@ -416,8 +513,8 @@ def hidden_by(prefix: Sequence[str], path: Path) -> Path | None:
             index += 3
         elif option in _ONE_ARGUMENT and index + 1 < len(prefix):
             target = Path(prefix[index + 1])
-            if option == "--tmpfs" and _under(path, [target]):
-                shown_by = (target, False)
+            if option in ("--tmpfs", "--dev", "--proc") and _under(path, [target]):
+                shown_by = (target, option != "--tmpfs")
             index += 2
         else:
             index += 1
@@ -471,10 +568,17 @@ def hidden_path_note(stderr: str, prefix: Sequence[str], workdir: Path) -> str |
         folder = hidden_by(prefix, path) or hidden_by(prefix, real)
         if folder is None:
             continue
+        shows = (
+            "only the system folders, the Python installation, the skill, the workspace "
+            "and the DPTTOOLS_SCRIPT_VISIBLE folders, not this one"
+            if folder == Path("/")
+            else f"{folder} as an empty folder"
+        )
         return (
             f"Sandbox: {named} exists on the server, but skill scripts run under bubblewrap, "
-            f"which shows them {folder} as an empty folder. To let scripts read the file, "
-            "put it in the workspace (set DPTTOOLS_WORKSPACE_DIR; the sandbox shows it) or "
-            "run scripts without the sandbox (DPTTOOLS_SCRIPT_SANDBOX=none)."
+            f"which shows them {shows}. To let scripts read the file, put it in the "
+            "workspace (set DPTTOOLS_WORKSPACE_DIR; the sandbox shows it), add its folder "
+            "to DPTTOOLS_SCRIPT_VISIBLE, or run scripts without the sandbox "
+            "(DPTTOOLS_SCRIPT_SANDBOX=none)."
         )
     return None

@@ -26,9 +26,16 @@ A run, step by step:
    keep a script from writing, so a token without ``write`` runs no script there
    (`SandboxUnavailableError`, before anything starts).
 4. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
-   the subreaper of everything the script starts, sets the resource limits in the child
-   before exec, enforces the timeout, and after the script ends kills whatever it left
-   running, before it reports how the script ended.
+   the subreaper of everything the script starts, sets the resource limits and
+   no-new-privileges in the child before exec, enforces the timeout, and after the
+   script ends kills whatever it left running, before it reports how the script ended.
+   A server running as root runs scripts as DPTTOOLS_SCRIPT_USER (`_containment`):
+   the supervisor's child drops to it, or bubblewrap is started as it. The first run
+   makes the server's process non-dumpable and a child subreaper. Where a cgroup can be
+   made, the call runs in one of its own (`_cgroups`), entered before anything runs
+   (`_script_call.start_call`); after the call, what is left in it, or without one the
+   orphans that came to the server, is killed, and set-user/group-ID bits are cleared in
+   the writable workspace (`_script_call.sweep_call`).
 5. Output is read as it arrives, and only the part that can be shown is kept, so a script
    that prints without end costs bounded memory. A script that hit a limit gets a message
    at the end of ``stderr`` naming the limit and its setting; one that failed under
@@ -41,43 +48,64 @@ timeout, the server kills its process group and every process carrying the run i
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import math
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
+import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import anyio
 import anyio.to_thread
-from anyio.abc import ByteReceiveStream
 
 from .. import _io
 from .._notices import notice
-from .._text import truncate
 from .._tracing import note_script
 from ..access import WRITE, current_scopes
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
+from ._containment import (
+    ScriptUser,
+    call_start_ticks,
+    check_reachable,
+    contain_server,
+    etc_files,
+    interpreter_paths,
+    permission_note,
+    script_user,
+)
+from ._script_call import (
+    IN_FLIGHT,
+    as_user,
+    memory_note,
+    no_read_only_workspace,
+    open_group,
+    start_call,
+    sweep_call,
+)
+from ._script_output import TEMP_FILES, Capture, describe_end, read_status
+from ._script_process import (
+    BASE_ENV_NAMES,
+    BOOTSTRAP,
+    RUN_ID_VARIABLE,
+    kill_group,
+    kill_marked,
+    limits_for,
+    script_environment,
+    source_descriptor,
+)
 from .sandbox import (
-    INSTALL_HINT,
     PROTECTED_PATHS,
-    SandboxUnavailableError,
     announce_sandbox,
     bwrap_command,
     hidden_path_note,
-    sandbox_status,
     use_bwrap,
 )
 
@@ -96,61 +124,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_CHUNK: Final = 65536
-_TAIL: Final = 4096
 _REAP_SECONDS: Final = 5.0
 _GRACE_SECONDS: Final = 5.0
 _SUPERVISOR: Final = Path(__file__).with_name("_supervisor.py")
 #: Under bubblewrap, /tmp holds up to this many files of the largest size allowed.
-_TEMP_FILES: Final = 4
-
-RUN_ID_VARIABLE: Final = "DPT_SKILL_RUN_ID"
-"""Set in a script's environment to a value unique to the run.
-
-Every process the script starts inherits it unless it empties its environment; the
-server's last-resort sweep (when the supervisor itself fails) looks for it in /proc."""
-
-BASE_ENV_NAMES: Final = ("PATH", "LANG", "LANGUAGE", "PYTHONIOENCODING")
-"""Server variables every script receives (when set), besides every LC_* variable."""
-
-BOOTSTRAP: Final = """\
-def _run():
-    import os, sys
-    fd, path = int(sys.argv[1]), sys.argv[2]
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    os.close(fd)
-    del sys.argv[:2]
-    sys.path[0] = os.path.dirname(path)
-    main = sys.modules["__main__"].__dict__
-    loader = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
-    builtins = main["__builtins__"]
-    main.clear()
-    main.update(
-        __name__="__main__", __doc__=None, __package__=None, __loader__=loader,
-        __spec__=None, __annotations__={}, __builtins__=builtins, __file__=path,
-        __cached__=None,
-    )
-    try:
-        code = compile(b"".join(chunks), path, "exec", dont_inherit=True)
-        del chunks
-        exec(code, main)
-    except Exception as exc:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-            tb = tb.tb_next
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        sys.exit(1)
-_run()
-"""
-"""What the script's interpreter runs (``python -c BOOTSTRAP FD PATH ARGS...``).
-
-It reads the script's code from descriptor FD and closes it, then runs the code as
-``__main__`` the way ``python PATH ARGS...`` would: the same ``__file__``, ``sys.argv``,
-``sys.path[0]`` and module globals, a traceback that starts in the script (its own lines
-left out), exit status 1 on an uncaught exception. Nothing of it stays in the script's
-globals."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +171,8 @@ class ScriptPolicy:
     workspace: Path | None = None
     """Folder a sandboxed script may write to (and whose path it is told)."""
     memory_mb: int = 1024
-    """Address-space limit (RLIMIT_AS) in MiB."""
+    """Address-space limit (RLIMIT_AS) in MiB of each process, and the memory bound of
+    the whole call where a per-call cgroup can be made."""
     cpu_seconds: int | None = None
     """CPU-seconds limit (RLIMIT_CPU); None means the time limit, rounded up."""
     max_file_size_mb: int = 256
@@ -202,7 +180,8 @@ class ScriptPolicy:
     max_open_files: int = 256
     """Open file descriptors per process (RLIMIT_NOFILE)."""
     max_processes: int = 64
-    """Processes the script may add to those its user runs (RLIMIT_NPROC; not for root)."""
+    """Processes of the whole call (a per-call cgroup's pids.max), and the processes the
+    script may add to those its user runs (RLIMIT_NPROC)."""
     workspace_writable: bool = True
     """False for a call whose token lacks the ``write`` scope: bubblewrap binds the
     workspace read-only, and without bubblewrap the script does not run (nothing else
@@ -213,6 +192,10 @@ class ScriptPolicy:
     skill_roots: tuple[Path, ...] = ()
     """Skills folders in the workspace, kept read-only under bubblewrap all the same
     (`from_settings` keeps only those inside it)."""
+    user: str = "nobody"
+    """The user scripts run as when the server runs as root (never root itself)."""
+    visible: tuple[Path, ...] = ()
+    """More folders a script under bubblewrap may read (DPTTOOLS_SCRIPT_VISIBLE)."""
 
     def for_this_call(self) -> ScriptPolicy:
         """This policy narrowed to the request being served: the workspace read-only when
@@ -237,6 +220,8 @@ class ScriptPolicy:
             max_open_files=settings.script_max_open_files,
             max_processes=settings.script_max_processes,
             protected=settings.script_protected,
+            user=settings.script_user,
+            visible=settings.script_visible,
             skill_roots=tuple(
                 root
                 for root in settings.skill_roots
@@ -288,139 +273,6 @@ def split_args(args: str) -> list[str]:
         ) from None
 
 
-def script_environment(
-    environ: Mapping[str, str],
-    policy: ScriptPolicy,
-    *,
-    home: str,
-    run_id: str,
-) -> dict[str, str]:
-    """The whole environment of a script: the minimal set plus the allow-listed names.
-
-    `home` becomes HOME and TMPDIR. Nothing else of `environ` is passed on.
-    """
-    env = {
-        name: value
-        for name, value in environ.items()
-        if name in BASE_ENV_NAMES or name.startswith("LC_") or name in policy.env_allow
-    }
-    env.setdefault("PATH", os.defpath)
-    env.setdefault("PYTHONIOENCODING", "utf-8")
-    env["HOME"] = home
-    env["TMPDIR"] = home
-    if policy.workspace is not None:
-        env["DPTTOOLS_WORKSPACE_DIR"] = str(policy.workspace)
-    env[RUN_ID_VARIABLE] = run_id
-    return env
-
-
-class _Capture:
-    """Keeps the first bytes of a stream that can possibly be shown, and its last bytes."""
-
-    def __init__(self, limit_chars: int) -> None:
-        # UTF-8 needs at most 4 bytes per character; one extra byte makes sure that a
-        # stream that was cut decodes to more than `limit_chars` and is marked as cut.
-        self._cap = limit_chars * 4 + 4
-        self._chunks: list[bytes] = []
-        self._kept = 0
-        self._tail = b""
-
-    async def drain(self, stream: ByteReceiveStream) -> None:
-        """Read `stream` to its end, keeping only the bytes that may be shown."""
-        async for chunk in stream:
-            room = self._cap - self._kept
-            if room > 0:
-                piece = chunk[:room]
-                self._chunks.append(piece)
-                self._kept += len(piece)
-            self._tail = (self._tail + chunk)[-_TAIL:]
-
-    @property
-    def tail(self) -> str:
-        """The last few KiB of the stream (uncut), to recognise how the script failed."""
-        return self._tail.decode("utf-8", errors="replace")
-
-    def text(self, limit_chars: int, hint: str) -> str:
-        """The kept bytes as text, cut at `limit_chars` with a marker naming `hint`."""
-        data = b"".join(self._chunks).decode("utf-8", errors="replace")
-        return truncate(data, limit_chars, hint=hint)
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the process group led by `pid`: the supervisor and what is still in it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _kill_marked(run_id: str) -> int:
-    """SIGKILL every process whose environment carries this run's id; return how many.
-
-    The last resort when the supervisor failed. Linux only (elsewhere there is no /proc
-    to read, and 0 is returned).
-    """
-    marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
-    me = os.getpid()
-    killed = 0
-    try:
-        with os.scandir("/proc") as entries:
-            pids = [int(e.name) for e in entries if e.name.isdigit() and int(e.name) != me]
-    except OSError:
-        return 0
-    for pid in pids:
-        # A pidfd pins the process before its environment is read, so a pid reused by an
-        # unrelated process in between is never signalled.
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = handle.read()
-            if marker in environ.split(b"\0"):
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                killed += 1
-        except OSError:
-            continue
-        finally:
-            os.close(pidfd)
-    return killed
-
-
-def _user_tasks(uid: int) -> int:
-    """Processes and threads that `uid` runs now (RLIMIT_NPROC counts both, per user)."""
-    count = 0
-    try:
-        entries = [entry for entry in Path("/proc").iterdir() if entry.name.isdigit()]
-    except OSError:
-        return 0
-    for entry in entries:
-        try:
-            if entry.stat().st_uid != uid:
-                continue
-            stat = (entry / "stat").read_text("utf-8", "replace")
-            count += int(stat.rsplit(")", 1)[1].split()[17])
-        except (OSError, IndexError, ValueError):
-            continue
-    return count
-
-
-def _limits(policy: ScriptPolicy, time_limit: float) -> dict[str, int]:
-    mib = 1024 * 1024
-    limits = {
-        "as": policy.memory_mb * mib,
-        "cpu": policy.cpu_seconds or max(1, math.ceil(time_limit)),
-        "nofile": policy.max_open_files,
-        "fsize": policy.max_file_size_mb * mib,
-        # No core files: a script killed by SIGXCPU would otherwise leave one behind.
-        "core": 0,
-    }
-    if os.getuid() != 0:
-        # The kernel counts every process and thread of the user (root is exempt), so
-        # the limit is what the user runs now plus the script's share.
-        limits["nproc"] = _user_tasks(os.getuid()) + policy.max_processes
-    return limits
-
-
 @contextmanager
 def _open_path(script: Path) -> Iterator[ScriptFile]:
     """`script`, given by a caller that trusts the path, opened like a checked script."""
@@ -435,31 +287,6 @@ def _open_path(script: Path) -> Iterator[ScriptFile]:
             folder=InvalidArgumentError(f"{shown} is a folder; pass the path of a Python file."),
         )
         yield ScriptFile(real, source, OpenFolder(real.parent, location.dir_fd))
-
-
-def _source_descriptor(source: bytes) -> int:
-    """A descriptor holding `source`, read from its start; close it after the start.
-
-    A sealed memory file where the system has them (nothing can change it afterwards), an
-    unlinked temporary file elsewhere.
-    """
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("skill-script", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    else:
-        fd, name = tempfile.mkstemp(prefix="dpt-script-")
-        Path(name).unlink()
-    try:
-        view = memoryview(source)
-        while view:
-            view = view[os.write(fd, view) :]
-        if hasattr(os, "memfd_create"):
-            seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals | fcntl.F_SEAL_WRITE)
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,21 +304,34 @@ class _Launch:
     """The supervisor's settings besides the time limit."""
     pass_fds: tuple[int, ...]
     """Descriptors the supervisor (or bubblewrap) inherits, besides the status pipe."""
+    close_after: tuple[int, ...] = ()
+    """Descriptors made for the start (the code, /etc/passwd, /etc/group): closed after."""
 
 
 def _prepare(
-    script: ScriptFile, policy: ScriptPolicy, skill_dir: Path | None, time_limit: float
+    script: ScriptFile,
+    policy: ScriptPolicy,
+    skill_dir: Path | None,
+    time_limit: float,
+    user: ScriptUser | None,
 ) -> _Launch:
     """Decide how to run `script` (blocking file-system work: called in a worker thread).
 
     Raises:
         SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
+        ConfigError: the script's user cannot reach the interpreter or the script.
     """
-    announce_sandbox(policy.sandbox)
-    bwrap = use_bwrap(policy.sandbox)
+    run_as = (user.uid, user.gid) if user is not None else None
+    if user is not None:
+        # Before bubblewrap is probed as that user, whose failure would say less.
+        check_reachable(user, interpreter_paths())
+    announce_sandbox(policy.sandbox, policy.user)
+    bwrap = use_bwrap(policy.sandbox, run_as)
     if bwrap is None and not policy.workspace_writable:
-        raise _no_read_only_workspace(policy)
-    limits = _limits(policy, time_limit)
+        raise no_read_only_workspace(policy)
+    if user is not None and bwrap is None:
+        check_reachable(user, {"the script's folder": script.folder.path})
+    limits = limits_for(policy, time_limit, user.uid if user is not None else os.getuid())
     folder = os.fstat(script.folder.fd)
     settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
     if bwrap is None:
@@ -499,8 +339,13 @@ def _prepare(
         # descriptor of a host folder would lead out of the sandbox's file system.
         settings["folder_fd"] = script.folder.fd
         home = tempfile.mkdtemp(prefix="dpt-script-")
-        source_fd = _source_descriptor(script.source)
-        return _Launch(limits, [], home, source_fd, settings, (script.folder.fd, source_fd))
+        if user is not None:
+            settings.update(uid=user.uid, gid=user.gid)
+            os.chown(home, user.uid, user.gid)
+        source_fd = source_descriptor(script.source)
+        return _Launch(
+            limits, [], home, source_fd, settings, (script.folder.fd, source_fd), (source_fd,)
+        )
     bind_fd: int | None
     if script.skill_dir is not None:
         bind_path, bind_fd = script.skill_dir.path, script.skill_dir.fd
@@ -508,6 +353,7 @@ def _prepare(
         bind_path, bind_fd = Path(os.path.realpath(skill_dir)), None
     else:
         bind_path, bind_fd = script.folder.path, script.folder.fd
+    etc_fds = [source_descriptor(content) for content in etc_files(user)]
     prefix = bwrap_command(
         bwrap,
         skill_dir=bind_path,
@@ -515,100 +361,19 @@ def _prepare(
         workdir=script.folder.path,
         workspace=policy.workspace,
         network=policy.network,
-        temp_size_bytes=limits["fsize"] * _TEMP_FILES,
+        temp_size_bytes=limits["fsize"] * TEMP_FILES,
         also_readable=[_SUPERVISOR.parent],
         workspace_writable=policy.workspace_writable,
         protected=policy.protected,
         skill_roots=policy.skill_roots,
+        visible=policy.visible,
+        etc_data=list(zip(etc_fds, ("/etc/passwd", "/etc/group"), strict=True)),
     )
     # bubblewrap binds the skill's folder from its descriptor, then closes it.
     bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
-    source_fd = _source_descriptor(script.source)
-    return _Launch(limits, prefix, None, source_fd, settings, (*bound, source_fd))
-
-
-def _no_read_only_workspace(policy: ScriptPolicy) -> SandboxUnavailableError:
-    """Why a script of a token without ``write`` cannot run without bubblewrap."""
-    granted = current_scopes() or frozenset()
-    held = ", ".join(sorted(granted)) or "none"
-    if policy.sandbox == "none":
-        why = "DPTTOOLS_SCRIPT_SANDBOX=none turns bubblewrap off"
-        fix = f"set DPTTOOLS_SCRIPT_SANDBOX=auto with a working bubblewrap ({INSTALL_HINT})"
-    else:
-        why = str(sandbox_status().problem)
-        fix = "make bubblewrap work on the server"
-    return SandboxUnavailableError(
-        f"This token's scopes are: {held}. Without the '{WRITE}' scope a script may only "
-        f"read the workspace, and only bubblewrap can hold it to that, but {why}; nothing "
-        f"ran. Ask for a token that also carries '{WRITE}', or have the server's operator "
-        f"{fix}."
-    )
-
-
-def _describe_end(
-    status: Mapping[str, Any], err_tail: str, policy: ScriptPolicy, cpu_limit: int
-) -> str | None:
-    """A sentence saying which limit ended the script, or None when none did."""
-    signum = status.get("signal")
-    if signum == signal.SIGXCPU or (
-        signum == signal.SIGKILL and float(status.get("cpu_seconds", 0)) >= cpu_limit
-    ):
-        return (
-            f"Killed: the script exceeded the CPU limit of {cpu_limit} CPU seconds "
-            "(SIGXCPU; DPTTOOLS_SCRIPT_CPU_SECONDS, by default the timeout)."
-        )
-    if signum == signal.SIGXFSZ or "[Errno 27] File too large" in err_tail:
-        return (
-            f"Stopped: the script reached the file size limit of {policy.max_file_size_mb} MiB "
-            "per file (DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB)."
-        )
-    if "MemoryError" in err_tail or "Cannot allocate memory" in err_tail:
-        return (
-            f"MemoryError: the script reached the address-space limit of {policy.memory_mb} "
-            "MiB (DPTTOOLS_SCRIPT_MEMORY_MB)."
-        )
-    if "[Errno 28] No space left on device" in err_tail:
-        return (
-            "Stopped: the script's temporary folder is full (under bubblewrap it holds "
-            f"{_TEMP_FILES} x DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB, "
-            f"{_TEMP_FILES * policy.max_file_size_mb} MiB)."
-        )
-    if "[Errno 24] Too many open files" in err_tail:
-        return (
-            f"Stopped: the script reached the limit of {policy.max_open_files} open files "
-            "(DPTTOOLS_SCRIPT_MAX_OPEN_FILES)."
-        )
-    if "[Errno 11] Resource temporarily unavailable" in err_tail and "fork" in err_tail:
-        return (
-            "Stopped: the script could not start another process; the process limit "
-            "(DPTTOOLS_SCRIPT_MAX_PROCESSES) was reached."
-        )
-    if isinstance(signum, int):
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        return f"Killed by {name}."
-    return None
-
-
-def _read_status(fd: int) -> dict[str, Any]:
-    """The supervisor's report (``name=value`` lines), or {} when it wrote none."""
-    chunks: list[bytes] = []
-    os.set_blocking(fd, False)
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, _CHUNK):
-            chunks.append(chunk)
-    status: dict[str, Any] = {}
-    for line in b"".join(chunks).decode("ascii", "replace").splitlines():
-        name, _, value = line.partition("=")
-        if name in ("exit_code", "signal", "killed"):
-            status[name] = int(value)
-        elif name == "cpu_seconds":
-            status[name] = float(value)
-        elif name == "stopped":
-            status[name] = value
-    return status
+    source_fd = source_descriptor(script.source)
+    made = (source_fd, *etc_fds)
+    return _Launch(limits, prefix, None, source_fd, settings, (*bound, *made), made)
 
 
 async def run_script(
@@ -658,12 +423,16 @@ async def _run_checked(
 ) -> ScriptResult:
     """`run_script` for a script already opened; the descriptors stay its caller's."""
     policy = (policy or ScriptPolicy()).for_this_call()
+    contain_server()
+    user = script_user(policy.user)
     # The first call also probes bubblewrap (a short subprocess): off the event loop.
-    launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit)
+    launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit, user)
     limits, temp_home = launch.limits, launch.temp_home
     sandboxed = bool(launch.prefix)
     cpu_limit = limits["cpu"]
     run_id = uuid.uuid4().hex
+    began, began_ticks = time.time(), call_start_ticks()
+    call_group = open_group(run_id, policy)
     env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
     settings: dict[str, float | str] = {"time_limit": time_limit, **launch.settings}
     if not sandboxed:
@@ -691,22 +460,20 @@ async def _run_checked(
         len(argv),
         " under bubblewrap" if sandboxed else "",
     )
-    out = _Capture(output_limit)
-    err = _Capture(output_limit)
+    out = Capture(output_limit)
+    err = Capture(output_limit)
     drained = anyio.Event()
+    # Under bubblewrap, bubblewrap itself starts as the script's user (see sandbox.py).
+    run_as = as_user(user) if sandboxed else {}
     try:
-        process = await anyio.open_process(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
-            pass_fds=(status_write, *launch.pass_fds),
+        process = await start_call(
+            command, env, (status_write, *launch.pass_fds), run_as, call_group
         )
     finally:
         os.close(status_write)
-        os.close(launch.source_fd)
+        for fd in launch.close_after:
+            os.close(fd)
+    IN_FLIGHT.add(process.pid)
 
     async def drain_both() -> None:
         assert process.stdout is not None and process.stderr is not None
@@ -724,7 +491,7 @@ async def _run_checked(
                 await process.wait()
             stuck = scope.cancelled_caught
             # The report is written before the supervisor exits, so it is complete now.
-            status = {} if stuck else _read_status(status_read)
+            status = {} if stuck else read_status(status_read)
             if not status:
                 # The supervisor is stuck, or died without a report (killed by someone,
                 # or by the script itself when it runs unsandboxed): sweep what can still
@@ -732,23 +499,34 @@ async def _run_checked(
                 logger.error(
                     "the supervisor of skill script %s failed; killing the run", script.path
                 )
-                _kill_group(process.pid)
-                _kill_marked(run_id)
+                kill_group(process.pid)
+                kill_marked(run_id)
             with anyio.move_on_after(_REAP_SECONDS):
                 await drained.wait()
             group.cancel_scope.cancel()
     finally:
         if process.returncode is None:
-            _kill_group(process.pid)
-            _kill_marked(run_id)
+            kill_group(process.pid)
+            kill_marked(run_id)
         with anyio.move_on_after(_REAP_SECONDS, shield=True):
             await process.aclose()
         os.close(status_read)
+        IN_FLIGHT.discard(process.pid)
+        with anyio.CancelScope(shield=True):
+            left = await anyio.to_thread.run_sync(
+                sweep_call, policy, call_group, process.pid, began, began_ticks, user, sandboxed
+            )
         if temp_home is not None:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp_home, ignore_errors=True))
+    if left:
+        logger.warning("killed %d process(es) skill script %s left behind", left, script.path)
+    memory = memory_note(call_group, policy)
     hint = "the script's output was cut at DPTTOOLS_OUTPUT_TRUNCATION_LIMIT"
     stdout = out.text(output_limit, hint)
     stderr = err.text(output_limit, hint)
+    if memory:
+        stderr = f"{stderr}\n{memory}" if stderr else memory
+        notice(logger, logging.WARNING, f"skill script {script.path.name}: {memory}")
     if not status:
         if stuck:
             message = (
@@ -789,14 +567,18 @@ async def _run_checked(
     code = status.get("exit_code")
     signum = status.get("signal")
     exit_code = int(code) if isinstance(code, int) else -int(signum or 1)
-    ending = _describe_end(status, err.tail, policy, cpu_limit) if exit_code != 0 else None
-    if ending:
-        stderr = f"{stderr}\n{ending}" if stderr else ending
-        notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
-    elif sandboxed and exit_code != 0:
-        hidden = hidden_path_note(err.tail, launch.prefix, script.folder.path)
-        if hidden:
-            stderr = stderr.rstrip("\n") + "\n" + hidden
+    ending = memory
+    if exit_code != 0 and not ending:
+        ending = describe_end(status, err.tail, policy, cpu_limit)
+        if ending:
+            stderr = f"{stderr}\n{ending}" if stderr else ending
+            notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
+        else:
+            note = permission_note(err.tail, user)
+            if sandboxed:
+                note = hidden_path_note(err.tail, launch.prefix, script.folder.path) or note
+            if note:
+                stderr = stderr.rstrip("\n") + "\n" + note
     if status.get("killed"):
         logger.debug("killed %s process(es) the skill script left running", status["killed"])
     note_script(exit_code, sandboxed, ending)
