@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import stat
@@ -283,6 +284,36 @@ async def test_a_missing_script_user_is_a_start_up_error_naming_it(tmp_path: Pat
     )
     assert done.returncode == 2
     assert name in done.stderr.decode() and "DPTTOOLS_SCRIPT_USER" in done.stderr.decode()
+
+
+@needs_root
+async def test_an_interpreter_the_script_user_cannot_reach_costs_scripts_only(
+    folders: tuple[Path, Path],
+) -> None:
+    """A root server whose Python sits in a folder only root may pass (pyenv under /root)
+    still starts and serves its other tools; each script call says which folder stops the
+    script's user, and nothing runs."""
+    skills, workspace = folders
+    write_skill(skills, "hello", "print('ran')\n")
+    (workspace / "note.txt").write_text("kept", encoding="utf-8")
+    private = Path(tempfile.mkdtemp(prefix="dpt-private-python-"))
+    try:
+        os.chmod(private, 0o700)  # noqa: PTH101
+        venv = private / "venv"
+        await anyio.run_process([sys.executable, "-m", "venv", "--copies", "--without-pip", venv])
+        params = server_params(skills, workspace, "self")
+        params.command = str(venv / "bin" / "python")
+        params.env = {**(params.env or {}), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        async with Client(params) as client:
+            listed = await client.call_tool("read_file", {"path": "note.txt"})
+            assert not listed.is_error and "kept" in str(listed.content)
+            refused = await client.call_tool(
+                "execute_skill_script", {"skill_name": "hello", "script_path": "scripts/run.py"}
+            )
+        text = str(refused.content)
+        assert refused.is_error and str(private) in text and "nothing ran" in text
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 @pytest.fixture

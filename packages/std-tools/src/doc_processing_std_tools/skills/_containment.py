@@ -251,6 +251,20 @@ def check_reachable(user: ScriptUser, paths: dict[str, Path]) -> None:
     Raises:
         ConfigError: naming the folder, the path behind it, and the ways out.
     """
+    problem = reach_problem(user, paths)
+    if problem is not None:
+        raise ConfigError(f"{problem}; nothing ran. {_WAYS_OUT}")
+
+
+_WAYS_OUT: Final = (
+    "Let it through (chmod o+x on that folder, or an ACL), keep Python and the skills in "
+    "folders other users can read, or run the server as a normal user (the recommended "
+    "setup)."
+)
+
+
+def reach_problem(user: ScriptUser, paths: dict[str, Path]) -> str | None:
+    """Why `user` cannot reach one of `paths` (what -> path), or None when it can."""
     for what, path in paths.items():
         folder = unreachable(path, user)
         if folder is None:
@@ -259,13 +273,12 @@ def check_reachable(user: ScriptUser, paths: dict[str, Path]) -> None:
             mode = f"mode {stat.S_IMODE(folder.stat().st_mode):04o}"
         except OSError:
             mode = "missing"
-        raise ConfigError(
+        return (
             f"Skill scripts run as the user {user.name!r} ({_USER_VARIABLE}) because the "
             f"server runs as root, but that user cannot pass {folder} ({mode}) on the way "
-            f"to {what} {path}; nothing ran. Let it through (chmod o+x {folder}, or an ACL), "
-            "keep Python and the skills in folders other users can read, or run the server "
-            "as a normal user (the recommended setup)."
+            f"to {what} {path}"
         )
+    return None
 
 
 def interpreter_paths() -> dict[str, Path]:
@@ -322,14 +335,19 @@ def start_scripts(
     server offers execute_skill_script, contain this process now (`contain_server`).
 
     Raises:
-        ConfigError: the server runs as root and `user` names no user here, or (with
-            scripts offered) that user cannot reach the interpreter.
+        ConfigError: the server runs as root and `user` names no user here. A user
+            that cannot reach the interpreter is a WARNING: the server's other tools work,
+            and every script call is refused with the same reason.
     """
     from .sandbox import announce_sandbox
 
     found = script_user(user)
     announce_sandbox(mode, user)
     if not read_only and (tools is None or "execute_skill_script" in tools):
-        if found is not None:
-            check_reachable(found, interpreter_paths())
+        problem = None if found is None else reach_problem(found, interpreter_paths())
+        if problem is not None:
+            # The other tools work; each script call will say the same as a tool error.
+            logger.warning(
+                "%s: execute_skill_script will refuse every call. %s", problem, _WAYS_OUT
+            )
         contain_server()
