@@ -27,6 +27,7 @@ from .diagnostics import diagnostic
 from .frontmatter import check_fields, read_skill_md_text
 from .lint import lint as lint_skill_md
 from .records import EXCERPT_LENGTH, SKILL_FILE, SkillDiagnostic, SkillRecord, is_hidden_name
+from .skill_audit import audit_files, skill_md_diagnostics
 
 __all__ = ["read_skill", "resource_files"]
 
@@ -223,7 +224,9 @@ def read_skill(
     cannot be read or is not a regular file (a pipe or a device would never end). When
     `root` is given, a SKILL.md that is a symbolic link leading outside it is an error.
     Diagnostics name the folder relative to `root` (or its name). `lint` adds the warnings
-    of `lint.lint` (what the specification does not allow but the catalog accepts).
+    of `lint.lint` (what the specification does not allow but the catalog accepts) and
+    the audit's findings in the skill's other files (`skill_audit.audit_files`; those of
+    SKILL.md are always given).
     """
     name = folder.name if name is None else name
     # Plain string work: this runs once per skill on a cold scan.
@@ -257,6 +260,13 @@ def read_skill(
     hidden = _hidden_text_diagnostic(where, data)
     if hidden is not None:
         diagnostics.append(hidden)
+    # The audit's findings in SKILL.md's text (warnings; the files' are the catalog's,
+    # cached with their own stamps, or validate's here).
+    diagnostics.extend(
+        skill_md_diagnostics(where, data.decode("utf-8", "replace"), fields=parsed.fields)
+    )
+    if lint:
+        diagnostics.extend(audit_files(folder, where, base, max_bytes).diagnostics)
     directory = folder.absolute()
     record = SkillRecord(
         name=fields.name,
