@@ -116,11 +116,17 @@ def _line_of(text: str, index: int) -> int:
 
 
 _NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
+_ASCII_BYTES: Final = bytes(range(128))
 
 
 def _hidden_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
     if text.isascii():
         return  # ASCII is never hidden (one C pass, the common case)
+    # Each distinct character is judged once; most text with accents, dashes or arrows
+    # holds no hidden one, and is not searched again.
+    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    if not any(map(_hidden_kind, set(others.decode("utf-8", "surrogatepass")))):
+        return
     first: dict[str, int] = {}
     counts: dict[str, int] = {}
     for match in _NON_ASCII.finditer(text):
@@ -149,9 +155,6 @@ def _finding(skill: str, name: str, line: int, code: str, message: str) -> Findi
 _HTML_COMMENT: Final = re.compile(r"<!--")
 _COMMAND_TEMPLATE: Final = re.compile(r"!`[^`\n]+`")
 _SHELL_SUFFIXES: Final = (".sh", ".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd")
-_SHELL_REFERENCE: Final = re.compile(
-    r"[\w./-]*\w\.(?:sh|bash|zsh|fish|ps1|psm1|bat|cmd)\b", re.IGNORECASE
-)
 _SHELL_TOOLS: Final = re.compile(r"\b(?:bash|shell|sh|zsh|powershell|terminal)\b", re.IGNORECASE)
 
 
@@ -189,16 +192,21 @@ def _skill_md_findings(
             "before anyone reads it.",
         )
     seen: set[str] = set()
-    references = _SHELL_REFERENCE.finditer(text) if _SHELL_SUFFIX_HINT.search(text) else ()
-    for match in references:
-        name = match.group(0)
+    for match in _SHELL_SUFFIX_HINT.finditer(text):
+        # The name ends at the suffix; it starts where the run of name characters does.
+        dot = start = match.start()
+        if not dot or not (text[dot - 1].isalnum() or text[dot - 1] == "_"):
+            continue
+        while start and (text[start - 1].isalnum() or text[start - 1] in "_./-"):
+            start -= 1
+        name = text[start : match.end()]
         if name in seen:
             continue
         seen.add(name)
         yield _finding(
             skill,
             SKILL_FILE,
-            _line_of(text, match.start()),
+            _line_of(text, start),
             "non_python_script_referenced",
             f"names the shell script {name!r}; only Python scripts run in the sandbox, so "
             "the instructions may ask for a shell.",
@@ -218,6 +226,10 @@ def _frontmatter_findings(
     skill: str, text: str, fields: Mapping[str, Any] | None
 ) -> Iterator[Finding]:
     if fields is None:
+        end = text.find("\n---", 3)
+        head = text if end < 0 else text[:end]
+        if "hooks" not in head and "allowed" not in head and "\\" not in head:
+            return  # neither key can be there (even spelled with YAML escapes)
         fields = parse_skill_md(text).fields
     if not isinstance(fields, Mapping):
         return
@@ -346,22 +358,66 @@ _CREDENTIAL_MARKERS: Final = (
 )
 
 
-# Words without which no check below can fire on ASCII source: the parse is skipped then
-# (most scripts). Text with other characters is always parsed, since Python folds some
-# of them into ASCII names (NFKC).
-_PYTHON_TRIGGER: Final = re.compile(
-    "|".join(
-        re.escape(word)
-        for word in sorted(
-            {*_NETWORK_MODULES, *_CREDENTIAL_MARKERS, "expanduser", "home", "HOME", "USERPROFILE"}
-            | {"~", "/proc"}
-        )
-    )
+# Words that a home, credential or /proc finding needs in the source (every credential
+# marker holds one). ASCII source without any of them is not parsed (most scripts): its
+# imports are read line by line instead. Other text is always parsed, since Python folds
+# some characters into ASCII names (NFKC).
+_LITERAL_WORDS: Final = (
+    "~",
+    "home",
+    "HOME",
+    "USERPROFILE",
+    "expanduser",
+    "/proc",
+    "ssh",
+    "aws",
+    "id_",
+    "netrc",
+    "credentials",
+    "gnupg",
+    "kube",
+    "docker",
+    "npmrc",
+    "pypirc",
+    "hosts.yml",
+    "gcloud",
+    "secrets",
+    "token",
 )
 
 
+def _network_import(text: str) -> tuple[int, str] | None:
+    """(line, what) of the first import of a network module in a line that starts with
+    ``import`` or ``from`` (statements split at ``;``), or None."""
+    start = text.find("import")
+    while start >= 0:
+        begin = text.rfind("\n", 0, start) + 1
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        for statement in text[begin:end].split(";"):
+            words = statement.split()
+            if not words or words[0] not in ("import", "from"):
+                continue
+            if words[0] == "from":
+                names = [words[1]] if len(words) > 1 and not words[1].startswith(".") else []
+                what = "imports from {}"
+            else:
+                names = [part.split()[0] for part in " ".join(words[1:]).split(",") if part.strip()]
+                what = "imports {}"
+            for module in names:
+                if module.split(".")[0] in _NETWORK_MODULES:
+                    return text.count("\n", 0, begin) + 1, what.format(module)
+        start = text.find("import", end)
+    return None
+
+
 def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    if text.isascii() and _PYTHON_TRIGGER.search(text) is None:
+    if text.isascii() and not any(word in text for word in _LITERAL_WORDS):
+        found = _network_import(text)
+        if found is not None:
+            line, what = found
+            message = _PYTHON_WORDS["python_network"].format(what=what)
+            yield _finding(skill, name, line, "python_network", message)
         return
     try:
         tree = ast.parse(text)
