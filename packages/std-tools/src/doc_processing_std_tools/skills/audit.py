@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from pathlib import Path
 from typing import Final
 
@@ -57,6 +58,9 @@ def _inside(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
+_name: Final = attrgetter("name")
+
+
 def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
     """(relative name, path, lstat) of every entry under `root`, in name order, depth
     first: a folder (its name ends in ``/``) comes just before what it holds.
@@ -68,7 +72,7 @@ def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
         prefix, folder = pending.pop()
         try:
             with os.scandir(folder) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
+                entries = sorted(listing, key=_name)
         except OSError:
             continue
         below: list[tuple[str, str]] = []
@@ -100,6 +104,8 @@ def _read(path: str, size: int, limit: int) -> bytes | None:
             return None
         chunks = [os.read(handle, min(size, limit) + 1)]
         total = len(chunks[0])
+        if total <= size:
+            return chunks[0]  # the whole file (the common case: one read)
         while chunks[-1] and total <= limit:  # grown since it was listed
             chunks.append(os.read(handle, limit + 1 - total))
             total += len(chunks[-1])
@@ -111,7 +117,7 @@ def _read(path: str, size: int, limit: int) -> bytes | None:
 
 
 def _as_text(data: bytes) -> str | None:
-    if b"\0" in data[:8192]:
+    if data.find(b"\0", 0, 8192) >= 0:
         return None
     try:
         return data.decode("utf-8")

@@ -159,7 +159,11 @@ _SHELL_TOOLS: Final = re.compile(r"\b(?:bash|shell|sh|zsh|powershell|terminal)\b
 
 
 # A cheap first pass: the full reference pattern runs only on text that names such a file.
-_SHELL_SUFFIX_HINT: Final = re.compile(r"\.(?:sh|bash|zsh|fish|ps1|psm1|bat|cmd)\b", re.IGNORECASE)
+# Letter classes rather than IGNORECASE keep the literal "." that the search skips to.
+_SHELL_SUFFIX_HINT: Final = re.compile(
+    r"\.(?:[sS][hH]|[bB][aA][sS][hH]|[zZ][sS][hH]|[fF][iI][sS][hH]|[pP][sS][mM]?1"
+    r"|[bB][aA][tT]|[cC][mM][dD])\b"
+)
 
 
 def skill_md_findings(
@@ -386,11 +390,23 @@ _LITERAL_WORDS: Final = (
 )
 
 
+# One pattern per word: a literal pattern is searched far faster than an alternation of
+# them, or than ``in`` on a str.
+_LITERAL_PATTERNS: Final = tuple(re.compile(re.escape(word)) for word in _LITERAL_WORDS)
+# Short text is searched once for any of them: the calls would cost more than the scan.
+_ANY_LITERAL_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_WORDS)))
+_SHORT: Final = 512
+_IMPORT: Final = re.compile("import")
+
+
 def _network_import(text: str) -> tuple[int, str] | None:
     """(line, what) of the first import of a network module in a line that starts with
     ``import`` or ``from`` (statements split at ``;``), or None."""
-    start = text.find("import")
-    while start >= 0:
+    end = -1
+    for match in _IMPORT.finditer(text):
+        start = match.start()
+        if start < end:
+            continue  # on a line already read
         begin = text.rfind("\n", 0, start) + 1
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
@@ -407,12 +423,15 @@ def _network_import(text: str) -> tuple[int, str] | None:
             for module in names:
                 if module.split(".")[0] in _NETWORK_MODULES:
                     return text.count("\n", 0, begin) + 1, what.format(module)
-        start = text.find("import", end)
     return None
 
 
 def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    if text.isascii() and not any(word in text for word in _LITERAL_WORDS):
+    if text.isascii() and not (
+        _ANY_LITERAL_WORD.search(text)
+        if len(text) < _SHORT
+        else any(pattern.search(text) for pattern in _LITERAL_PATTERNS)
+    ):
         found = _network_import(text)
         if found is not None:
             line, what = found

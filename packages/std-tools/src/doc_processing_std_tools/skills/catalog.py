@@ -351,6 +351,7 @@ class SkillCatalog:
                     name=name.rpartition("/")[2],
                     root=skills_dir,
                     lint=self._lint,
+                    files=self._lint,  # else audited below, kept with their own stamps
                 )
                 racy = stamp != LINK_LOOP and taken - stamp[0] < RACY_NS
                 # Files unchanged since their last audit (here or by another process)

@@ -26,11 +26,19 @@ from pathlib import Path
 from typing import Any, Final
 
 from .audit import DEFAULT_MAX_FILES, Finding, audit_folder, skill_md_findings
+from .diagnostics import diagnostic
 from .discovery import RACY_NS, Stamp, stamp_of
 from .records import SkillDiagnostic, is_hidden_name
 
-__all__ = ["FileAudit", "audit_files", "skill_md_diagnostics", "unchanged"]
+__all__ = [
+    "FileAudit",
+    "audit_files",
+    "outside_links_diagnostic",
+    "skill_md_diagnostics",
+    "unchanged",
+]
 
+_SHOWN_LINKS: Final = 5
 _REVIEW: Final = "Review it before using the skill; 'dpt-skills audit' lists every finding."
 # Hidden characters of SKILL.md: the ``hidden_text`` diagnostic says so already.
 _SAID_BY_HIDDEN_TEXT: Final = frozenset(
@@ -90,36 +98,66 @@ def audit_files(folder: Path, where: str, root: Path | None, max_bytes: int) -> 
         stamps=stamps,
         skip_skill_md=True,
     )
-    if root is not None and any(f.code == "link_outside" for f in findings):
-        real_root = root.resolve()
-        findings = [f for f in findings if not _named_elsewhere(f, folder, real_root)]
+    outside: list[str] = []  # links out of the skills folder, as link_outside_skill
+    if any(f.code == "link_outside" for f in findings):
+        real_root = (folder.parent if root is None else root).resolve()
+        kept = []
+        for finding in findings:
+            said = _link_said(finding, folder, real_root)
+            if said == "outside_skills_folder":
+                outside.append(finding.file)
+            elif said is None:
+                kept.append(finding)
+        findings = kept
     # A file written within moments of its read could change again unseen in the same
     # clock tick; folders are not judged so (an entry added then shows once the folder
     # changes again), or every skill created moments ago would be audited twice.
     racy = any(taken - stamp[0] < RACY_NS for name, stamp in stamps if not _is_folder(name))
-    return FileAudit(tuple(stamps), tuple(as_diagnostics(where, findings)), racy)
+    diagnostics = as_diagnostics(where, findings)
+    if outside:
+        diagnostics.insert(0, outside_links_diagnostic(where, sorted(outside)))
+    return FileAudit(tuple(stamps), tuple(diagnostics), racy)
 
 
 def _is_folder(name: str) -> bool:
     return not name or name.endswith("/")
 
 
-def _named_elsewhere(finding: Finding, folder: Path, real_root: Path) -> bool:
-    """True for a ``link_outside`` finding that list_skills does not repeat: a link that
-    stays inside the skills folder (the server reads it as part of the skill, as it does
-    a link to another skill's file), or one that the ``link_outside_skill`` warning names
-    already (in the skill folder or a subfolder, under names that are not hidden; see
-    `reading.resource_files`)."""
+def _link_said(finding: Finding, folder: Path, real_root: Path) -> str | None:
+    """How list_skills words a ``link_outside`` finding: ``"outside_skills_folder"``
+    for a link out of the skills folder in the skill folder or a subfolder, under names
+    that are not hidden (the ``link_outside_skill`` warning, which load_skill's list of
+    files matches); ``"inside"`` for one that stays in the skills folder (the server
+    reads it as part of the skill, as it does a link to another skill's file: no
+    warning); None for any other finding, which stays as it is."""
     if finding.code != "link_outside":
-        return False
+        return None
     try:
         real = (folder / finding.file).resolve()
     except (OSError, RuntimeError):
-        return False
+        return None
     if real == real_root or real.is_relative_to(real_root):
-        return True
+        return "inside"
     parts = finding.file.split("/")
-    return len(parts) <= 2 and not any(map(is_hidden_name, parts))
+    if len(parts) <= 2 and not any(map(is_hidden_name, parts)):
+        return "outside_skills_folder"
+    return None
+
+
+def outside_links_diagnostic(where: str, links: list[str]) -> SkillDiagnostic:
+    """The ``link_outside_skill`` warning naming `links` (never where they lead)."""
+    shown = ", ".join(links[:_SHOWN_LINKS])
+    if len(links) > _SHOWN_LINKS:
+        shown += f" and {len(links) - _SHOWN_LINKS} more"
+    return SkillDiagnostic.of(
+        where,
+        diagnostic(
+            "link_outside_skill",
+            f"{len(links)} name(s) in this skill are symbolic links leading outside the "
+            f"skills folder, which no tool reads and load_skill marks as not readable: "
+            f"{shown}. Copy the files into the skill instead of linking them.",
+        ),
+    )
 
 
 def unchanged(folder: str, audit: FileAudit) -> bool:
