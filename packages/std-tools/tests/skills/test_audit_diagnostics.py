@@ -19,7 +19,7 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import skills_server
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.audit import AUDIT_CODES
+from doc_processing_std_tools.skills.audit import AUDIT_CODES, audit_skill
 from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog
 from doc_processing_std_tools.skills.cli import main
 from doc_processing_std_tools.skills.diagnostics import CODES
@@ -252,3 +252,43 @@ def test_hidden_text_and_links_are_said_once(skills: SkillsFolder, tmp_path: Pat
 def test_every_audit_code_is_a_warning_diagnostic_code() -> None:
     for code in AUDIT_CODES:
         assert CODES[code].level == "warning", code
+
+
+def test_every_credential_marker_and_home_word_makes_the_parse_happen() -> None:
+    """The words that decide whether a script is parsed cover every literal check."""
+    from doc_processing_std_tools.skills import audit_checks
+
+    for marker in (*audit_checks._CREDENTIAL_MARKERS, "expanduser", "HOME", "USERPROFILE"):
+        assert any(word in marker for word in audit_checks._LITERAL_WORDS), marker
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "what"),
+    [
+        ("import os\nimport socket\n", 2, "imports socket"),
+        ("import os, urllib.request as r\n", 1, "imports urllib.request"),
+        ("x = 1; import ssl\n", 1, "imports ssl"),
+        ("def f():\n    from http.client import HTTPConnection\n", 2, "imports from http.client"),
+        ('"""Fetch from https://example.org: no import here."""\nimport json\n', 0, ""),
+        ("from .socket import x\nimport requestsx\n", 0, ""),
+    ],
+)
+def test_imports_read_line_by_line_agree_with_the_parse(
+    tmp_path: Path, source: str, line: int, what: str
+) -> None:
+    """ASCII scripts without a home, credential or /proc word are not parsed: their
+    imports are read line by line, with the findings the parse gives."""
+    from doc_processing_std_tools.skills import audit_checks
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "t.py").write_text(source, "utf-8")
+    fast = [(f.line, f.message.split(":")[0]) for f in audit_skill(folder)]
+    assert fast == ([(line, what)] if line else [])
+    # The same file with a word that makes it parsed gives the same network finding.
+    (folder / "t.py").write_text(source + "# home\n", "utf-8")
+    parsed = [
+        (f.line, f.message.split(":")[0]) for f in audit_skill(folder) if f.code == "python_network"
+    ]
+    assert parsed == fast
+    assert audit_checks._network_import(source) == ((line, what) if line else None)

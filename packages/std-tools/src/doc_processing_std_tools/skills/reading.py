@@ -39,8 +39,8 @@ def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
     Hidden names, ``__pycache__``, ``node_modules`` and the SKILL.md itself are left out,
     as are links that run into a loop. A link leading outside is in the second list only,
     whether it points to a file or a folder (a folder is not entered). `root` is resolved
-    only when a link is met: this runs on every read of a SKILL.md, once per skill on a
-    cold scan, and most skills hold no link.
+    only when a link is met: most skills hold none. (The catalog's ``link_outside_skill``
+    warning names the same links, from the walk of `skill_audit.audit_files`.)
     """
     real_roots: list[Path] = []
     found: list[str] = []

@@ -3,10 +3,11 @@
 Every finding of `audit` about a listed skill is also a ``warning`` diagnostic under the
 audit's own code (one per code and file: the message names the file, the first line and
 how many more there are). A finding never hides a skill, whatever level the audit gives
-it. Two facts are said once only: hidden characters in SKILL.md are the ``hidden_text``
-warning, and a link out of the skills folder that ``link_outside_skill`` already names is
-not a ``link_outside`` warning too. A link out of the skill that stays inside the skills
-folder is no warning here (the server serves it as part of the skill), only in the audit.
+it. Two facts have a diagnostic of their own: hidden characters in SKILL.md are the
+``hidden_text`` warning, and links out of the skills folder in the skill folder or a
+subfolder are named together by one ``link_outside_skill`` warning (built here, from the
+same walk). A link out of the skill that stays inside the skills folder is no warning
+here (the server serves it as part of the skill), only in the audit.
 
 The findings come in two parts, cached apart. Those of SKILL.md's text are found where
 SKILL.md is read (`reading.read_skill`) and kept with its stamp. Those of the other files
