@@ -61,8 +61,8 @@ def _inside(target: str, root: str) -> bool:
 _name: Final = attrgetter("name")
 
 
-def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
-    """(relative name, path, lstat) of every entry under `root`, in name order, depth
+def _walk(root: str) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
+    """(relative name, path, entry) of every entry under `root`, in name order, depth
     first: a folder (its name ends in ``/``) comes just before what it holds.
 
     Links are never followed: a linked folder is yielded as a link like any other.
@@ -77,39 +77,43 @@ def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
             continue
         below: list[tuple[str, str]] = []
         for entry in entries:
+            name = prefix + entry.name
             try:
-                info = entry.stat(follow_symlinks=False)
+                is_folder = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            name = prefix + entry.name
-            if stat.S_ISDIR(info.st_mode):
+            if is_folder:
                 if entry.name not in SKIPPED_FOLDERS:
-                    yield f"{name}/", entry.path, info
+                    yield f"{name}/", entry.path, entry
                     below.append((f"{name}/", entry.path))
                 continue
-            yield name, entry.path, info
+            yield name, entry.path, entry
         pending.extend(reversed(below))
 
 
-def _read(path: str, size: int, limit: int) -> bytes | None:
-    """The file's bytes (at most `limit` + 1), opened without following a link; None if
-    it cannot be read or is not a regular file."""
+def _read(path: str, limit: int) -> tuple[os.stat_result, bytes | None] | None:
+    """The file's status and bytes (None when it is larger than `limit`), opened without
+    following a link; None if it cannot be opened or is not a regular file. A file that
+    grows while it is read is read to `limit` + 1 bytes."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         handle = os.open(path, flags)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
             return None
-        chunks = [os.read(handle, min(size, limit) + 1)]
+        if info.st_size > limit:
+            return info, None
+        chunks = [os.read(handle, info.st_size + 1)]
         total = len(chunks[0])
-        if total <= size:
-            return chunks[0]  # the whole file (the common case: one read)
-        while chunks[-1] and total <= limit:  # grown since it was listed
+        if total <= info.st_size:
+            return info, chunks[0]  # the whole file (the common case: one read)
+        while chunks[-1] and total <= limit:  # grown since its status was taken
             chunks.append(os.read(handle, limit + 1 - total))
             total += len(chunks[-1])
-        return b"".join(chunks)
+        return info, b"".join(chunks)
     except OSError:
         return None
     finally:
@@ -168,22 +172,20 @@ def audit_folder(
         except OSError:
             return findings
     files_read = 0
-    for name, path, info in _walk(root):
+    for name, path, entry in _walk(root):
         if skip_skill_md and name == SKILL_FILE:
             continue
-        if stamps is not None:
-            stamps.append((name, stamp_of(info)))
-        if stat.S_ISLNK(info.st_mode):
-            if not real_roots:
-                real_roots.append(os.path.realpath(root))
-            if not _inside(os.path.realpath(path), real_roots[0]):
-                message = (
-                    "a symbolic link that leads outside the skill folder; the skills "
-                    "server refuses it, and a copy of the skill may follow it."
-                )
-                findings.append(_finding(skill, name, 0, "link_outside", message))
+        try:
+            regular = entry.is_file(follow_symlinks=False)
+            # A file's status comes from the descriptor it is read through.
+            info = None if regular else entry.stat(follow_symlinks=False)
+        except OSError:
             continue
-        if not stat.S_ISREG(info.st_mode):
+        if info is not None:
+            if stamps is not None:
+                stamps.append((name, stamp_of(info)))
+            if stat.S_ISLNK(info.st_mode):
+                findings.extend(_link_findings(skill, name, path, root, real_roots))
             continue
         if files_read >= max_files:
             message = (
@@ -193,17 +195,43 @@ def audit_folder(
             findings.append(_finding(skill, name, 0, "not_audited", message))
             break
         files_read += 1
-        if info.st_size > max_bytes:
+        read = _read(path, max_bytes)
+        if read is None:
+            if stamps is not None:
+                try:
+                    stamps.append((name, stamp_of(entry.stat(follow_symlinks=False))))
+                except OSError:
+                    continue
+            findings.extend(file_findings(skill, name, None))
+            continue
+        info, data = read
+        if stamps is not None:
+            stamps.append((name, stamp_of(info)))
+        if data is None or len(data) > max_bytes:
             message = (
                 f"not read: {info.st_size} bytes is more than the {max_bytes} the "
                 "audit reads per file."
             )
             findings.append(_finding(skill, name, 0, "not_audited", message))
             continue
-        data = _read(path, info.st_size, max_bytes)
-        text = None if data is None or len(data) > max_bytes else _as_text(data)
-        findings.extend(file_findings(skill, name, text))
+        findings.extend(file_findings(skill, name, _as_text(data)))
     return findings
+
+
+def _link_findings(
+    skill: str, name: str, path: str, root: str, real_roots: list[str]
+) -> list[Finding]:
+    """A ``link_outside`` finding when the link at `path` leads out of `root` (resolved
+    once into `real_roots`)."""
+    if not real_roots:
+        real_roots.append(os.path.realpath(root))
+    if _inside(os.path.realpath(path), real_roots[0]):
+        return []
+    message = (
+        "a symbolic link that leads outside the skill folder; the skills "
+        "server refuses it, and a copy of the skill may follow it."
+    )
+    return [_finding(skill, name, 0, "link_outside", message)]
 
 
 def find_skill_folders(path: Path, depth: int = 1) -> list[Path]:
