@@ -26,6 +26,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Final
 
+from .._io import too_large
 from ..errors import NotFoundError
 from .audit_checks import AUDIT_CODES, SKILL_FILE, Finding, file_findings, skill_md_findings
 from .audit_checks import finding as _finding
@@ -208,10 +209,8 @@ def audit_folder(
         if stamps is not None:
             stamps.append((name, stamp_of(info)))
         if data is None or len(data) > max_bytes:
-            message = (
-                f"not read: {info.st_size} bytes is more than the {max_bytes} the "
-                "audit reads per file."
-            )
+            # Worded as every reader words a file over the limit.
+            message = f"not read: {too_large(repr(name), info.st_size, max_bytes)}"
             findings.append(_finding(skill, name, 0, "not_audited", message))
             continue
         findings.extend(file_findings(skill, name, _as_text(data)))
