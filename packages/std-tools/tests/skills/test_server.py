@@ -201,7 +201,13 @@ FRONTMATTER_ROWS = [
         True,
         [("warning", "invalid_metadata")],
     ),
-    ("tools", "---\nname: tools\ndescription: d\nallowed-tools: Bash Read\n---\n", True, []),
+    (
+        "tools",
+        "---\nname: tools\ndescription: d\nallowed-tools: Bash Read\n---\n",
+        True,
+        [("warning", "shell_tool_allowed")],  # an audit finding: listed, with a warning
+    ),
+    ("read-only", "---\nname: read-only\ndescription: d\nallowed-tools: Read\n---\n", True, []),
     ("bom-crlf", "\ufeff---\r\nname: bom-crlf\r\ndescription: d\r\n---\r\nBody\r\n", True, []),
 ]
 

@@ -27,7 +27,7 @@ OUTSIDE_THE_SPEC = (
     "type: workflow\n"
     "argument-hint: '[pr-number]'\n"
     "disable-model-invocation: true\n"
-    "allowed-tools:\n  - Read\n  - Bash(git:*)\n"
+    "allowed-tools:\n  - Read\n  - Grep\n"
 )
 NEW_CODES = {"unknown_field", "misspelled_field", "allowed_tools_not_text", "template_body"}
 
@@ -53,7 +53,7 @@ def test_keys_outside_the_specification_and_a_list_of_allowed_tools_are_warnings
     assert all(line.startswith(f"{folder}: warning [unknown_field]") for line in warned)
     assert "under 'metadata:'" in warned[0]
     tools = [line for line in out if "[allowed_tools_not_text]" in line]
-    assert len(tools) == 1 and "'allowed-tools: Read Bash(git:*)'" in tools[0]
+    assert len(tools) == 1 and "'allowed-tools: Read Grep'" in tools[0]
     assert out[-1] == "Checked 1 skill(s): 0 error(s), 5 warning(s)."
 
 

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Final
 from xml.sax.saxutils import escape
 
-import yaml
-
 from .. import _hidden, _io
 from .._text import fit_json, truncate
 from ..config import Settings
@@ -31,18 +29,15 @@ from ..errors import (
 from ..paths import check_relative, confine, names_nothing
 from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord
 from .frontmatter import (
-    MAX_DESCRIPTION_LENGTH,
     NAME_RULE,
-    check_fields,
     is_valid_name,
-    parse_skill_md,
     suggest_name,
 )
 from .images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
-from .lint import template_body
 from .lock import Pinning
 from .reading import resource_files
 from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
+from .template import render_template, template_content
 from .voice import MODEL, Voice
 
 __all__ = [
@@ -533,33 +528,6 @@ def _open_skill_dir(held: ExitStack, record: SkillRecord) -> OpenFolder:
     return OpenFolder(real, fd)
 
 
-def render_template(skill_name: str, description: str) -> str:
-    """The template SKILL.md that create_skill writes: frontmatter and a TODO body."""
-    frontmatter = yaml.safe_dump(
-        {"name": skill_name, "description": description},
-        sort_keys=False,
-        allow_unicode=True,
-        width=1_000_000,
-    )
-    title = skill_name.replace("-", " ").capitalize()
-    return f"---\n{frontmatter}---\n\n{template_body(title)}"
-
-
-def _check_description(description: str) -> str:
-    text = description.strip() if isinstance(description, str) else ""
-    if not text:
-        raise InvalidArgumentError(
-            "description is empty; pass one or two sentences saying what the skill does "
-            "and when to use it."
-        )
-    if len(text) > MAX_DESCRIPTION_LENGTH:
-        raise InvalidArgumentError(
-            f"description is {len(text)} characters long; the limit is "
-            f"{MAX_DESCRIPTION_LENGTH}. Shorten it and move details into the instructions."
-        )
-    return text
-
-
 def create_skill(
     settings: Settings, skill_name: str, description: str, voice: Voice = MODEL
 ) -> str:
@@ -568,14 +536,7 @@ def create_skill(
     The answer (and an error about the name) says what to do next in `voice`.
     """
     check_skill_name(skill_name, voice)
-    text = _check_description(description)
-    content = render_template(skill_name, text)
-    parsed = parse_skill_md(content)
-    fields, problems = check_fields(parsed.fields or {}, skill_name)
-    if fields is None or parsed.diagnostics or problems:
-        raise InvalidArgumentError(
-            "description cannot be written as SKILL.md frontmatter; use plain text."
-        )
+    content = template_content(skill_name, description)
     skills_dir = settings.skills_dir
     folder = skills_dir / skill_name
     target = folder / SKILL_FILE

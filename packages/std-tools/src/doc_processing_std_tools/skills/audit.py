@@ -9,8 +9,9 @@ network modules or name the home folder, credential files or /proc. The Python c
 imports and string literals with `ast`; they are hints, with false positives and false
 negatives that docs/std-tools/cli.md ("Auditing skills") lists.
 
-The audit codes live in `AUDIT_CODES`, apart from the list_skills diagnostic codes
-(`diagnostics.CODES`): list_skills and validate do not report them (yet). The work is
+The checks of one file's text are in `audit_checks`; the codes in `AUDIT_CODES`, with
+the levels this audit gives them. list_skills and validate report the same findings as
+warnings under the same codes (`skill_audit`). The work is
 bounded: files larger than `max_bytes` and files past `max_files` are not read (a
 ``not_audited`` warning says so), and links are never followed. This module never imports
 the MCP SDK and never prints.
@@ -18,31 +19,28 @@ the MCP SDK and never prints.
 
 from __future__ import annotations
 
-import ast
-import json
 import os
-import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
-from .._hidden import is_hidden
+from .._io import too_large
 from ..errors import NotFoundError
-from .diagnostics import CodeInfo, Level
-from .frontmatter import parse_skill_md
+from .audit_checks import AUDIT_CODES, SKILL_FILE, Finding, file_findings, skill_md_findings
+from .audit_checks import finding as _finding
+from .discovery import Stamp, stamp_of
 
 __all__ = [
     "AUDIT_CODES",
     "DEFAULT_MAX_FILES",
     "Finding",
+    "audit_folder",
     "audit_skill",
     "find_skill_folders",
+    "skill_md_findings",
 ]
-
-SKILL_FILE: Final = "SKILL.md"
 
 #: Files read per skill at most; the rest get one ``not_audited`` warning.
 DEFAULT_MAX_FILES: Final = 2000
@@ -54,340 +52,6 @@ DEFAULT_MAX_BYTES: Final = 10 * 1024 * 1024
 SKIPPED_FOLDERS: Final = frozenset({".git", "__pycache__"})
 
 
-def _table(*rows: tuple[str, Level, str]) -> Mapping[str, CodeInfo]:
-    return MappingProxyType({code: CodeInfo(level, meaning) for code, level, meaning in rows})
-
-
-AUDIT_CODES: Final[Mapping[str, CodeInfo]] = _table(
-    ("tag_characters", "error", "a text file holds Unicode tag characters (invisible text)"),
-    ("zero_width_characters", "error", "a text file holds zero-width characters"),
-    ("bidi_controls", "error", "a text file holds bidirectional control characters"),
-    ("format_characters", "error", "a text file holds other invisible format characters"),
-    ("link_outside", "error", "a symbolic link leads out of the skill folder"),
-    ("command_template", "error", "SKILL.md holds a !`command` template"),
-    ("html_comment", "warning", "SKILL.md holds an HTML comment, invisible when rendered"),
-    ("non_python_script", "warning", "the skill ships a shell or other non-Python script"),
-    ("non_python_script_referenced", "warning", "SKILL.md names a shell script"),
-    ("shell_tool_allowed", "warning", "allowed-tools grants a shell"),
-    ("hooks", "warning", "the skill declares hooks, which run commands"),
-    ("conftest", "warning", "the skill ships a conftest.py, which pytest runs"),
-    ("lifecycle_script", "warning", "a package.json declares install-time scripts"),
-    ("python_network", "warning", "a Python script imports a network module"),
-    ("python_home", "warning", "a Python script names the home folder"),
-    ("python_credentials", "warning", "a Python script names a credential file"),
-    ("python_proc", "warning", "a Python script names /proc"),
-    ("not_audited", "warning", "a file was too large, or past the file limit, to read"),
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One thing the audit found in one file of one skill."""
-
-    skill: str
-    """The skill folder's name."""
-    file: str
-    """The file, relative to the skill folder, with ``/`` separators."""
-    line: int
-    """The 1-based line of the first occurrence; 0 when the finding is about the whole file."""
-    level: Level
-    """``"error"`` or ``"warning"``, from `AUDIT_CODES`."""
-    code: str
-    """A stable identifier from `AUDIT_CODES`."""
-    message: str
-    """What was found and why it matters, in a sentence or two."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """The finding as a JSON-ready mapping with the six fields."""
-        return asdict(self)
-
-
-# Hidden characters ----------------------------------------------------------------------
-
-_ZERO_WIDTH: Final = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF})
-_BIDI: Final = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
-
-
-def _hidden_kind(char: str) -> str | None:
-    """Which kind of hidden character `char` is (what is hidden is `_hidden.is_hidden`'s
-    one rule, shared with the escaping of what a model reads), or None."""
-    if not is_hidden(char):
-        return None
-    point = ord(char)
-    if 0xE0000 <= point <= 0xE007F:
-        return "tag_characters"
-    if point in _ZERO_WIDTH:
-        return "zero_width_characters"
-    if point in _BIDI:
-        return "bidi_controls"
-    return "format_characters"
-
-
-_HIDDEN_WORDS: Final = {
-    "tag_characters": "Unicode tag character(s), which spell text no reader sees",
-    "zero_width_characters": "zero-width character(s), which can split or hide words",
-    "bidi_controls": "bidirectional control character(s), which reorder what is shown",
-    "format_characters": "invisible format character(s)",
-}
-
-
-def _line_of(text: str, index: int) -> int:
-    return text.count("\n", 0, index) + 1
-
-
-def _hidden_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    first: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    for index, char in enumerate(text):
-        if char.isascii() or (index == 0 and char == "\ufeff"):
-            continue  # ASCII is never hidden; a leading byte-order mark is an encoding mark.
-        kind = _hidden_kind(char)
-        if kind is None:
-            continue
-        first.setdefault(kind, index)
-        counts[kind] = counts.get(kind, 0) + 1
-    for kind, index in first.items():
-        message = (
-            f"{counts[kind]} {_HIDDEN_WORDS[kind]}, the first at U+{ord(text[index]):04X}; "
-            "a model reads text that a person reviewing the file does not see."
-        )
-        yield _finding(skill, name, _line_of(text, index), kind, message)
-
-
-def _finding(skill: str, name: str, line: int, code: str, message: str) -> Finding:
-    return Finding(skill, name, line, AUDIT_CODES[code].level, code, message)
-
-
-# SKILL.md ---------------------------------------------------------------------------------
-
-_HTML_COMMENT: Final = re.compile(r"<!--")
-_COMMAND_TEMPLATE: Final = re.compile(r"!`[^`\n]+`")
-_SHELL_SUFFIXES: Final = (".sh", ".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd")
-_SHELL_REFERENCE: Final = re.compile(
-    r"[\w./-]*\w\.(?:sh|bash|zsh|fish|ps1|psm1|bat|cmd)\b", re.IGNORECASE
-)
-_SHELL_TOOLS: Final = re.compile(r"\b(?:bash|shell|sh|zsh|powershell|terminal)\b", re.IGNORECASE)
-
-
-def _skill_md_findings(skill: str, text: str) -> Iterator[Finding]:
-    for match in _HTML_COMMENT.finditer(text):
-        yield _finding(
-            skill,
-            SKILL_FILE,
-            _line_of(text, match.start()),
-            "html_comment",
-            "an HTML comment: rendered Markdown hides it, but a model reads it.",
-        )
-    for match in _COMMAND_TEMPLATE.finditer(text):
-        yield _finding(
-            skill,
-            SKILL_FILE,
-            _line_of(text, match.start()),
-            "command_template",
-            "a !`command` template: some agents run the command when the skill loads, "
-            "before anyone reads it.",
-        )
-    seen: set[str] = set()
-    for match in _SHELL_REFERENCE.finditer(text):
-        name = match.group(0)
-        if name in seen:
-            continue
-        seen.add(name)
-        yield _finding(
-            skill,
-            SKILL_FILE,
-            _line_of(text, match.start()),
-            "non_python_script_referenced",
-            f"names the shell script {name!r}; only Python scripts run in the sandbox, so "
-            "the instructions may ask for a shell.",
-        )
-    yield from _frontmatter_findings(skill, text)
-
-
-def _tool_names(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [part for part in re.split(r"[,\s]+", value) if part]
-    if isinstance(value, list | tuple):
-        return [str(item) for item in value]
-    return []
-
-
-def _frontmatter_findings(skill: str, text: str) -> Iterator[Finding]:
-    parsed = parse_skill_md(text)
-    fields = parsed.fields
-    if not isinstance(fields, dict):
-        return
-    for key in ("allowed-tools", "allowed_tools"):
-        shells = [tool for tool in _tool_names(fields.get(key)) if _SHELL_TOOLS.search(tool)]
-        if shells:
-            yield _finding(
-                skill,
-                SKILL_FILE,
-                _key_line(text, key),
-                "shell_tool_allowed",
-                f"{key} grants a shell ({', '.join(shells)}): an agent that honours it "
-                "runs commands without asking.",
-            )
-    if "hooks" in fields:
-        yield _finding(
-            skill,
-            SKILL_FILE,
-            _key_line(text, "hooks"),
-            "hooks",
-            "declares hooks: an agent that honours them runs their commands on its events.",
-        )
-
-
-def _key_line(text: str, key: str) -> int:
-    match = re.search(rf"^{re.escape(key)}\s*:", text, re.MULTILINE)
-    return _line_of(text, match.start()) if match else 1
-
-
-# Other files ------------------------------------------------------------------------------
-
-_LIFECYCLE: Final = ("preinstall", "install", "postinstall", "prepare", "preuninstall")
-
-
-def _package_json_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return
-    scripts = data.get("scripts") if isinstance(data, dict) else None
-    if not isinstance(scripts, dict):
-        return
-    found = [key for key in _LIFECYCLE if key in scripts]
-    if found:
-        yield _finding(
-            skill,
-            name,
-            _key_line_json(text, found[0]),
-            "lifecycle_script",
-            f"declares {', '.join(found)} script(s), which npm runs on install.",
-        )
-
-
-def _key_line_json(text: str, key: str) -> int:
-    index = text.find(f'"{key}"')
-    return _line_of(text, index) if index >= 0 else 0
-
-
-def _hooks_file_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return
-    if isinstance(data, dict) and "hooks" in data:
-        yield _finding(
-            skill,
-            name,
-            _key_line_json(text, "hooks"),
-            "hooks",
-            "declares hooks: an agent that honours them runs their commands on its events.",
-        )
-
-
-def _is_non_python_script(name: str, text: str) -> str | None:
-    """Why the file is a non-Python script, or None."""
-    if name.lower().endswith(_SHELL_SUFFIXES):
-        return "a shell script"
-    if text.startswith("#!"):
-        interpreter = text.split("\n", 1)[0]
-        if "python" not in interpreter:
-            return f"a script for {interpreter[2:].strip()[:60]!r}"
-    return None
-
-
-# Python -----------------------------------------------------------------------------------
-
-_NETWORK_MODULES: Final = frozenset(
-    {
-        "socket",
-        "ssl",
-        "urllib",
-        "urllib2",
-        "urllib3",
-        "requests",
-        "httpx",
-        "http",
-        "aiohttp",
-        "ftplib",
-        "smtplib",
-        "telnetlib",
-        "paramiko",
-        "websocket",
-        "websockets",
-        "xmlrpc",
-    }
-)
-_CREDENTIAL_MARKERS: Final = (
-    ".ssh",
-    ".aws",
-    "id_rsa",
-    "id_ed25519",
-    "id_ecdsa",
-    ".netrc",
-    ".git-credentials",
-    ".gnupg",
-    ".kube/config",
-    ".docker/config.json",
-    ".npmrc",
-    ".pypirc",
-    "gh/hosts.yml",
-    "gcloud/",
-    "/run/secrets",
-    "/var/run/secrets",
-    "token.json",
-    ".token",
-)
-
-
-def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return  # Not Python we can read; the sandbox would fail to run it too.
-    first: dict[str, tuple[int, str]] = {}
-
-    def note(code: str, line: int, what: str) -> None:
-        if code not in first:
-            first[code] = (line, what)
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] in _NETWORK_MODULES:
-                    note("python_network", node.lineno, f"imports {alias.name}")
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.split(".")[0] in _NETWORK_MODULES:
-                note("python_network", node.lineno, f"imports from {node.module}")
-        elif isinstance(node, ast.Attribute) and node.attr in ("expanduser", "home"):
-            note("python_home", node.lineno, f"calls {node.attr}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            _literal(node.value, node.lineno, note)
-    for code, (line, what) in first.items():
-        yield _finding(skill, name, line, code, _PYTHON_WORDS[code].format(what=what))
-
-
-_PYTHON_WORDS: Final = {
-    "python_network": "{what}: the script may reach the network (read statically).",
-    "python_home": "{what}: the script may read or write the home folder (read statically).",
-    "python_credentials": "{what}: the script may read credentials (read statically).",
-    "python_proc": "{what}: the script may read other processes (read statically).",
-}
-
-
-def _literal(value: str, line: int, note: Any) -> None:
-    if value.startswith("~") or value in ("HOME", "USERPROFILE"):
-        note("python_home", line, f"names {value[:40]!r}")
-    for marker in _CREDENTIAL_MARKERS:
-        if marker in value:
-            note("python_credentials", line, f"names {marker!r}")
-            break
-    if value == "/proc" or value.startswith("/proc/"):
-        note("python_proc", line, f"names {value[:40]!r}")
-
-
 # Reading the folder -----------------------------------------------------------------------
 
 
@@ -395,38 +59,62 @@ def _inside(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _walk(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
-    """(relative name, path, lstat) of every non-folder entry under `root`.
+_name: Final = attrgetter("name")
 
-    Links are never followed: os.walk does not descend into a linked folder, which is
-    yielded as a link like any other.
+
+def _walk(root: str) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
+    """(relative name, path, entry) of every entry under `root`, in name order, depth
+    first: a folder (its name ends in ``/``) comes just before what it holds.
+
+    Links are never followed: a linked folder is yielded as a link like any other.
     """
-    for folder, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_FOLDERS)
-        base = Path(folder)
-        for entry in sorted([*dirnames, *filenames]):
-            path = base / entry
+    pending = [("", root)]
+    while pending:
+        prefix, folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=_name)
+        except OSError:
+            continue
+        below: list[tuple[str, str]] = []
+        for entry in entries:
+            name = prefix + entry.name
             try:
-                info = path.lstat()
+                is_folder = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(info.st_mode):
+            if is_folder:
+                if entry.name not in SKIPPED_FOLDERS:
+                    yield f"{name}/", entry.path, entry
+                    below.append((f"{name}/", entry.path))
                 continue
-            yield path.relative_to(root).as_posix(), path, info
+            yield name, entry.path, entry
+        pending.extend(reversed(below))
 
 
-def _read(path: Path, limit: int) -> bytes | None:
-    """The file's bytes, opened without following a link; None if it cannot be read."""
+def _read(path: str, limit: int) -> tuple[os.stat_result, bytes | None] | None:
+    """The file's status and bytes (None when it is larger than `limit`), opened without
+    following a link; None if it cannot be opened or is not a regular file. A file that
+    grows while it is read is read to `limit` + 1 bytes."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         handle = os.open(path, flags)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
             return None
-        with os.fdopen(handle, "rb", closefd=False) as stream:
-            return stream.read(limit + 1)
+        if info.st_size > limit:
+            return info, None
+        chunks = [os.read(handle, info.st_size + 1)]
+        total = len(chunks[0])
+        if total <= info.st_size:
+            return info, chunks[0]  # the whole file (the common case: one read)
+        while chunks[-1] and total <= limit:  # grown since its status was taken
+            chunks.append(os.read(handle, limit + 1 - total))
+            total += len(chunks[-1])
+        return info, b"".join(chunks)
     except OSError:
         return None
     finally:
@@ -434,7 +122,7 @@ def _read(path: Path, limit: int) -> bytes | None:
 
 
 def _as_text(data: bytes) -> str | None:
-    if b"\0" in data[:8192]:
+    if data.find(b"\0", 0, 8192) >= 0:
         return None
     try:
         return data.decode("utf-8")
@@ -457,88 +145,92 @@ def audit_skill(
     if not given.is_dir():
         raise NotFoundError(f"{given} is not a folder; pass a skill folder.")
     root = given.resolve()
-    real_root = os.path.realpath(root)
-    skill = given.name or root.name
+    return audit_folder(
+        str(root), given.name or root.name, max_bytes=max_bytes, max_files=max_files
+    )
+
+
+def audit_folder(
+    root: str,
+    skill: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_files: int = DEFAULT_MAX_FILES,
+    stamps: list[tuple[str, Stamp]] | None = None,
+    skip_skill_md: bool = False,
+) -> list[Finding]:
+    """`audit_skill` of the folder `root` (a folder, not checked), its findings named
+    after `skill`. When `stamps` is given, the stamp of every entry the findings depend
+    on is appended to it: the folder itself as ``""``, each folder under it (``sub/``),
+    each file and link. `skip_skill_md` leaves the top SKILL.md out, be it a link or a
+    file (its reader judges it).
+    """
     findings: list[Finding] = []
+    real_roots: list[str] = []  # resolved only when a link is met: most skills hold none
+    if stamps is not None:
+        try:
+            stamps.append(("", stamp_of(os.stat(root))))  # noqa: PTH116
+        except OSError:
+            return findings
     files_read = 0
-    for name, path, info in _walk(root):
-        if stat.S_ISLNK(info.st_mode):
-            if not _inside(os.path.realpath(path), real_root):
-                findings.append(
-                    _finding(
-                        skill,
-                        name,
-                        0,
-                        "link_outside",
-                        "a symbolic link that leads outside the skill folder; the skills "
-                        "server refuses it, and a copy of the skill may follow it.",
-                    )
-                )
+    for name, path, entry in _walk(root):
+        if skip_skill_md and name == SKILL_FILE:
             continue
-        if not stat.S_ISREG(info.st_mode):
+        try:
+            regular = entry.is_file(follow_symlinks=False)
+            # A file's status comes from the descriptor it is read through.
+            info = None if regular else entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if info is not None:
+            if stamps is not None:
+                stamps.append((name, stamp_of(info)))
+            if stat.S_ISLNK(info.st_mode):
+                findings.extend(_link_findings(skill, name, path, root, real_roots))
             continue
         if files_read >= max_files:
-            findings.append(
-                _finding(
-                    skill,
-                    name,
-                    0,
-                    "not_audited",
-                    f"not read: the audit reads at most {max_files} files per skill, "
-                    "and this one and those after it are past that.",
-                )
+            message = (
+                f"not read: the audit reads at most {max_files} files per skill, "
+                "and this one and those after it are past that."
             )
+            findings.append(_finding(skill, name, 0, "not_audited", message))
             break
         files_read += 1
-        if info.st_size > max_bytes:
-            findings.append(
-                _finding(
-                    skill,
-                    name,
-                    0,
-                    "not_audited",
-                    f"not read: {info.st_size} bytes is more than the {max_bytes} the "
-                    "audit reads per file.",
-                )
-            )
+        read = _read(path, max_bytes)
+        if read is None:
+            if stamps is not None:
+                try:
+                    stamps.append((name, stamp_of(entry.stat(follow_symlinks=False))))
+                except OSError:
+                    continue
+            findings.extend(file_findings(skill, name, None))
             continue
-        findings.extend(_file_findings(skill, name, path, max_bytes))
+        info, data = read
+        if stamps is not None:
+            stamps.append((name, stamp_of(info)))
+        if data is None or len(data) > max_bytes:
+            # Worded as every reader words a file over the limit.
+            message = f"not read: {too_large(repr(name), info.st_size, max_bytes)}"
+            findings.append(_finding(skill, name, 0, "not_audited", message))
+            continue
+        findings.extend(file_findings(skill, name, _as_text(data)))
     return findings
 
 
-def _file_findings(skill: str, name: str, path: Path, max_bytes: int) -> Iterator[Finding]:
-    base = name.rsplit("/", 1)[-1]
-    if base == "conftest.py":
-        yield _finding(
-            skill, name, 0, "conftest", "a conftest.py: pytest runs it when tests are collected."
-        )
-    data = _read(path, max_bytes)
-    if data is None or len(data) > max_bytes:
-        return
-    text = _as_text(data)
-    if text is None:
-        if base.lower().endswith(_SHELL_SUFFIXES):
-            yield _finding(skill, name, 0, "non_python_script", "ships a shell script.")
-        return
-    yield from _hidden_findings(skill, name, text)
-    if name == SKILL_FILE:
-        yield from _skill_md_findings(skill, text)
-    if base == "package.json":
-        yield from _package_json_findings(skill, name, text)
-    if base in ("hooks.json", "settings.json", "settings.local.json"):
-        yield from _hooks_file_findings(skill, name, text)
-    why = _is_non_python_script(base, text)
-    if why is not None:
-        yield _finding(
-            skill,
-            name,
-            1,
-            "non_python_script",
-            f"ships {why}; the skills server runs only Python, so the instructions may ask "
-            "an agent with a shell to run it.",
-        )
-    if base.endswith(".py"):
-        yield from _python_findings(skill, name, text)
+def _link_findings(
+    skill: str, name: str, path: str, root: str, real_roots: list[str]
+) -> list[Finding]:
+    """A ``link_outside`` finding when the link at `path` leads out of `root` (resolved
+    once into `real_roots`)."""
+    if not real_roots:
+        real_roots.append(os.path.realpath(root))
+    if _inside(os.path.realpath(path), real_roots[0]):
+        return []
+    message = (
+        "a symbolic link that leads outside the skill folder; the skills "
+        "server refuses it, and a copy of the skill may follow it."
+    )
+    return [_finding(skill, name, 0, "link_outside", message)]
 
 
 def find_skill_folders(path: Path, depth: int = 1) -> list[Path]:

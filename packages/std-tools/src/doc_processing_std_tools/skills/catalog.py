@@ -56,6 +56,7 @@ from .records import (
     is_hidden_name,
     missing_note,
 )
+from .skill_audit import FileAudit, audit_files, unchanged
 from .voice import MODEL
 from .watch import EVERYTHING, FolderWatch
 
@@ -80,6 +81,9 @@ class _Entry:
     racy: bool
     record: SkillRecord | None = None
     diagnostics: list[SkillDiagnostic] = field(default_factory=list)
+    # The audit of the skill's other files (None while not listed, or for a linting
+    # catalog, whose `read_skill` gives those findings itself).
+    files: FileAudit | None = None
 
 
 @dataclass(slots=True)
@@ -96,6 +100,8 @@ class _FolderCache:
     # What `peek` compares: each SKILL.md path with the stamp it had when `catalog` was
     # built. None while any entry is racy (it must be read again, not just stat-ed).
     checks: list[tuple[str, Stamp | None]] | None = None
+    # What `peek` compares too: each skill folder with the audit of its files.
+    audits: list[tuple[str, FileAudit]] = field(default_factory=list)
     # True while the kernel watches everything `checks` depends on and has reported no
     # change since they were last compared.
     watched: bool = False
@@ -227,6 +233,9 @@ class SkillCatalog:
             for skill_md, stamp in cache.checks:
                 if probe(skill_md) != stamp:
                     return None
+            for folder, files in cache.audits:
+                if not unchanged(folder, files):
+                    return None
             cache.watched = armed
             return cache.catalog
         finally:
@@ -261,6 +270,9 @@ class SkillCatalog:
             return False
         key = str(skills_dir)
         folders = [key, *(folder for folder, _ in cache.link_folders)]
+        # The folders under each skill folder that its files' audit read.
+        for folder, files in cache.audits:
+            folders.extend(f"{folder}{os.sep}{n[:-1]}" for n, _ in files.stamps if n.endswith("/"))
         for skill_md, stamp in cache.checks:
             folders.append(skill_md[: -len(SKILL_FILE) - 1])
             if stamp is None or stamp == LINK_LOOP:
@@ -318,41 +330,73 @@ class SkillCatalog:
         prefix = f"{skills_dir}{os.sep}"
         fresh: dict[str, IndexedSkill] = {}
         gone: list[str] = []
+        recheck = False
         for name in cache.folders:
             entry = cache.entries.get(name)
             stamp = probe(f"{prefix}{name}{os.sep}{SKILL_FILE}")
+            known = indexed.get(name)
             if entry is not None and not entry.racy and entry.stamp == stamp:
-                continue
-            changed = True
-            if stamp is None:
+                if self._files_current(entry, f"{prefix}{name}"):
+                    continue
+            elif stamp is None:
+                changed = True
                 cache.entries[name] = _Entry(None, False)
                 gone.append(name)
                 continue
-            known = indexed.get(name)
-            if known is not None and known.stamp == stamp and stamp != LINK_LOOP:
-                cache.entries[name] = _Entry(stamp, False, known.record, list(known.diagnostics))
+            elif known is not None and known.stamp == stamp and stamp != LINK_LOOP:
+                entry = _Entry(stamp, False, known.record, list(known.diagnostics), known.files)
+            else:
+                taken = time.time_ns()
+                record, diagnostics = read_skill(
+                    skills_dir / name,
+                    max_bytes=max_bytes,
+                    name=name.rpartition("/")[2],
+                    root=skills_dir,
+                    lint=self._lint,
+                    files=self._lint,  # else audited below, kept with their own stamps
+                )
+                racy = stamp != LINK_LOOP and taken - stamp[0] < RACY_NS
+                # Files unchanged since their last audit (here or by another process)
+                # are not read again because SKILL.md changed.
+                files = entry.files if entry is not None else known.files if known else None
+                listed = record is not None and not racy and stamp != LINK_LOOP
+                entry = _Entry(stamp, racy, record, diagnostics, files if listed else None)
+            kept = entry is cache.entries.get(name)  # SKILL.md unchanged: only files were
+            previous = entry.files
+            if not self._files_current(entry, f"{prefix}{name}"):
+                entry.files = audit_files(skills_dir / name, name, skills_dir, max_bytes)
+            if kept and _same_audit(previous, entry.files):
+                recheck = True  # audited again while racy, and nothing differs
+            else:
+                changed = True
+            cache.entries[name] = entry
+            if (
+                stamp is None
+                or entry.racy
+                or stamp == LINK_LOOP
+                or (entry.files is not None and entry.files.racy)
+                or (known is not None and known.stamp == stamp and known.files == entry.files)
+            ):
                 continue
-            taken = time.time_ns()
-            record, diagnostics = read_skill(
-                skills_dir / name,
-                max_bytes=max_bytes,
-                name=name.rpartition("/")[2],
-                root=skills_dir,
-                lint=self._lint,
-            )
-            racy = stamp != LINK_LOOP and taken - stamp[0] < RACY_NS
-            cache.entries[name] = _Entry(stamp, racy, record, diagnostics)
-            if not racy and stamp != LINK_LOOP:
-                fresh[name] = IndexedSkill(stamp, record, tuple(diagnostics))
+            fresh[name] = IndexedSkill(stamp, entry.record, tuple(entry.diagnostics), entry.files)
         if self._cache_dir is not None and (fresh or gone or indexed):
             self._save(skills_dir, max_bytes, cache.folders, fresh, gone, indexed)
         if changed or cache.catalog is None:
-            cache.watched = False  # new checks: the next peek watches them, then compares
             cache.catalog = _assemble(skills_dir, cache, depth)
+        if changed or recheck or cache.checks is None:
+            cache.watched = False  # new checks: the next peek watches them, then compares
             entries = [(name, cache.entries.get(name)) for name in cache.folders]
+            cache.audits = [
+                (f"{prefix}{name}", entry.files)
+                for name, entry in entries
+                if entry is not None and entry.files is not None
+            ]
             cache.checks = (
                 None
-                if any(entry is None or entry.racy for _, entry in entries)
+                if any(
+                    entry is None or entry.racy or (entry.files is not None and entry.files.racy)
+                    for _, entry in entries
+                )
                 else [
                     (f"{prefix}{name}{os.sep}{SKILL_FILE}", entry.stamp)
                     for name, entry in entries
@@ -360,6 +404,15 @@ class SkillCatalog:
                 ]
             )
         return cache.catalog
+
+    def _files_current(self, entry: _Entry, folder: str) -> bool:
+        """True when the audit of the skill's files (besides SKILL.md) may be kept: the
+        skill is not listed, this catalog lints (`read_skill` audited them), or every
+        folder and file it was read from still has its stamp."""
+        if entry.record is None or self._lint:
+            return True
+        files = entry.files
+        return files is not None and not files.racy and unchanged(folder, files)
 
     def _index(self, cache_dir: Path, skills_dir: Path) -> RootIndex | None:
         """The persistent index of `skills_dir` (opened once per process)."""
@@ -400,6 +453,13 @@ class SkillCatalog:
         self._folders[key] = cache
 
 
+def _same_audit(before: FileAudit | None, after: FileAudit | None) -> bool:
+    """True when two audits of a skill's files read the same stamps and found the same."""
+    if before is None or after is None:
+        return before is after
+    return before.stamps == after.stamps and before.diagnostics == after.diagnostics
+
+
 def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
     records: list[SkillRecord] = []
     diagnostics: list[SkillDiagnostic] = []
@@ -416,6 +476,8 @@ def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
         if entry.record is not None:
             records.append(entry.record)
         diagnostics.extend(entry.diagnostics)
+        if entry.files is not None and entry.record is not None:
+            diagnostics.extend(entry.files.diagnostics)
     diagnostics.extend(cache.refused)
     for name in empty:
         actual = misnamed_skill_md(skills_dir / name)

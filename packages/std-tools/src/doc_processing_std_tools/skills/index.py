@@ -35,6 +35,7 @@ from typing import Any, Final
 
 from .discovery import Stamp
 from .records import SkillDiagnostic, SkillRecord
+from .skill_audit import FileAudit
 
 __all__ = [
     "FORMAT",
@@ -46,7 +47,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 5
+FORMAT: Final = 6
 """The layout of the index, and of what `reading.read_skill` gives for a file: raise it
 whenever either changes (a new diagnostic, a new record field), so that no entry read by
 older code is used. An index of any other format is rebuilt."""
@@ -80,6 +81,8 @@ class IndexedSkill:
     """The listed record, or None when the skill is left out (see `diagnostics`)."""
     diagnostics: tuple[SkillDiagnostic, ...]
     """Every diagnostic the read gave."""
+    files: FileAudit | None = None
+    """The audit of the skill's other files, valid while their own stamps hold."""
 
 
 def index_file(cache_dir: Path, real_root: Path) -> Path:
@@ -316,6 +319,11 @@ def _encode_skill(skill: IndexedSkill) -> str | None:
     entry: dict[str, Any] = {
         "diagnostics": [[d.skill, d.level, d.code, d.message] for d in skill.diagnostics],
     }
+    if skill.files is not None:
+        entry["files"] = {
+            "stamps": [[name, *stamp] for name, stamp in skill.files.stamps],
+            "diagnostics": [[d.code, d.message] for d in skill.files.diagnostics],
+        }
     if record is not None:
         frontmatter = dict(record.frontmatter) if record.frontmatter is not None else None
         entry["record"] = {
@@ -364,6 +372,9 @@ def _decode_skill(
     )
     if len(diagnostics) != len(entry["diagnostics"]):
         raise ValueError("a diagnostic of an unknown level")
+    files = None
+    if (audit := entry.get("files")) is not None:
+        files = _decode_files(folder, audit)
     record = None
     if (fields := entry.get("record")) is not None:
         metadata = fields["metadata"]
@@ -393,4 +404,18 @@ def _decode_skill(
             size=size,
             excerpt=_text(excerpt),
         )
-    return IndexedSkill(stamp, record, diagnostics)
+    return IndexedSkill(stamp, record, diagnostics, files)
+
+
+def _decode_files(folder: str, audit: Any) -> FileAudit:
+    """The audit of a skill's files as `_encode_skill` wrote it (see `_decode_skill`)."""
+    stamps = []
+    for name, *numbers in audit["stamps"]:
+        if len(numbers) != 4 or not all(type(n) is int for n in numbers):
+            raise TypeError("a stamp is not four integers")
+        stamps.append((_text(name), (numbers[0], numbers[1], numbers[2], numbers[3])))
+    diagnostics = tuple(
+        SkillDiagnostic(folder, "warning", _text(code), _text(message))
+        for code, message in audit["diagnostics"]
+    )
+    return FileAudit(tuple(stamps), diagnostics)

@@ -27,10 +27,9 @@ from .diagnostics import diagnostic
 from .frontmatter import check_fields, read_skill_md_text
 from .lint import lint as lint_skill_md
 from .records import EXCERPT_LENGTH, SKILL_FILE, SkillDiagnostic, SkillRecord, is_hidden_name
+from .skill_audit import audit_files, skill_md_diagnostics
 
 __all__ = ["read_skill", "resource_files"]
-
-_SHOWN_LINKS = 5
 
 
 def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
@@ -40,8 +39,8 @@ def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
     Hidden names, ``__pycache__``, ``node_modules`` and the SKILL.md itself are left out,
     as are links that run into a loop. A link leading outside is in the second list only,
     whether it points to a file or a folder (a folder is not entered). `root` is resolved
-    only when a link is met: this runs on every read of a SKILL.md, once per skill on a
-    cold scan, and most skills hold no link.
+    only when a link is met: most skills hold none. (The catalog's ``link_outside_skill``
+    warning names the same links, from the walk of `skill_audit.audit_files`.)
     """
     real_roots: list[Path] = []
     found: list[str] = []
@@ -76,21 +75,6 @@ def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
     found.sort()
     outside.sort()
     return found, outside
-
-
-def _outside_links_diagnostic(where: str, links: list[str]) -> SkillDiagnostic:
-    shown = ", ".join(links[:_SHOWN_LINKS])
-    if len(links) > _SHOWN_LINKS:
-        shown += f" and {len(links) - _SHOWN_LINKS} more"
-    return SkillDiagnostic.of(
-        where,
-        diagnostic(
-            "link_outside_skill",
-            f"{len(links)} name(s) in this skill are symbolic links leading outside the "
-            f"skills folder, which no tool reads and load_skill marks as not readable: "
-            f"{shown}. Copy the files into the skill instead of linking them.",
-        ),
-    )
 
 
 def _hidden_text_diagnostic(where: str, data: bytes) -> SkillDiagnostic | None:
@@ -215,6 +199,7 @@ def read_skill(
     name: str | None = None,
     root: Path | None = None,
     lint: bool = False,
+    files: bool = True,
 ) -> tuple[SkillRecord | None, list[SkillDiagnostic]]:
     """Read one skill folder's SKILL.md into a record (None when skipped) and diagnostics.
 
@@ -224,6 +209,9 @@ def read_skill(
     `root` is given, a SKILL.md that is a symbolic link leading outside it is an error.
     Diagnostics name the folder relative to `root` (or its name). `lint` adds the warnings
     of `lint.lint` (what the specification does not allow but the catalog accepts).
+    The audit's findings in SKILL.md are always given; with `files` (the default) those
+    of the skill's other files too, links out of the skills folder among them
+    (`skill_audit.audit_files`; the catalog, which keeps them apart, passes False).
     """
     name = folder.name if name is None else name
     # Plain string work: this runs once per skill on a cold scan.
@@ -249,14 +237,16 @@ def read_skill(
         diagnostics.extend(SkillDiagnostic.of(where, d) for d in found)
     if fields is None:
         return None, diagnostics
-    # Once per read of SKILL.md (never on a warm scan): links out of the skill are refused
-    # by every tool, and said so here rather than silently missing from load_skill's list.
-    _, outside = resource_files(folder, base)
-    if outside:
-        diagnostics.append(_outside_links_diagnostic(where, outside))
     hidden = _hidden_text_diagnostic(where, data)
     if hidden is not None:
         diagnostics.append(hidden)
+    # The audit's findings in SKILL.md's text (warnings; the files' are the catalog's,
+    # cached with their own stamps, or validate's here).
+    diagnostics.extend(
+        skill_md_diagnostics(where, data.decode("utf-8", "replace"), fields=parsed.fields)
+    )
+    if files:
+        diagnostics.extend(audit_files(folder, where, base, max_bytes).diagnostics)
     directory = folder.absolute()
     record = SkillRecord(
         name=fields.name,

@@ -1,0 +1,521 @@
+"""The checks of the skill audit, one file's text at a time (see `audit` for the folder).
+
+Each check takes a file's name and text and yields `Finding` values: hidden characters in
+any text file, HTML comments, ``!`cmd``` templates, shell scripts named and frontmatter
+that grants a shell in SKILL.md, npm lifecycle scripts, hooks files, non-Python scripts,
+and Python scripts that import network modules or name the home folder, credential files
+or /proc (read with `ast`, and only when a word such a finding needs appears in the
+source). Pure: text in, findings out; nothing here opens a file.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+from .._hidden import is_hidden
+from .diagnostics import CodeInfo, Level
+from .frontmatter import parse_skill_md
+
+__all__ = [
+    "AUDIT_CODES",
+    "SKILL_FILE",
+    "Finding",
+    "file_findings",
+    "finding",
+    "skill_md_findings",
+]
+
+SKILL_FILE: Final = "SKILL.md"
+
+
+def _table(*rows: tuple[str, Level, str]) -> Mapping[str, CodeInfo]:
+    return MappingProxyType({code: CodeInfo(level, meaning) for code, level, meaning in rows})
+
+
+AUDIT_CODES: Final[Mapping[str, CodeInfo]] = _table(
+    ("tag_characters", "error", "a text file holds Unicode tag characters (invisible text)"),
+    ("zero_width_characters", "error", "a text file holds zero-width characters"),
+    ("bidi_controls", "error", "a text file holds bidirectional control characters"),
+    ("format_characters", "error", "a text file holds other invisible format characters"),
+    ("link_outside", "error", "a symbolic link leads out of the skill folder"),
+    ("command_template", "error", "SKILL.md holds a !`command` template"),
+    ("html_comment", "warning", "SKILL.md holds an HTML comment, invisible when rendered"),
+    ("non_python_script", "warning", "the skill ships a shell or other non-Python script"),
+    ("non_python_script_referenced", "warning", "SKILL.md names a shell script"),
+    ("shell_tool_allowed", "warning", "allowed-tools grants a shell"),
+    ("hooks", "warning", "the skill declares hooks, which run commands"),
+    ("conftest", "warning", "the skill ships a conftest.py, which pytest runs"),
+    ("lifecycle_script", "warning", "a package.json declares install-time scripts"),
+    ("python_network", "warning", "a Python script imports a network module"),
+    ("python_home", "warning", "a Python script names the home folder"),
+    ("python_credentials", "warning", "a Python script names a credential file"),
+    ("python_proc", "warning", "a Python script names /proc"),
+    ("not_audited", "warning", "a file was too large, or past the file limit, to read"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing the audit found in one file of one skill."""
+
+    skill: str
+    """The skill folder's name."""
+    file: str
+    """The file, relative to the skill folder, with ``/`` separators."""
+    line: int
+    """The 1-based line of the first occurrence; 0 when the finding is about the whole file."""
+    level: Level
+    """``"error"`` or ``"warning"``, from `AUDIT_CODES`."""
+    code: str
+    """A stable identifier from `AUDIT_CODES`."""
+    message: str
+    """What was found and why it matters, in a sentence or two."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The finding as a JSON-ready mapping with the six fields."""
+        return asdict(self)
+
+
+# Hidden characters ----------------------------------------------------------------------
+
+_ZERO_WIDTH: Final = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF})
+_BIDI: Final = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
+
+
+def _hidden_kind(char: str) -> str | None:
+    """Which kind of hidden character `char` is (what is hidden is `_hidden.is_hidden`'s
+    one rule, shared with the escaping of what a model reads), or None."""
+    if not is_hidden(char):
+        return None
+    point = ord(char)
+    if 0xE0000 <= point <= 0xE007F:
+        return "tag_characters"
+    if point in _ZERO_WIDTH:
+        return "zero_width_characters"
+    if point in _BIDI:
+        return "bidi_controls"
+    return "format_characters"
+
+
+_HIDDEN_WORDS: Final = {
+    "tag_characters": "Unicode tag character(s), which spell text no reader sees",
+    "zero_width_characters": "zero-width character(s), which can split or hide words",
+    "bidi_controls": "bidirectional control character(s), which reorder what is shown",
+    "format_characters": "invisible format character(s)",
+}
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
+_ASCII_BYTES: Final = bytes(range(128))
+
+
+def _hidden_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+    if text.isascii():
+        return  # ASCII is never hidden (one C pass, the common case)
+    # Each distinct character is judged once; most text with accents, dashes or arrows
+    # holds no hidden one, and is not searched again.
+    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    if not any(map(_hidden_kind, set(others.decode("utf-8", "surrogatepass")))):
+        return
+    first: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for match in _NON_ASCII.finditer(text):
+        index, char = match.start(), match.group()
+        if index == 0 and char == "\ufeff":
+            continue  # a leading byte-order mark is an encoding mark
+        kind = _hidden_kind(char)
+        if kind is None:
+            continue
+        first.setdefault(kind, index)
+        counts[kind] = counts.get(kind, 0) + 1
+    for kind, index in first.items():
+        message = (
+            f"{counts[kind]} {_HIDDEN_WORDS[kind]}, the first at U+{ord(text[index]):04X}; "
+            "a model reads text that a person reviewing the file does not see."
+        )
+        yield _finding(skill, name, _line_of(text, index), kind, message)
+
+
+def _finding(skill: str, name: str, line: int, code: str, message: str) -> Finding:
+    return Finding(skill, name, line, AUDIT_CODES[code].level, code, message)
+
+
+# SKILL.md ---------------------------------------------------------------------------------
+
+_HTML_COMMENT: Final = re.compile(r"<!--")
+_COMMAND_TEMPLATE: Final = re.compile(r"!`[^`\n]+`")
+_SHELL_SUFFIXES: Final = (".sh", ".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd")
+_SHELL_TOOLS: Final = re.compile(r"\b(?:bash|shell|sh|zsh|powershell|terminal)\b", re.IGNORECASE)
+
+
+# A cheap first pass: the full reference pattern runs only on text that names such a file.
+# Letter classes rather than IGNORECASE keep the literal "." that the search skips to.
+_SHELL_SUFFIX_HINT: Final = re.compile(
+    r"\.(?:[sS][hH]|[bB][aA][sS][hH]|[zZ][sS][hH]|[fF][iI][sS][hH]|[pP][sS][mM]?1"
+    r"|[bB][aA][tT]|[cC][mM][dD])\b"
+)
+
+
+def skill_md_findings(
+    skill: str, text: str, fields: Mapping[str, Any] | None = None
+) -> Iterator[Finding]:
+    """The findings of a SKILL.md's text besides hidden characters: HTML comments,
+    ``!`command``` templates, shell scripts named, and frontmatter that grants a shell.
+    `fields` is the parsed frontmatter when the caller has it (else it is parsed here)."""
+    yield from _skill_md_findings(skill, text, fields)
+
+
+def _skill_md_findings(
+    skill: str, text: str, fields: Mapping[str, Any] | None = None
+) -> Iterator[Finding]:
+    for match in _HTML_COMMENT.finditer(text):
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _line_of(text, match.start()),
+            "html_comment",
+            "an HTML comment: rendered Markdown hides it, but a model reads it.",
+        )
+    for match in _COMMAND_TEMPLATE.finditer(text):
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _line_of(text, match.start()),
+            "command_template",
+            "a !`command` template: some agents run the command when the skill loads, "
+            "before anyone reads it.",
+        )
+    seen: set[str] = set()
+    for match in _SHELL_SUFFIX_HINT.finditer(text):
+        # The name ends at the suffix; it starts where the run of name characters does.
+        dot = start = match.start()
+        if not dot or not (text[dot - 1].isalnum() or text[dot - 1] == "_"):
+            continue
+        while start and (text[start - 1].isalnum() or text[start - 1] in "_./-"):
+            start -= 1
+        name = text[start : match.end()]
+        if name in seen:
+            continue
+        seen.add(name)
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _line_of(text, start),
+            "non_python_script_referenced",
+            f"names the shell script {name!r}; only Python scripts run in the sandbox, so "
+            "the instructions may ask for a shell.",
+        )
+    yield from _frontmatter_findings(skill, text, fields)
+
+
+def _tool_names(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [part for part in re.split(r"[,\s]+", value) if part]
+    if isinstance(value, list | tuple):
+        return [str(item) for item in value]
+    return []
+
+
+def _frontmatter_findings(
+    skill: str, text: str, fields: Mapping[str, Any] | None
+) -> Iterator[Finding]:
+    if fields is None:
+        end = text.find("\n---", 3)
+        head = text if end < 0 else text[:end]
+        if "hooks" not in head and "allowed" not in head and "\\" not in head:
+            return  # neither key can be there (even spelled with YAML escapes)
+        fields = parse_skill_md(text).fields
+    if not isinstance(fields, Mapping):
+        return
+    for key in ("allowed-tools", "allowed_tools"):
+        shells = [tool for tool in _tool_names(fields.get(key)) if _SHELL_TOOLS.search(tool)]
+        if shells:
+            yield _finding(
+                skill,
+                SKILL_FILE,
+                _key_line(text, key),
+                "shell_tool_allowed",
+                f"{key} grants a shell ({', '.join(shells)}): an agent that honours it "
+                "runs commands without asking.",
+            )
+    if "hooks" in fields:
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _key_line(text, "hooks"),
+            "hooks",
+            "declares hooks: an agent that honours them runs their commands on its events.",
+        )
+
+
+def _key_line(text: str, key: str) -> int:
+    match = re.search(rf"^{re.escape(key)}\s*:", text, re.MULTILINE)
+    return _line_of(text, match.start()) if match else 1
+
+
+# Other files ------------------------------------------------------------------------------
+
+_LIFECYCLE: Final = ("preinstall", "install", "postinstall", "prepare", "preuninstall")
+
+
+def _package_json_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return
+    scripts = data.get("scripts") if isinstance(data, dict) else None
+    if not isinstance(scripts, dict):
+        return
+    found = [key for key in _LIFECYCLE if key in scripts]
+    if found:
+        yield _finding(
+            skill,
+            name,
+            _key_line_json(text, found[0]),
+            "lifecycle_script",
+            f"declares {', '.join(found)} script(s), which npm runs on install.",
+        )
+
+
+def _key_line_json(text: str, key: str) -> int:
+    index = text.find(f'"{key}"')
+    return _line_of(text, index) if index >= 0 else 0
+
+
+def _hooks_file_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return
+    if isinstance(data, dict) and "hooks" in data:
+        yield _finding(
+            skill,
+            name,
+            _key_line_json(text, "hooks"),
+            "hooks",
+            "declares hooks: an agent that honours them runs their commands on its events.",
+        )
+
+
+def _is_non_python_script(name: str, text: str) -> str | None:
+    """Why the file is a non-Python script, or None."""
+    if name.lower().endswith(_SHELL_SUFFIXES):
+        return "a shell script"
+    if text.startswith("#!"):
+        interpreter = text.split("\n", 1)[0]
+        if "python" not in interpreter:
+            return f"a script for {interpreter[2:].strip()[:60]!r}"
+    return None
+
+
+# Python -----------------------------------------------------------------------------------
+
+_NETWORK_MODULES: Final = frozenset(
+    {
+        "socket",
+        "ssl",
+        "urllib",
+        "urllib2",
+        "urllib3",
+        "requests",
+        "httpx",
+        "http",
+        "aiohttp",
+        "ftplib",
+        "smtplib",
+        "telnetlib",
+        "paramiko",
+        "websocket",
+        "websockets",
+        "xmlrpc",
+    }
+)
+_CREDENTIAL_MARKERS: Final = (
+    ".ssh",
+    ".aws",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    ".netrc",
+    ".git-credentials",
+    ".gnupg",
+    ".kube/config",
+    ".docker/config.json",
+    ".npmrc",
+    ".pypirc",
+    "gh/hosts.yml",
+    "gcloud/",
+    "/run/secrets",
+    "/var/run/secrets",
+    "token.json",
+    ".token",
+)
+
+
+# Words that a home, credential or /proc finding needs in the source (every credential
+# marker holds one). ASCII source without any of them is not parsed (most scripts): its
+# imports are read line by line instead. Other text is always parsed, since Python folds
+# some characters into ASCII names (NFKC).
+_LITERAL_WORDS: Final = (
+    "~",
+    "home",
+    "HOME",
+    "USERPROFILE",
+    "expanduser",
+    "/proc",
+    "ssh",
+    "aws",
+    "id_",
+    "netrc",
+    "credentials",
+    "gnupg",
+    "kube",
+    "docker",
+    "npmrc",
+    "pypirc",
+    "hosts.yml",
+    "gcloud",
+    "secrets",
+    "token",
+)
+
+
+# One pattern per word: a literal pattern is searched far faster than an alternation of
+# them, or than ``in`` on a str.
+_LITERAL_PATTERNS: Final = tuple(re.compile(re.escape(word)) for word in _LITERAL_WORDS)
+# Short text is searched once for any of them: the calls would cost more than the scan.
+_ANY_LITERAL_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_WORDS)))
+_SHORT: Final = 512
+_IMPORT: Final = re.compile("import")
+
+
+def _network_import(text: str) -> tuple[int, str] | None:
+    """(line, what) of the first import of a network module in a line that starts with
+    ``import`` or ``from`` (statements split at ``;``), or None."""
+    end = -1
+    for match in _IMPORT.finditer(text):
+        start = match.start()
+        if start < end:
+            continue  # on a line already read
+        begin = text.rfind("\n", 0, start) + 1
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        for statement in text[begin:end].split(";"):
+            words = statement.split()
+            if not words or words[0] not in ("import", "from"):
+                continue
+            if words[0] == "from":
+                names = [words[1]] if len(words) > 1 and not words[1].startswith(".") else []
+                what = "imports from {}"
+            else:
+                names = [part.split()[0] for part in " ".join(words[1:]).split(",") if part.strip()]
+                what = "imports {}"
+            for module in names:
+                if module.split(".")[0] in _NETWORK_MODULES:
+                    return text.count("\n", 0, begin) + 1, what.format(module)
+    return None
+
+
+def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+    if text.isascii() and not (
+        _ANY_LITERAL_WORD.search(text)
+        if len(text) < _SHORT
+        else any(pattern.search(text) for pattern in _LITERAL_PATTERNS)
+    ):
+        found = _network_import(text)
+        if found is not None:
+            line, what = found
+            message = _PYTHON_WORDS["python_network"].format(what=what)
+            yield _finding(skill, name, line, "python_network", message)
+        return
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # Not Python we can read; the sandbox would fail to run it too.
+    first: dict[str, tuple[int, str]] = {}
+
+    def note(code: str, line: int, what: str) -> None:
+        if code not in first:
+            first[code] = (line, what)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _NETWORK_MODULES:
+                    note("python_network", node.lineno, f"imports {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] in _NETWORK_MODULES:
+                note("python_network", node.lineno, f"imports from {node.module}")
+        elif isinstance(node, ast.Attribute) and node.attr in ("expanduser", "home"):
+            note("python_home", node.lineno, f"calls {node.attr}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            _literal(node.value, node.lineno, note)
+    for code, (line, what) in first.items():
+        yield _finding(skill, name, line, code, _PYTHON_WORDS[code].format(what=what))
+
+
+_PYTHON_WORDS: Final = {
+    "python_network": "{what}: the script may reach the network (read statically).",
+    "python_home": "{what}: the script may read or write the home folder (read statically).",
+    "python_credentials": "{what}: the script may read credentials (read statically).",
+    "python_proc": "{what}: the script may read other processes (read statically).",
+}
+
+
+def _literal(value: str, line: int, note: Any) -> None:
+    if value.startswith("~") or value in ("HOME", "USERPROFILE"):
+        note("python_home", line, f"names {value[:40]!r}")
+    for marker in _CREDENTIAL_MARKERS:
+        if marker in value:
+            note("python_credentials", line, f"names {marker!r}")
+            break
+    if value == "/proc" or value.startswith("/proc/"):
+        note("python_proc", line, f"names {value[:40]!r}")
+
+
+def file_findings(skill: str, name: str, text: str | None) -> Iterator[Finding]:
+    """The findings of the file `name` (relative to the skill folder, ``/``-separated)
+    whose content is `text` (None: not text, or not read)."""
+    base = name.rsplit("/", 1)[-1]
+    if base == "conftest.py":
+        yield _finding(
+            skill, name, 0, "conftest", "a conftest.py: pytest runs it when tests are collected."
+        )
+    if text is None:
+        if base.lower().endswith(_SHELL_SUFFIXES):
+            yield _finding(skill, name, 0, "non_python_script", "ships a shell script.")
+        return
+    yield from _hidden_findings(skill, name, text)
+    if name == SKILL_FILE:
+        yield from _skill_md_findings(skill, text)
+    if base == "package.json":
+        yield from _package_json_findings(skill, name, text)
+    if base in ("hooks.json", "settings.json", "settings.local.json"):
+        yield from _hooks_file_findings(skill, name, text)
+    why = _is_non_python_script(base, text)
+    if why is not None:
+        yield _finding(
+            skill,
+            name,
+            1,
+            "non_python_script",
+            f"ships {why}; the skills server runs only Python, so the instructions may ask "
+            "an agent with a shell to run it.",
+        )
+    if base.endswith(".py"):
+        yield from _python_findings(skill, name, text)
+
+
+def finding(skill: str, name: str, line: int, code: str, message: str) -> Finding:
+    """A `Finding` at the level `AUDIT_CODES` gives `code`."""
+    return _finding(skill, name, line, code, message)

@@ -1,0 +1,294 @@
+"""The audit's findings are list_skills and validate warnings: every finding about a listed
+skill, under the audit's code, never hiding the skill; the findings in a skill's files are
+kept with the stamps of those files, so a new process reads none of them again and an
+edited, added or removed file is audited again on the next list. Real files, a real
+in-memory MCP client, the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from mcp import Client
+from mcp.types import TextContent
+
+from doc_processing_std_tools import skills_server
+from doc_processing_std_tools.config import reset_settings
+from doc_processing_std_tools.skills.audit import AUDIT_CODES, audit_skill
+from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog
+from doc_processing_std_tools.skills.cli import main
+from doc_processing_std_tools.skills.diagnostics import CODES
+
+if TYPE_CHECKING:
+    from conftest import SkillsFolder
+
+pytestmark = pytest.mark.anyio
+
+MAX = 1 << 20
+FETCH = "import json\n\nimport socket\n\nprint(json.dumps({}))\n"
+CLEAN = "import json\n\nprint(json.dumps({'ok': True}))\n"
+
+_opened: list[str] = []
+_counting = threading.local()
+
+
+def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and getattr(_counting, "on", False):
+        path = args[0]
+        if isinstance(path, str | bytes):
+            _opened.append(os.fsdecode(path))
+
+
+sys.addaudithook(_audit_hook)
+
+
+def files_opened(action: Any) -> tuple[Any, list[str]]:
+    """Run `action`; return its result and every path this thread opened by name."""
+    _opened.clear()
+    _counting.on = True
+    try:
+        result = action()
+    finally:
+        _counting.on = False
+    return result, list(_opened)
+
+
+def age(root: Path) -> None:
+    """Date every file back a minute, as files that were not just written."""
+    for path in [root, *root.rglob("*")]:
+        st = path.lstat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 60_000_000_000), follow_symlinks=False)
+
+
+def flagged(skills: SkillsFolder) -> None:
+    """One skill per finding the issue names, and one with none."""
+    (skills.write("shell-setup") / "scripts").mkdir()
+    (skills.path / "shell-setup" / "scripts" / "setup.sh").write_text("echo hi\n", "utf-8")
+    (skills.write("pytest-hook") / "conftest.py").write_text("x = 1\n", "utf-8")
+    (skills.write("npm-kit") / "package.json").write_text(
+        '{\n  "name": "kit",\n  "scripts": {\n    "postinstall": "node x.js"\n  }\n}\n', "utf-8"
+    )
+    (skills.write("fetcher") / "scripts").mkdir()
+    (skills.path / "fetcher" / "scripts" / "fetch.py").write_text(FETCH, "utf-8")
+    (skills.write("plain") / "notes.md").write_text("# Notes\n", "utf-8")
+
+
+EXPECTED = {
+    "fetcher": [("python_network", "scripts/fetch.py, line 3: imports socket")],
+    "npm-kit": [("lifecycle_script", "package.json, line 4: declares postinstall")],
+    "pytest-hook": [("conftest", "conftest.py: a conftest.py")],
+    "shell-setup": [("non_python_script", "scripts/setup.sh, line 1: ships a shell script")],
+}
+
+
+def by_skill(diagnostics: list[dict[str, str]]) -> dict[str, list[tuple[str, str]]]:
+    found: dict[str, list[tuple[str, str]]] = {}
+    for d in diagnostics:
+        assert d["level"] == "warning", d
+        prefix = next(start for _, start in EXPECTED.get(d["skill"], [("", "")]))
+        found.setdefault(d["skill"], []).append((d["code"], d["message"][: len(prefix)]))
+    return found
+
+
+async def call(client: Client, name: str, **arguments: Any) -> str:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+@pytest.fixture
+def roomy(skills: SkillsFolder, monkeypatch: pytest.MonkeyPatch) -> SkillsFolder:
+    """The skills folder with an output limit that holds every diagnostic."""
+    monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "100000")
+    reset_settings()
+    return skills
+
+
+async def test_each_finding_is_a_list_skills_warning_and_hides_no_skill(
+    roomy: SkillsFolder,
+) -> None:
+    flagged(roomy)
+    async with Client(skills_server) as client:
+        catalog = json.loads(await call(client, "list_skills"))
+        assert [s["name"] for s in catalog["skills"]] == [
+            "fetcher",
+            "npm-kit",
+            "plain",
+            "pytest-hook",
+            "shell-setup",
+        ]
+        assert by_skill(catalog["diagnostics"]) == EXPECTED
+        # Listed means loadable: a finding is a warning about the skill, not a refusal.
+        loaded = await call(client, "load_skill", skill_name="shell-setup")
+        assert "scripts/setup.sh" in loaded
+
+
+async def test_editing_adding_and_removing_files_changes_the_findings_on_the_next_list(
+    roomy: SkillsFolder,
+) -> None:
+    folder = roomy.write("fetcher")
+    (folder / "scripts").mkdir()
+    script = folder / "scripts" / "fetch.py"
+    script.write_text(CLEAN, "utf-8")
+    age(roomy.path)
+
+    async def codes(client: Client) -> list[str]:
+        catalog = json.loads(await call(client, "list_skills"))
+        return [d["code"] for d in catalog.get("diagnostics", [])]
+
+    async with Client(skills_server) as client:
+        assert await codes(client) == []
+        assert await codes(client) == []  # unchanged: answered from what was kept
+        script.write_text(FETCH, "utf-8")  # edited in place: only the file's stamp moves
+        assert await codes(client) == ["python_network"]
+        (folder / "scripts" / "run.sh").write_text("echo hi\n", "utf-8")  # added
+        assert sorted(await codes(client)) == ["non_python_script", "python_network"]
+        script.write_text(CLEAN, "utf-8")
+        (folder / "scripts" / "run.sh").unlink()  # removed
+        assert await codes(client) == []
+
+
+@pytest.mark.parametrize("watch", [True, False], ids=["inotify", "stat"])
+def test_peek_sees_a_script_edit_deep_in_a_skill(skills: SkillsFolder, watch: bool) -> None:
+    folder = skills.write("fetcher")
+    (folder / "scripts" / "lib").mkdir(parents=True)
+    script = folder / "scripts" / "lib" / "fetch.py"
+    script.write_text(CLEAN, "utf-8")
+    age(skills.path)
+    catalog = SkillCatalog(watch=watch)
+    first = catalog.scan(skills.path, max_bytes=MAX)
+    assert first.diagnostics == ()
+    assert catalog.peek(skills.path, max_bytes=MAX) is first
+    script.write_text(FETCH, "utf-8")
+    assert catalog.peek(skills.path, max_bytes=MAX) is None
+    codes = [d.code for d in catalog.scan(skills.path, max_bytes=MAX).diagnostics]
+    assert codes == ["python_network"]
+    catalog.clear()
+
+
+def scan_with(cache: Path, root: Path) -> Catalog:
+    """What a new server process does first: a new catalog on the persistent index."""
+    return SkillCatalog(cache_dir=cache).scan(root, max_bytes=MAX)
+
+
+def test_a_new_process_reuses_the_findings_kept_in_the_index(
+    skills: SkillsFolder, tmp_path: Path
+) -> None:
+    flagged(skills)
+    age(skills.path)
+    cache = tmp_path / "cache"
+    first, opened = files_opened(lambda: scan_with(cache, skills.path))
+    read = {
+        Path(p).relative_to(skills.path).as_posix()
+        for p in opened
+        if p.startswith(str(skills.path))
+    }
+    assert "fetcher/scripts/fetch.py" in read and "npm-kit/package.json" in read
+    again, opened = files_opened(lambda: scan_with(cache, skills.path))
+    assert [p for p in opened if p.startswith(str(skills.path))] == []
+    assert again.diagnostics == first.diagnostics
+    assert {d.skill for d in again.diagnostics} == set(EXPECTED)
+    # A script edited while no server ran (same size, old modification time put back):
+    # the next process audits that skill's files again, and only those.
+    script = skills.path / "fetcher" / "scripts" / "fetch.py"
+    before = script.stat()
+    script.write_text(FETCH.replace("socket", "string"), "utf-8")
+    os.utime(script, ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed, opened = files_opened(lambda: scan_with(cache, skills.path))
+    assert [p for p in opened if p.startswith(str(skills.path))] == [str(script)]
+    assert "fetcher" not in {d.skill for d in changed.diagnostics}
+
+
+def test_validate_prints_the_findings_and_strict_fails_on_them(
+    skills: SkillsFolder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flagged(skills)
+    assert main(["validate", str(skills.path)]) == 0
+    out = capsys.readouterr().out
+    for skill, [(code, start)] in EXPECTED.items():
+        assert f"{skills.path / skill}: warning [{code}] {start}" in out
+    assert out.splitlines()[-1] == "Checked 5 skill(s): 0 error(s), 4 warning(s)."
+    assert main(["validate", "--strict", str(skills.path / "fetcher")]) == 1
+    out = capsys.readouterr().out
+    assert "[python_network] scripts/fetch.py, line 3" in out
+    assert out.splitlines()[-1] == "Failed: --strict treats warnings as errors."
+    assert main(["validate", "--strict", str(skills.path / "plain")]) == 0
+
+
+LINKS_NAMED = (
+    "1 name(s) in this skill are symbolic links leading outside the skills folder, which "
+    "no tool reads and load_skill marks as not readable"
+)
+
+
+def test_hidden_text_and_links_are_said_once(skills: SkillsFolder, tmp_path: Path) -> None:
+    folder = skills.write("sneaky", body="# Steps\n\nUse the pass\u200bword tool.\n")
+    (folder / "notes.txt").write_text("Amount: \u202e0001\n", "utf-8")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x\n", "utf-8")
+    (folder / "shown-link.txt").symlink_to(outside)  # link_outside_skill names it
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "deep-link.txt").symlink_to(outside)  # deeper: the audit does
+    other = skills.write("other")
+    (folder / "sibling.txt").symlink_to(other / "SKILL.md")  # inside the skills folder
+    catalog = SkillCatalog().scan(skills.path, max_bytes=MAX)
+    found = sorted((d.code, d.message.split(":")[0]) for d in catalog.diagnostics)
+    assert found == [
+        ("bidi_controls", "notes.txt, line 1"),
+        ("hidden_text", "SKILL.md hides text"),
+        ("link_outside", "a/b/deep-link.txt"),
+        ("link_outside_skill", LINKS_NAMED),
+    ]
+    assert all(d.level == "warning" for d in catalog.diagnostics)
+
+
+def test_every_audit_code_is_a_warning_diagnostic_code() -> None:
+    for code in AUDIT_CODES:
+        assert CODES[code].level == "warning", code
+
+
+def test_every_credential_marker_and_home_word_makes_the_parse_happen() -> None:
+    """The words that decide whether a script is parsed cover every literal check."""
+    from doc_processing_std_tools.skills import audit_checks
+
+    for marker in (*audit_checks._CREDENTIAL_MARKERS, "expanduser", "HOME", "USERPROFILE"):
+        assert any(word in marker for word in audit_checks._LITERAL_WORDS), marker
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "what"),
+    [
+        ("import os\nimport socket\n", 2, "imports socket"),
+        ("import os, urllib.request as r\n", 1, "imports urllib.request"),
+        ("x = 1; import ssl\n", 1, "imports ssl"),
+        ("def f():\n    from http.client import HTTPConnection\n", 2, "imports from http.client"),
+        ('"""Fetch from https://example.org: no import here."""\nimport json\n', 0, ""),
+        ("from .socket import x\nimport requestsx\n", 0, ""),
+    ],
+)
+def test_imports_read_line_by_line_agree_with_the_parse(
+    tmp_path: Path, source: str, line: int, what: str
+) -> None:
+    """ASCII scripts without a home, credential or /proc word are not parsed: their
+    imports are read line by line, with the findings the parse gives."""
+    from doc_processing_std_tools.skills import audit_checks
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "t.py").write_text(source, "utf-8")
+    fast = [(f.line, f.message.split(":")[0]) for f in audit_skill(folder)]
+    assert fast == ([(line, what)] if line else [])
+    # The same file with a word that makes it parsed gives the same network finding.
+    (folder / "t.py").write_text(source + "# home\n", "utf-8")
+    parsed = [
+        (f.line, f.message.split(":")[0]) for f in audit_skill(folder) if f.code == "python_network"
+    ]
+    assert parsed == fast
+    assert audit_checks._network_import(source) == ((line, what) if line else None)
