@@ -27,6 +27,7 @@ from ..errors import (
     StdToolsError,
 )
 from ..paths import check_relative, confine, names_nothing
+from .audience import MODEL, Voice
 from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord
 from .frontmatter import (
     NAME_RULE,
@@ -38,7 +39,6 @@ from .lock import Pinning
 from .reading import resource_files
 from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
 from .template import render_template, template_content
-from .voice import MODEL, Voice
 
 __all__ = [
     "MAX_LISTED_RESOURCES",

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from .audience import MODEL
 from .discovery import (
     LINK_LOOP,
     RACY_NS,
@@ -57,7 +58,6 @@ from .records import (
     missing_note,
 )
 from .skill_audit import FileAudit, audit_files, unchanged
-from .voice import MODEL
 from .watch import EVERYTHING, FolderWatch
 
 __all__ = [

@@ -28,6 +28,7 @@ from .._version import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
+from .audience import person
 from .audit import Finding, audit_skill, find_skill_folders
 from .catalog import SKILL_FILE, SkillCatalog, SkillDiagnostic, find_deeper, read_skill, scan_once
 from .diagnostics import CODES
@@ -35,7 +36,6 @@ from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
 from .install import prepare, record_in_lock
 from .lock import LOCAL, build_lock, compare, read_lock, write_lock
 from .unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
-from .audience import person
 
 __all__ = ["main"]
 

@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from .. import _hidden
 from .._text import TRUNCATED_KEY, fit_json, wire_safe
+from .audience import Voice
 from .frontmatter import Diagnostic, Level
-from .voice import Voice
 
 __all__ = [
     "EXCERPT_LENGTH",
