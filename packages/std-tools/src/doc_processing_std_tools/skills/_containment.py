@@ -41,6 +41,7 @@ from ..errors import ConfigError
 __all__ = [
     "ScriptUser",
     "call_start_ticks",
+    "check_open_folder",
     "clear_setid",
     "contain_server",
     "permission_note",
@@ -279,6 +280,22 @@ def reach_problem(user: ScriptUser, paths: dict[str, Path]) -> str | None:
             f"to {what} {path}"
         )
     return None
+
+
+def check_open_folder(user: ScriptUser, fd: int, path: Path) -> None:
+    """Refuse to run when `user` may not enter the folder open as `fd` (the script's
+    folder, entered by this descriptor, so the folders above it do not matter).
+
+    Raises:
+        ConfigError: naming the folder and the ways out.
+    """
+    if _may_search(os.fstat(fd), user):
+        return
+    raise ConfigError(
+        f"Skill scripts run as the user {user.name!r} ({_USER_VARIABLE}) because the server "
+        f"runs as root, but that user may not enter the script's folder {path}; nothing "
+        f"ran. {_WAYS_OUT}"
+    )
 
 
 def interpreter_paths() -> dict[str, Path]:

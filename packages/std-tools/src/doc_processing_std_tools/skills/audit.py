@@ -222,10 +222,14 @@ def _link_findings(
 ) -> list[Finding]:
     """A ``link_outside`` finding when the link at `path` leads out of `root` (resolved
     once into `real_roots`)."""
-    if not real_roots:
-        real_roots.append(os.path.realpath(root))
-    if _inside(os.path.realpath(path), real_roots[0]):
-        return []
+    try:
+        if not real_roots:
+            real_roots.append(os.path.realpath(root))
+        if _inside(os.path.realpath(path), real_roots[0]):
+            return []
+    except OSError:  # the link changed while it was resolved: what it is now is unknown
+        message = "a symbolic link that changed while it was read; audit the skill again."
+        return [_finding(skill, name, 0, "not_audited", message)]
     message = (
         "a symbolic link that leads outside the skill folder; the skills "
         "server refuses it, and a copy of the skill may follow it."

@@ -74,6 +74,7 @@ from ..errors import InvalidArgumentError, NotFoundError
 from ._containment import (
     ScriptUser,
     call_start_ticks,
+    check_open_folder,
     check_reachable,
     contain_server,
     etc_files,
@@ -330,7 +331,7 @@ def _prepare(
     if bwrap is None and not policy.workspace_writable:
         raise no_read_only_workspace(policy)
     if user is not None and bwrap is None:
-        check_reachable(user, {"the script's folder": script.folder.path})
+        check_open_folder(user, script.folder.fd, script.folder.path)
     limits = limits_for(policy, time_limit, user.uid if user is not None else os.getuid())
     folder = os.fstat(script.folder.fd)
     settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}

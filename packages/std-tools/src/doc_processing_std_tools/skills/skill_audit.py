@@ -91,25 +91,32 @@ def audit_files(folder: Path, where: str, root: Path | None, max_bytes: int) -> 
     is its skills folder (for the links ``link_outside_skill`` names already)."""
     stamps: list[tuple[str, Stamp]] = []
     taken = time.time_ns()
-    findings = audit_folder(
-        str(folder),
-        where,
-        max_bytes=max_bytes,
-        max_files=DEFAULT_MAX_FILES,
-        stamps=stamps,
-        skip_skill_md=True,
-    )
     outside: list[str] = []  # links out of the skills folder, as link_outside_skill
-    if any(f.code == "link_outside" for f in findings):
-        real_root = (folder.parent if root is None else root).resolve()
-        kept = []
-        for finding in findings:
-            said = _link_said(finding, folder, real_root)
-            if said == "outside_skills_folder":
-                outside.append(finding.file)
-            elif said is None:
-                kept.append(finding)
-        findings = kept
+    try:
+        findings = audit_folder(
+            str(folder),
+            where,
+            max_bytes=max_bytes,
+            max_files=DEFAULT_MAX_FILES,
+            stamps=stamps,
+            skip_skill_md=True,
+        )
+        if any(f.code == "link_outside" for f in findings):
+            real_root = (folder.parent if root is None else root).resolve()
+            kept = []
+            for finding in findings:
+                said = _link_said(finding, folder, real_root)
+                if said == "outside_skills_folder":
+                    outside.append(finding.file)
+                elif said is None:
+                    kept.append(finding)
+            findings = kept
+    except OSError as exc:
+        # The folder changed under the walk (or cannot be read): say so, and audit it
+        # again on the next listing (racy), rather than fail the whole scan.
+        message = f"the skill's files could not be audited ({exc.strerror or exc})."
+        problem = SkillDiagnostic(where, "warning", "not_audited", f"{message} {_REVIEW}")
+        return FileAudit((), (problem,), True)
     # A file written within moments of its read could change again unseen in the same
     # clock tick; folders are not judged so (an entry added then shows once the folder
     # changes again), or every skill created moments ago would be audited twice.
