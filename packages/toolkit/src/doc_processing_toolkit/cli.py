@@ -194,15 +194,7 @@ async def _show_events(
     waiting: _Waiting | None = None,
 ) -> RunResult:
     """The events of one run, shown as they come (see `stream_run`)."""
-    from .events import (
-        ApprovalEvent,
-        FinalResultEvent,
-        RunStartEvent,
-        TextDeltaEvent,
-        ThinkingDeltaEvent,
-        ToolCallEvent,
-        ToolResultEvent,
-    )
+    from . import events  # the events' module only when a run shows them
 
     at_line_start = True
     thinking = False  # whether `err` is in the middle of a "thinking:" line
@@ -210,9 +202,9 @@ async def _show_events(
     async for event in agent.run_stream(prompt):
         if waiting is not None:
             waiting.stop()
-            if isinstance(event, RunStartEvent | ToolResultEvent):
+            if isinstance(event, events.RunStartEvent | events.ToolResultEvent):
                 waiting.start()  # the model is asked next
-        if isinstance(event, ThinkingDeltaEvent):
+        if isinstance(event, events.ThinkingDeltaEvent):
             if not quiet:
                 err.write(event.text if thinking else f"thinking: {event.text}")
                 err.flush()
@@ -222,7 +214,7 @@ async def _show_events(
             err.write("\n")
             err.flush()
             thinking = False
-        if isinstance(event, TextDeltaEvent):
+        if isinstance(event, events.TextDeltaEvent):
             if out is not None:
                 out.write(event.text)
                 out.flush()
@@ -232,31 +224,31 @@ async def _show_events(
             out.write("\n")
             out.flush()
             at_line_start = True
-        if isinstance(event, FinalResultEvent):
+        if isinstance(event, events.FinalResultEvent):
             if not quiet:
                 _write_summary(event.result, shown_warnings, err)
             return event.result
         if quiet:
             continue
-        if isinstance(event, RunStartEvent):
+        if isinstance(event, events.RunStartEvent):
             line = _skills_line(event.skills)
             if line is not None:
                 err.write(line + "\n")
             for warning in event.warnings:
                 err.write(f"warning: {warning}\n")
             shown_warnings = len(event.warnings)
-        elif isinstance(event, ToolCallEvent):
+        elif isinstance(event, events.ToolCallEvent):
             where = f" [{event.server}]" if event.server else ""
             arguments = json.dumps(event.call.arguments, ensure_ascii=False)
             err.write(f"-> {event.call.name}{where} {_preview(arguments)}\n")
-        elif isinstance(event, ApprovalEvent):
+        elif isinstance(event, events.ApprovalEvent):
             approval = event.record
             verdict = "approved" if approval.approved else "denied"
             reason = "" if approval.approved else f": {approval.reason}"
             err.write(
                 f"{verdict}: {approval.tool} [{approval.server}] by {approval.decided_by}{reason}\n"
             )
-        elif isinstance(event, ToolResultEvent):
+        elif isinstance(event, events.ToolResultEvent):
             record = event.record
             mark = "x" if record.is_error else "<-"
             err.write(
