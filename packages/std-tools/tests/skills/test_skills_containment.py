@@ -316,6 +316,31 @@ async def test_an_interpreter_the_script_user_cannot_reach_costs_scripts_only(
         shutil.rmtree(private, ignore_errors=True)
 
 
+@needs_bwrap
+async def test_a_python_installed_under_tmp_runs_scripts_under_bubblewrap(
+    folders: tuple[Path, Path],
+) -> None:
+    """The sandbox's fresh /tmp is mounted before the Python installation is shown, so
+    an interpreter or virtual environment under /tmp (a checkout there, a CI runner's
+    folder) stays visible to the script."""
+    skills, workspace = folders
+    write_skill(skills, "hello", "import sys\nprint('ran', sys.prefix)\n")
+    place = Path(tempfile.mkdtemp(prefix="dpt-tmp-python-", dir="/tmp"))
+    try:
+        os.chmod(place, 0o755)  # noqa: PTH101
+        venv = place / "venv"
+        await anyio.run_process([sys.executable, "-m", "venv", "--copies", "--without-pip", venv])
+        params = server_params(skills, workspace, "self", {"DPTTOOLS_SCRIPT_SANDBOX": "bwrap"})
+        params.command = str(venv / "bin" / "python")
+        path = os.pathsep.join(p for p in sys.path if p)
+        params.env = {**(params.env or {}), "PYTHONPATH": path}
+        async with Client(params) as client:
+            payload = await call(client, "hello", [])
+        assert payload["exit_code"] == 0 and payload["stdout"].startswith("ran "), payload
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
 @pytest.fixture
 def outside_folder() -> Iterator[Path]:
     """A folder outside /tmp and the homes (under /opt or /srv) holding a file readable by

@@ -444,6 +444,12 @@ def bwrap_command(
     args = [status.bwrap, *system_binds(network)]
     for fd, dest in etc_data:
         args += ["--ro-bind-data", str(fd), dest]
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    if status.tmpfs_size:
+        args += ["--size", str(temp_size_bytes)]
+    args += ["--tmpfs", "/tmp"]
+    # After the fresh /tmp: a later mount covers an earlier one, and a virtual
+    # environment or a checkout under /tmp must stay visible.
     bound: list[Path] = []
     readable = {*_python_folders(), *also_readable, *visible}
     for folder in sorted(readable, key=lambda path: len(path.parts)):
@@ -451,10 +457,6 @@ def bwrap_command(
             continue
         args += ["--ro-bind", str(folder), str(folder)]
         bound.append(folder)
-    args += ["--dev", "/dev", "--proc", "/proc"]
-    if status.tmpfs_size:
-        args += ["--size", str(temp_size_bytes)]
-    args += ["--tmpfs", "/tmp"]
     if workspace is not None and workspace.is_dir():
         bind = "--bind" if workspace_writable else "--ro-bind"
         args += [bind, str(workspace), str(workspace)]
