@@ -142,12 +142,11 @@ def audit_skill(
     link and never runs anything. Raises `NotFoundError` when `folder` is not a folder.
     """
     given = Path(folder)
-    if not given.is_dir():
+    if not os.path.isdir(given):  # noqa: PTH112 (no Path objects per skill)
         raise NotFoundError(f"{given} is not a folder; pass a skill folder.")
-    root = given.resolve()
-    return audit_folder(
-        str(root), given.name or root.name, max_bytes=max_bytes, max_files=max_files
-    )
+    root = os.path.realpath(given)  # what Path.resolve gives
+    name = given.name or os.path.basename(root)  # noqa: PTH119
+    return audit_folder(root, name, max_bytes=max_bytes, max_files=max_files)
 
 
 def audit_folder(
@@ -213,7 +212,8 @@ def audit_folder(
             message = f"not read: {too_large(repr(name), info.st_size, max_bytes)}"
             findings.append(_finding(skill, name, 0, "not_audited", message))
             continue
-        findings.extend(file_findings(skill, name, _as_text(data)))
+        text = _as_text(data)
+        findings.extend(file_findings(skill, name, text, None if text is None else data))
     return findings
 
 

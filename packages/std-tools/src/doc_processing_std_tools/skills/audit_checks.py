@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Final
@@ -119,12 +119,17 @@ _NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
 _ASCII_BYTES: Final = bytes(range(128))
 
 
-def _hidden_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+def _hidden_findings(
+    skill: str, name: str, text: str, data: bytes | None = None
+) -> Iterator[Finding]:
     if text.isascii():
         return  # ASCII is never hidden (one C pass, the common case)
     # Each distinct character is judged once; most text with accents, dashes or arrows
-    # holds no hidden one, and is not searched again.
-    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    # holds no hidden one, and is not searched again. `data`, the UTF-8 bytes `text` was
+    # decoded from when the caller has them, spares encoding it again.
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
+    others = data.translate(None, _ASCII_BYTES)
     if not any(map(_hidden_kind, set(others.decode("utf-8", "surrogatepass")))):
         return
     first: dict[str, int] = {}
@@ -390,12 +395,31 @@ _LITERAL_WORDS: Final = (
 )
 
 
-# One pattern per word: a literal pattern is searched far faster than an alternation of
-# them, or than ``in`` on a str.
-_LITERAL_PATTERNS: Final = tuple(re.compile(re.escape(word)) for word in _LITERAL_WORDS)
-# Short text is searched once for any of them: the calls would cost more than the scan.
-_ANY_LITERAL_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_WORDS)))
-_SHORT: Final = 512
+# Characters that are rare in source code and that, between them, every word holds. The
+# words are searched in one pass per character: from each place the character is found,
+# the rest of each word that holds it is checked around it.
+_ANCHORS: Final = "~Ok_whcux"
+
+
+def _word_searches(words: Iterable[str], anchors: str) -> tuple[re.Pattern[str], ...]:
+    """Patterns that, between them, find any of `words`: one per character of `anchors`
+    (each word is in the pattern of the first of them it holds; one that holds none
+    starts a pattern of its own). Each pattern starts with its character, which CPython
+    skips to as fast as it searches a literal word, so a text is searched once per
+    character instead of once per word."""
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        at = next((word.index(char) for char in anchors if char in word), 0)
+        before = f"(?<={re.escape(word[: at + 1])})" if at else ""
+        after = f"(?={re.escape(word[at + 1 :])})" if at + 1 < len(word) else ""
+        branches.setdefault(word[at], []).append(before + after)
+    return tuple(
+        re.compile(re.escape(char) + ("" if "" in rest else f"(?:{'|'.join(rest)})"))
+        for char, rest in branches.items()
+    )
+
+
+_WORD_SEARCHES: Final = tuple(p.search for p in _word_searches(_LITERAL_WORDS, _ANCHORS))
 _IMPORT: Final = re.compile("import")
 
 
@@ -427,11 +451,7 @@ def _network_import(text: str) -> tuple[int, str] | None:
 
 
 def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    if text.isascii() and not (
-        _ANY_LITERAL_WORD.search(text)
-        if len(text) < _SHORT
-        else any(pattern.search(text) for pattern in _LITERAL_PATTERNS)
-    ):
+    if text.isascii() and not any(search(text) for search in _WORD_SEARCHES):
         found = _network_import(text)
         if found is not None:
             line, what = found
@@ -483,9 +503,12 @@ def _literal(value: str, line: int, note: Any) -> None:
         note("python_proc", line, f"names {value[:40]!r}")
 
 
-def file_findings(skill: str, name: str, text: str | None) -> Iterator[Finding]:
+def file_findings(
+    skill: str, name: str, text: str | None, data: bytes | None = None
+) -> Iterator[Finding]:
     """The findings of the file `name` (relative to the skill folder, ``/``-separated)
-    whose content is `text` (None: not text, or not read)."""
+    whose content is `text` (None: not text, or not read), decoded from the UTF-8 bytes
+    `data` when the caller has them."""
     base = name.rsplit("/", 1)[-1]
     if base == "conftest.py":
         yield _finding(
@@ -495,7 +518,7 @@ def file_findings(skill: str, name: str, text: str | None) -> Iterator[Finding]:
         if base.lower().endswith(_SHELL_SUFFIXES):
             yield _finding(skill, name, 0, "non_python_script", "ships a shell script.")
         return
-    yield from _hidden_findings(skill, name, text)
+    yield from _hidden_findings(skill, name, text, data)
     if name == SKILL_FILE:
         yield from _skill_md_findings(skill, text)
     if base == "package.json":
