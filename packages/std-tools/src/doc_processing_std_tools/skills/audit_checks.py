@@ -420,6 +420,9 @@ def _word_searches(words: Iterable[str], anchors: str) -> tuple[re.Pattern[str],
 
 
 _WORD_SEARCHES: Final = tuple(p.search for p in _word_searches(_LITERAL_WORDS, _ANCHORS))
+# Short text is searched once for any of the words: the calls would cost more than the scan.
+_ANY_LITERAL_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_WORDS)))
+_SHORT: Final = 512
 _IMPORT: Final = re.compile("import")
 
 
@@ -451,7 +454,11 @@ def _network_import(text: str) -> tuple[int, str] | None:
 
 
 def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    if text.isascii() and not any(search(text) for search in _WORD_SEARCHES):
+    if text.isascii() and not (
+        _ANY_LITERAL_WORD.search(text)
+        if len(text) < _SHORT
+        else any(search(text) for search in _WORD_SEARCHES)
+    ):
         found = _network_import(text)
         if found is not None:
             line, what = found

@@ -120,15 +120,12 @@ def audit_files(folder: Path, where: str, root: Path | None, max_bytes: int) -> 
     # A file written within moments of its read could change again unseen in the same
     # clock tick; folders are not judged so (an entry added then shows once the folder
     # changes again), or every skill created moments ago would be audited twice.
-    racy = any(taken - stamp[0] < RACY_NS for name, stamp in stamps if not _is_folder(name))
-    diagnostics = as_diagnostics(where, findings)
+    recent = taken - RACY_NS
+    racy = any(stamp[0] > recent and name and name[-1] != "/" for name, stamp in stamps)
+    diagnostics = as_diagnostics(where, findings) if findings else []
     if outside:
         diagnostics.insert(0, outside_links_diagnostic(where, sorted(outside)))
     return FileAudit(tuple(stamps), tuple(diagnostics), racy)
-
-
-def _is_folder(name: str) -> bool:
-    return not name or name.endswith("/")
 
 
 def _link_said(finding: Finding, folder: Path, real_root: Path) -> str | None:
