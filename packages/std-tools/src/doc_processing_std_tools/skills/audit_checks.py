@@ -164,9 +164,11 @@ _SHELL_TOOLS: Final = re.compile(r"\b(?:bash|shell|sh|zsh|powershell|terminal)\b
 
 
 # A cheap first pass: the full reference pattern runs only on text that names such a file.
-# Letter classes rather than IGNORECASE keep the literal "." that the search skips to.
+# Letter classes rather than IGNORECASE keep the literal "." that the search skips to; the
+# look at the next letter turns away a sentence's end at once, before the alternatives.
 _SHELL_SUFFIX_HINT: Final = re.compile(
-    r"\.(?:[sS][hH]|[bB][aA][sS][hH]|[zZ][sS][hH]|[fF][iI][sS][hH]|[pP][sS][mM]?1"
+    r"\.(?=[sSbBzZfFpPcC])"
+    r"(?:[sS][hH]|[bB][aA][sS][hH]|[zZ][sS][hH]|[fF][iI][sS][hH]|[pP][sS][mM]?1"
     r"|[bB][aA][tT]|[cC][mM][dD])\b"
 )
 
@@ -512,38 +514,49 @@ def _literal(value: str, line: int, note: Any) -> None:
 
 def file_findings(
     skill: str, name: str, text: str | None, data: bytes | None = None
-) -> Iterator[Finding]:
+) -> list[Finding]:
     """The findings of the file `name` (relative to the skill folder, ``/``-separated)
     whose content is `text` (None: not text, or not read), decoded from the UTF-8 bytes
-    `data` when the caller has them."""
+    `data` when the caller has them. Most files have none: they cost a few comparisons."""
+    found: list[Finding] = []
     base = name.rsplit("/", 1)[-1]
     if base == "conftest.py":
-        yield _finding(
-            skill, name, 0, "conftest", "a conftest.py: pytest runs it when tests are collected."
+        found.append(
+            _finding(
+                skill,
+                name,
+                0,
+                "conftest",
+                "a conftest.py: pytest runs it when tests are collected.",
+            )
         )
     if text is None:
         if base.lower().endswith(_SHELL_SUFFIXES):
-            yield _finding(skill, name, 0, "non_python_script", "ships a shell script.")
-        return
-    yield from _hidden_findings(skill, name, text, data)
+            found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
+        return found
+    if not text.isascii():  # ASCII holds no hidden character
+        found.extend(_hidden_findings(skill, name, text, data))
     if name == SKILL_FILE:
-        yield from _skill_md_findings(skill, text)
+        found.extend(_skill_md_findings(skill, text))
     if base == "package.json":
-        yield from _package_json_findings(skill, name, text)
+        found.extend(_package_json_findings(skill, name, text))
     if base in ("hooks.json", "settings.json", "settings.local.json"):
-        yield from _hooks_file_findings(skill, name, text)
+        found.extend(_hooks_file_findings(skill, name, text))
     why = _is_non_python_script(base, text)
     if why is not None:
-        yield _finding(
-            skill,
-            name,
-            1,
-            "non_python_script",
-            f"ships {why}; the skills server runs only Python, so the instructions may ask "
-            "an agent with a shell to run it.",
+        found.append(
+            _finding(
+                skill,
+                name,
+                1,
+                "non_python_script",
+                f"ships {why}; the skills server runs only Python, so the instructions may "
+                "ask an agent with a shell to run it.",
+            )
         )
     if base.endswith(".py"):
-        yield from _python_findings(skill, name, text)
+        found.extend(_python_findings(skill, name, text))
+    return found
 
 
 def finding(skill: str, name: str, line: int, code: str, message: str) -> Finding:
