@@ -439,19 +439,26 @@ def _network_import(text: str) -> tuple[int, str] | None:
         begin = text.rfind("\n", 0, start) + 1
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
-        for statement in text[begin:end].split(";"):
+        line = text[begin:end]
+        for statement in line.split(";") if ";" in line else (line,):
             words = statement.split()
-            if not words or words[0] not in ("import", "from"):
+            if not words:
                 continue
             if words[0] == "from":
-                names = [words[1]] if len(words) > 1 and not words[1].startswith(".") else []
-                what = "imports from {}"
+                if len(words) > 1 and not words[1].startswith("."):
+                    module = words[1]
+                    if module.split(".")[0] in _NETWORK_MODULES:
+                        return text.count("\n", 0, begin) + 1, f"imports from {module}"
+                continue
+            if words[0] != "import":
+                continue
+            if len(words) == 2 and "," not in words[1]:
+                names = words[1:]  # the common ``import name``
             else:
                 names = [part.split()[0] for part in " ".join(words[1:]).split(",") if part.strip()]
-                what = "imports {}"
             for module in names:
                 if module.split(".")[0] in _NETWORK_MODULES:
-                    return text.count("\n", 0, begin) + 1, what.format(module)
+                    return text.count("\n", 0, begin) + 1, f"imports {module}"
     return None
 
 
