@@ -182,22 +182,36 @@ def skill_md_findings(
     yield from _skill_md_findings(skill, text, fields)
 
 
+def _starts(text: str, first: str, pattern: re.Pattern[str]) -> Iterator[int]:
+    """Where `pattern`'s matches start, as `pattern.finditer` finds them (none inside
+    another), for a pattern that starts with the character `first`: a character rare in
+    Markdown is skipped to by ``str.find``, far faster than the pattern's own search."""
+    index = text.find(first)
+    while index >= 0:
+        match = pattern.match(text, index)
+        if match is None:
+            index = text.find(first, index + 1)
+        else:
+            yield index
+            index = text.find(first, match.end())
+
+
 def _skill_md_findings(
     skill: str, text: str, fields: Mapping[str, Any] | None = None
 ) -> Iterator[Finding]:
-    for match in _HTML_COMMENT.finditer(text):
+    for index in _starts(text, "<", _HTML_COMMENT):
         yield _finding(
             skill,
             SKILL_FILE,
-            _line_of(text, match.start()),
+            _line_of(text, index),
             "html_comment",
             "an HTML comment: rendered Markdown hides it, but a model reads it.",
         )
-    for match in _COMMAND_TEMPLATE.finditer(text):
+    for index in _starts(text, "!", _COMMAND_TEMPLATE):
         yield _finding(
             skill,
             SKILL_FILE,
-            _line_of(text, match.start()),
+            _line_of(text, index),
             "command_template",
             "a !`command` template: some agents run the command when the skill loads, "
             "before anyone reads it.",
