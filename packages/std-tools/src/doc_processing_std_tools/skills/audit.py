@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from operator import attrgetter
 from pathlib import Path
 from typing import Final
@@ -60,36 +60,6 @@ def _inside(target: str, root: str) -> bool:
 
 
 _name: Final = attrgetter("name")
-
-
-def _walk(root: str) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
-    """(relative name, path, entry) of every entry under `root`, in name order, depth
-    first: a folder (its name ends in ``/``) comes just before what it holds.
-
-    Links are never followed: a linked folder is yielded as a link like any other.
-    """
-    pending = [("", root)]
-    while pending:
-        prefix, folder = pending.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = sorted(listing, key=_name)
-        except OSError:
-            continue
-        below: list[tuple[str, str]] = []
-        for entry in entries:
-            name = prefix + entry.name
-            try:
-                is_folder = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_folder:
-                if entry.name not in SKIPPED_FOLDERS:
-                    yield f"{name}/", entry.path, entry
-                    below.append((f"{name}/", entry.path))
-                continue
-            yield name, entry.path, entry
-        pending.extend(reversed(below))
 
 
 def _read(path: str, limit: int) -> tuple[os.stat_result, bytes | None] | None:
@@ -142,12 +112,11 @@ def audit_skill(
     link and never runs anything. Raises `NotFoundError` when `folder` is not a folder.
     """
     given = Path(folder)
-    if not given.is_dir():
+    if not os.path.isdir(given):  # noqa: PTH112 (no Path objects per skill)
         raise NotFoundError(f"{given} is not a folder; pass a skill folder.")
-    root = given.resolve()
-    return audit_folder(
-        str(root), given.name or root.name, max_bytes=max_bytes, max_files=max_files
-    )
+    root = os.path.realpath(given)  # what Path.resolve gives
+    name = given.name or os.path.basename(root)  # noqa: PTH119
+    return audit_folder(root, name, max_bytes=max_bytes, max_files=max_files)
 
 
 def audit_folder(
@@ -173,47 +142,72 @@ def audit_folder(
         except OSError:
             return findings
     files_read = 0
-    for name, path, entry in _walk(root):
-        if skip_skill_md and name == SKILL_FILE:
-            continue
+    # Every entry under `root`, in name order, depth first: a folder (its name ends in
+    # ``/``) comes just before what it holds. Links are never followed: a linked folder
+    # is a link like any other. (The walk is written out here: a generator per skill
+    # cost more than the checks of its small files.)
+    pending = [("", root)]
+    while pending:
+        prefix, folder = pending.pop()
         try:
-            regular = entry.is_file(follow_symlinks=False)
-            # A file's status comes from the descriptor it is read through.
-            info = None if regular else entry.stat(follow_symlinks=False)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=_name)
         except OSError:
             continue
-        if info is not None:
+        below: list[tuple[str, str]] = []
+        for entry in entries:
+            name = prefix + entry.name
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_folder:
+                if entry.name in SKIPPED_FOLDERS:
+                    continue
+                name += "/"
+                below.append((name, entry.path))
+            elif skip_skill_md and name == SKILL_FILE:
+                continue
+            try:
+                regular = not is_folder and entry.is_file(follow_symlinks=False)
+                # A file's status comes from the descriptor it is read through.
+                info = None if regular else entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info is not None:
+                if stamps is not None:
+                    stamps.append((name, stamp_of(info)))
+                if stat.S_ISLNK(info.st_mode):
+                    findings.extend(_link_findings(skill, name, entry.path, root, real_roots))
+                continue
+            if files_read >= max_files:
+                message = (
+                    f"not read: the audit reads at most {max_files} files per skill, "
+                    "and this one and those after it are past that."
+                )
+                findings.append(_finding(skill, name, 0, "not_audited", message))
+                return findings
+            files_read += 1
+            read = _read(entry.path, max_bytes)
+            if read is None:
+                if stamps is not None:
+                    try:
+                        stamps.append((name, stamp_of(entry.stat(follow_symlinks=False))))
+                    except OSError:
+                        continue
+                findings.extend(file_findings(skill, name, None))
+                continue
+            info, data = read
             if stamps is not None:
                 stamps.append((name, stamp_of(info)))
-            if stat.S_ISLNK(info.st_mode):
-                findings.extend(_link_findings(skill, name, path, root, real_roots))
-            continue
-        if files_read >= max_files:
-            message = (
-                f"not read: the audit reads at most {max_files} files per skill, "
-                "and this one and those after it are past that."
-            )
-            findings.append(_finding(skill, name, 0, "not_audited", message))
-            break
-        files_read += 1
-        read = _read(path, max_bytes)
-        if read is None:
-            if stamps is not None:
-                try:
-                    stamps.append((name, stamp_of(entry.stat(follow_symlinks=False))))
-                except OSError:
-                    continue
-            findings.extend(file_findings(skill, name, None))
-            continue
-        info, data = read
-        if stamps is not None:
-            stamps.append((name, stamp_of(info)))
-        if data is None or len(data) > max_bytes:
-            # Worded as every reader words a file over the limit.
-            message = f"not read: {too_large(repr(name), info.st_size, max_bytes)}"
-            findings.append(_finding(skill, name, 0, "not_audited", message))
-            continue
-        findings.extend(file_findings(skill, name, _as_text(data)))
+            if data is None or len(data) > max_bytes:
+                # Worded as every reader words a file over the limit.
+                message = f"not read: {too_large(repr(name), info.st_size, max_bytes)}"
+                findings.append(_finding(skill, name, 0, "not_audited", message))
+                continue
+            text = _as_text(data)
+            findings.extend(file_findings(skill, name, text, None if text is None else data))
+        pending.extend(reversed(below))
     return findings
 
 

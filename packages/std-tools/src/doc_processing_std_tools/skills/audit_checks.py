@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Final
@@ -119,12 +119,17 @@ _NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
 _ASCII_BYTES: Final = bytes(range(128))
 
 
-def _hidden_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+def _hidden_findings(
+    skill: str, name: str, text: str, data: bytes | None = None
+) -> Iterator[Finding]:
     if text.isascii():
         return  # ASCII is never hidden (one C pass, the common case)
     # Each distinct character is judged once; most text with accents, dashes or arrows
-    # holds no hidden one, and is not searched again.
-    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    # holds no hidden one, and is not searched again. `data`, the UTF-8 bytes `text` was
+    # decoded from when the caller has them, spares encoding it again.
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
+    others = data.translate(None, _ASCII_BYTES)
     if not any(map(_hidden_kind, set(others.decode("utf-8", "surrogatepass")))):
         return
     first: dict[str, int] = {}
@@ -159,9 +164,11 @@ _SHELL_TOOLS: Final = re.compile(r"\b(?:bash|shell|sh|zsh|powershell|terminal)\b
 
 
 # A cheap first pass: the full reference pattern runs only on text that names such a file.
-# Letter classes rather than IGNORECASE keep the literal "." that the search skips to.
+# Letter classes rather than IGNORECASE keep the literal "." that the search skips to; the
+# look at the next letter turns away a sentence's end at once, before the alternatives.
 _SHELL_SUFFIX_HINT: Final = re.compile(
-    r"\.(?:[sS][hH]|[bB][aA][sS][hH]|[zZ][sS][hH]|[fF][iI][sS][hH]|[pP][sS][mM]?1"
+    r"\.(?=[sSbBzZfFpPcC])"
+    r"(?:[sS][hH]|[bB][aA][sS][hH]|[zZ][sS][hH]|[fF][iI][sS][hH]|[pP][sS][mM]?1"
     r"|[bB][aA][tT]|[cC][mM][dD])\b"
 )
 
@@ -175,22 +182,36 @@ def skill_md_findings(
     yield from _skill_md_findings(skill, text, fields)
 
 
+def _starts(text: str, first: str, pattern: re.Pattern[str]) -> Iterator[int]:
+    """Where `pattern`'s matches start, as `pattern.finditer` finds them (none inside
+    another), for a pattern that starts with the character `first`: a character rare in
+    Markdown is skipped to by ``str.find``, far faster than the pattern's own search."""
+    index = text.find(first)
+    while index >= 0:
+        match = pattern.match(text, index)
+        if match is None:
+            index = text.find(first, index + 1)
+        else:
+            yield index
+            index = text.find(first, match.end())
+
+
 def _skill_md_findings(
     skill: str, text: str, fields: Mapping[str, Any] | None = None
 ) -> Iterator[Finding]:
-    for match in _HTML_COMMENT.finditer(text):
+    for index in _starts(text, "<", _HTML_COMMENT):
         yield _finding(
             skill,
             SKILL_FILE,
-            _line_of(text, match.start()),
+            _line_of(text, index),
             "html_comment",
             "an HTML comment: rendered Markdown hides it, but a model reads it.",
         )
-    for match in _COMMAND_TEMPLATE.finditer(text):
+    for index in _starts(text, "!", _COMMAND_TEMPLATE):
         yield _finding(
             skill,
             SKILL_FILE,
-            _line_of(text, match.start()),
+            _line_of(text, index),
             "command_template",
             "a !`command` template: some agents run the command when the skill loads, "
             "before anyone reads it.",
@@ -390,10 +411,32 @@ _LITERAL_WORDS: Final = (
 )
 
 
-# One pattern per word: a literal pattern is searched far faster than an alternation of
-# them, or than ``in`` on a str.
-_LITERAL_PATTERNS: Final = tuple(re.compile(re.escape(word)) for word in _LITERAL_WORDS)
-# Short text is searched once for any of them: the calls would cost more than the scan.
+# Characters that are rare in source code and that, between them, every word holds. The
+# words are searched in one pass per character: from each place the character is found,
+# the rest of each word that holds it is checked around it.
+_ANCHORS: Final = "~Ok_whcux"
+
+
+def _word_searches(words: Iterable[str], anchors: str) -> tuple[re.Pattern[str], ...]:
+    """Patterns that, between them, find any of `words`: one per character of `anchors`
+    (each word is in the pattern of the first of them it holds; one that holds none
+    starts a pattern of its own). Each pattern starts with its character, which CPython
+    skips to as fast as it searches a literal word, so a text is searched once per
+    character instead of once per word."""
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        at = next((word.index(char) for char in anchors if char in word), 0)
+        before = f"(?<={re.escape(word[: at + 1])})" if at else ""
+        after = f"(?={re.escape(word[at + 1 :])})" if at + 1 < len(word) else ""
+        branches.setdefault(word[at], []).append(before + after)
+    return tuple(
+        re.compile(re.escape(char) + ("" if "" in rest else f"(?:{'|'.join(rest)})"))
+        for char, rest in branches.items()
+    )
+
+
+_WORD_SEARCHES: Final = tuple(p.search for p in _word_searches(_LITERAL_WORDS, _ANCHORS))
+# Short text is searched once for any of the words: the calls would cost more than the scan.
 _ANY_LITERAL_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_WORDS)))
 _SHORT: Final = 512
 _IMPORT: Final = re.compile("import")
@@ -410,19 +453,26 @@ def _network_import(text: str) -> tuple[int, str] | None:
         begin = text.rfind("\n", 0, start) + 1
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
-        for statement in text[begin:end].split(";"):
+        line = text[begin:end]
+        for statement in line.split(";") if ";" in line else (line,):
             words = statement.split()
-            if not words or words[0] not in ("import", "from"):
+            if not words:
                 continue
             if words[0] == "from":
-                names = [words[1]] if len(words) > 1 and not words[1].startswith(".") else []
-                what = "imports from {}"
+                if len(words) > 1 and not words[1].startswith("."):
+                    module = words[1]
+                    if module.split(".")[0] in _NETWORK_MODULES:
+                        return text.count("\n", 0, begin) + 1, f"imports from {module}"
+                continue
+            if words[0] != "import":
+                continue
+            if len(words) == 2 and "," not in words[1]:
+                names = words[1:]  # the common ``import name``
             else:
                 names = [part.split()[0] for part in " ".join(words[1:]).split(",") if part.strip()]
-                what = "imports {}"
             for module in names:
                 if module.split(".")[0] in _NETWORK_MODULES:
-                    return text.count("\n", 0, begin) + 1, what.format(module)
+                    return text.count("\n", 0, begin) + 1, f"imports {module}"
     return None
 
 
@@ -430,7 +480,7 @@ def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
     if text.isascii() and not (
         _ANY_LITERAL_WORD.search(text)
         if len(text) < _SHORT
-        else any(pattern.search(text) for pattern in _LITERAL_PATTERNS)
+        else any(search(text) for search in _WORD_SEARCHES)
     ):
         found = _network_import(text)
         if found is not None:
@@ -483,37 +533,51 @@ def _literal(value: str, line: int, note: Any) -> None:
         note("python_proc", line, f"names {value[:40]!r}")
 
 
-def file_findings(skill: str, name: str, text: str | None) -> Iterator[Finding]:
+def file_findings(
+    skill: str, name: str, text: str | None, data: bytes | None = None
+) -> list[Finding]:
     """The findings of the file `name` (relative to the skill folder, ``/``-separated)
-    whose content is `text` (None: not text, or not read)."""
+    whose content is `text` (None: not text, or not read), decoded from the UTF-8 bytes
+    `data` when the caller has them. Most files have none: they cost a few comparisons."""
+    found: list[Finding] = []
     base = name.rsplit("/", 1)[-1]
     if base == "conftest.py":
-        yield _finding(
-            skill, name, 0, "conftest", "a conftest.py: pytest runs it when tests are collected."
+        found.append(
+            _finding(
+                skill,
+                name,
+                0,
+                "conftest",
+                "a conftest.py: pytest runs it when tests are collected.",
+            )
         )
     if text is None:
         if base.lower().endswith(_SHELL_SUFFIXES):
-            yield _finding(skill, name, 0, "non_python_script", "ships a shell script.")
-        return
-    yield from _hidden_findings(skill, name, text)
+            found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
+        return found
+    if not text.isascii():  # ASCII holds no hidden character
+        found.extend(_hidden_findings(skill, name, text, data))
     if name == SKILL_FILE:
-        yield from _skill_md_findings(skill, text)
+        found.extend(_skill_md_findings(skill, text))
     if base == "package.json":
-        yield from _package_json_findings(skill, name, text)
+        found.extend(_package_json_findings(skill, name, text))
     if base in ("hooks.json", "settings.json", "settings.local.json"):
-        yield from _hooks_file_findings(skill, name, text)
+        found.extend(_hooks_file_findings(skill, name, text))
     why = _is_non_python_script(base, text)
     if why is not None:
-        yield _finding(
-            skill,
-            name,
-            1,
-            "non_python_script",
-            f"ships {why}; the skills server runs only Python, so the instructions may ask "
-            "an agent with a shell to run it.",
+        found.append(
+            _finding(
+                skill,
+                name,
+                1,
+                "non_python_script",
+                f"ships {why}; the skills server runs only Python, so the instructions may "
+                "ask an agent with a shell to run it.",
+            )
         )
     if base.endswith(".py"):
-        yield from _python_findings(skill, name, text)
+        found.extend(_python_findings(skill, name, text))
+    return found
 
 
 def finding(skill: str, name: str, line: int, code: str, message: str) -> Finding:

@@ -364,7 +364,7 @@ class SkillCatalog:
             kept = entry is cache.entries.get(name)  # SKILL.md unchanged: only files were
             previous = entry.files
             if not self._files_current(entry, f"{prefix}{name}"):
-                entry.files = audit_files(skills_dir / name, name, skills_dir, max_bytes)
+                entry.files = audit_files(f"{prefix}{name}", name, skills_dir, max_bytes)
             if kept and _same_audit(previous, entry.files):
                 recheck = True  # audited again while racy, and nothing differs
             else:

@@ -85,7 +85,7 @@ def skill_md_diagnostics(
     return as_diagnostics(where, skill_md_findings(where, text, fields))
 
 
-def audit_files(folder: Path, where: str, root: Path | None, max_bytes: int) -> FileAudit:
+def audit_files(folder: Path | str, where: str, root: Path | None, max_bytes: int) -> FileAudit:
     """Audit every file of the skill in `folder` but its SKILL.md (at most `max_bytes`
     each, links never followed); `where` names the skill in the diagnostics and `root`
     is its skills folder (for the links ``link_outside_skill`` names already)."""
@@ -94,7 +94,7 @@ def audit_files(folder: Path, where: str, root: Path | None, max_bytes: int) -> 
     outside: list[str] = []  # links out of the skills folder, as link_outside_skill
     try:
         findings = audit_folder(
-            str(folder),
+            os.fspath(folder),
             where,
             max_bytes=max_bytes,
             max_files=DEFAULT_MAX_FILES,
@@ -102,10 +102,11 @@ def audit_files(folder: Path, where: str, root: Path | None, max_bytes: int) -> 
             skip_skill_md=True,
         )
         if any(f.code == "link_outside" for f in findings):
-            real_root = (folder.parent if root is None else root).resolve()
+            path = Path(folder)
+            real_root = (path.parent if root is None else root).resolve()
             kept = []
             for finding in findings:
-                said = _link_said(finding, folder, real_root)
+                said = _link_said(finding, path, real_root)
                 if said == "outside_skills_folder":
                     outside.append(finding.file)
                 elif said is None:
@@ -120,15 +121,12 @@ def audit_files(folder: Path, where: str, root: Path | None, max_bytes: int) -> 
     # A file written within moments of its read could change again unseen in the same
     # clock tick; folders are not judged so (an entry added then shows once the folder
     # changes again), or every skill created moments ago would be audited twice.
-    racy = any(taken - stamp[0] < RACY_NS for name, stamp in stamps if not _is_folder(name))
-    diagnostics = as_diagnostics(where, findings)
+    recent = taken - RACY_NS
+    racy = any(stamp[0] > recent and name and name[-1] != "/" for name, stamp in stamps)
+    diagnostics = as_diagnostics(where, findings) if findings else []
     if outside:
         diagnostics.insert(0, outside_links_diagnostic(where, sorted(outside)))
     return FileAudit(tuple(stamps), tuple(diagnostics), racy)
-
-
-def _is_folder(name: str) -> bool:
-    return not name or name.endswith("/")
 
 
 def _link_said(finding: Finding, folder: Path, real_root: Path) -> str | None:
