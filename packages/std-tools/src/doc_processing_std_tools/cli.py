@@ -166,12 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     def scripts_ready() -> None:
         try:
-            start_scripts(
-                settings.script_sandbox,
-                settings.script_user,
-                read_only=serving.read_only,
-                tools=serving.tools,
-            )
+            start_scripts(settings, read_only=serving.read_only, tools=serving.tools)
         except ConfigError as exc:
             _fail(str(exc))
 

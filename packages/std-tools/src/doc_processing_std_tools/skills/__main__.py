@@ -52,12 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         server = new_skills_server(tools=serving.tools, read_only=serving.read_only)
         from ._containment import start_scripts
 
-        start_scripts(
-            settings.script_sandbox,
-            settings.script_user,
-            read_only=serving.read_only,
-            tools=serving.tools,
-        )
+        start_scripts(settings, read_only=serving.read_only, tools=serving.tools)
     except ConfigError as exc:
         print(f"doc_processing_std_tools.skills: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

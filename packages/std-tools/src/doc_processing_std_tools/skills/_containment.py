@@ -34,9 +34,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 __all__ = [
     "ScriptUser",
@@ -341,25 +344,19 @@ def bounds_in_effect(user: ScriptUser | None) -> str:
     return f"{who}; {cgroup_support().describe()}"
 
 
-def start_scripts(
-    mode: Literal["auto", "bwrap", "none"],
-    user: str,
-    *,
-    read_only: bool,
-    tools: tuple[str, ...] | None,
-) -> None:
+def start_scripts(settings: Settings, *, read_only: bool, tools: tuple[str, ...] | None) -> None:
     """At server start in the command line: log what scripts run under and, when the
     server offers execute_skill_script, contain this process now (`contain_server`).
 
     Raises:
-        ConfigError: the server runs as root and `user` names no user here. A user
+        ConfigError: the server runs as root and DPTTOOLS_SCRIPT_USER names no user here. A user
             that cannot reach the interpreter is a WARNING: the server's other tools work,
             and every script call is refused with the same reason.
     """
     from .sandbox import announce_sandbox
 
-    found = script_user(user)
-    announce_sandbox(mode, user)
+    found = script_user(settings.script_user)
+    announce_sandbox(settings.script_sandbox, settings.script_user)
     if not read_only and (tools is None or "execute_skill_script" in tools):
         problem = None if found is None else reach_problem(found, interpreter_paths())
         if problem is not None:
