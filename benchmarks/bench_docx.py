@@ -19,18 +19,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from xml.parsers import expat
 
 import docx
+from bench_documents import timed, use_settings
 from docx.enum.style import WD_STYLE_TYPE
 
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.documents import api
-from doc_processing_std_tools.workspace import Workspace
 
 
 def make_docx(path: Path, sections: int) -> None:
@@ -82,30 +81,6 @@ def floor(path: Path) -> int:
             parser.StartElementHandler = start
             parser.Parse(package.read(member), True)
     return seen
-
-
-def timed(function: Callable[[], object], runs: int) -> tuple[float, object]:
-    """Median wall time in seconds over `runs` calls, and the last result."""
-    times: list[float] = []
-    result: object = None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
-def use_settings(folder: Path, limit: int) -> Workspace:
-    reset_settings(
-        load_settings(
-            {
-                "DPTTOOLS_WORKSPACE_DIR": str(folder),
-                "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT": str(limit),
-                "DPTTOOLS_MAX_FILE_SIZE_MB": "200",
-            }
-        )
-    )
-    return Workspace.from_settings()
 
 
 def main() -> None:
