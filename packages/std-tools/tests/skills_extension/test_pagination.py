@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.skills.extension import SkillsExtension, register_skill_resources
 from doc_processing_std_tools.skills.listings import MAX_LISTINGS
 from doc_processing_std_tools.skills.publisher import SkillPublisher
@@ -170,3 +171,24 @@ async def test_a_cursor_of_a_listing_long_gone_goes_on_after_the_skill_it_names(
         "skill://s-002/SKILL.md",
         "skill://s-003/SKILL.md",
     ]
+
+
+async def test_a_second_walk_of_a_long_listing_is_answered_from_kept_pages(
+    skills: SkillsFolder,
+) -> None:
+    """A listing of 45 pages keeps all of them: a walk does not evict the pages the next
+    walk asks for first (as a bound of 16 pages did, which made every warm walk of a
+    catalog over 16 pages build each page again)."""
+    write_skills(skills, 90)
+    await anyio.sleep(0.3)  # past the moments when a fresh stamp is not trusted
+    publisher = SkillPublisher(page_skills=2)
+    extension = SkillsExtension(publisher)
+    server = MCPServer("paged", extensions=[extension], middleware=[extension.mime_types])
+    async with Client(server) as client:
+        await list_all(client)
+        _, pages = await list_all(client)
+    cursors = [None] + [page["nextCursor"] for page in pages[:-1]]
+    assert len(cursors) == 45
+    settings = get_settings()
+    kept = [publisher.cached_page(settings, cursor) is not None for cursor in cursors]
+    assert all(kept), f"{kept.count(False)} of 45 pages built again on the next walk"

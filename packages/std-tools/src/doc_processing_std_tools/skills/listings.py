@@ -9,7 +9,9 @@ cursor this process did not hand out is refused before anything is looked up.
 
 Everything here is bounded whatever a client sends: `MAX_LISTINGS` listings are kept
 (least recently used dropped first; a cursor of a dropped listing is still good, and the
-caller takes the catalog anew), and each keeps at most `MAX_CACHED_PAGES` answered pages.
+caller takes the catalog anew), and each keeps the answered pages of a whole walk (at
+most twice its skills in entries, at least `MIN_CACHED_PAGES` pages), so a second walk
+is answered from memory however long the catalog.
 Not thread-safe: the publisher serialises every call.
 """
 
@@ -26,8 +28,8 @@ from .publishable import unpublishable
 from .uris import CursorSigner, file_uri
 
 __all__ = [
-    "MAX_CACHED_PAGES",
     "MAX_LISTINGS",
+    "MIN_CACHED_PAGES",
     "Listing",
     "Listings",
     "Page",
@@ -36,8 +38,9 @@ __all__ = [
 
 MAX_LISTINGS: Final = 4
 """How many listings (catalog snapshots) the cursors handed out may refer to."""
-MAX_CACHED_PAGES: Final = 16
-"""How many answered pages one listing keeps, least recently used dropped first."""
+MIN_CACHED_PAGES: Final = 16
+"""How many answered pages one listing keeps at least, whatever their entries add up to
+(`Listing.keep`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,7 @@ class Listing:
     blocked: dict[str, SkillDiagnostic]
     """The catalog's reason to leave a skill out, by skill name."""
     _pages: OrderedDict[str, Page] = field(default_factory=OrderedDict)
+    _kept_entries: int = 0
 
     def start(self, after: str) -> int:
         """The index in `records` of the first skill after the URI `after` ("": 0)."""
@@ -88,14 +92,24 @@ class Listing:
         return known
 
     def keep(self, after: str, page: Page) -> None:
-        """Keep `page` as the answer after `after` (the oldest dropped past the bound)."""
+        """Keep `page` as the answer after `after`. The kept pages hold at most twice the
+        listing's skills in all (a whole walk, with room for pages whose bounds moved),
+        and there are at least `MIN_CACHED_PAGES` of them; the least recently used go
+        first."""
+        dropped = self._pages.pop(after, None)
+        if dropped is not None:
+            self._kept_entries -= len(dropped.entries)
         self._pages[after] = page
-        while len(self._pages) > MAX_CACHED_PAGES:
-            self._pages.popitem(last=False)
+        self._kept_entries += len(page.entries)
+        room = 2 * len(self.records)
+        while len(self._pages) > MIN_CACHED_PAGES and self._kept_entries > room:
+            _, oldest = self._pages.popitem(last=False)
+            self._kept_entries -= len(oldest.entries)
 
     def forget_pages(self) -> None:
         """Drop every kept page (something they were built from changed)."""
         self._pages.clear()
+        self._kept_entries = 0
 
 
 class Listings:
