@@ -133,3 +133,21 @@ def test_each_kind_is_escaped_and_plain_text_is_unchanged() -> None:
     # Take the note and the line away, and what is left is the block without them.
     line = '\n  <skill name="c">Split pass[U+200B]word.</skill>'
     assert hiding.replace(line, "").replace(hidden_note(1) + "\n\n", "") == block
+
+
+def test_variation_selectors_past_the_one_that_picks_a_form_are_escaped() -> None:
+    """One selector after a drawn character (the U+FE0F of an emoji) is how the character
+    is drawn; a run of them after an emoji can spell anything, byte by byte."""
+    heart = "Love it \u2764\ufe0f."
+    assert escape_hidden(heart) == (heart, False)
+    smuggled = "Fine \U0001f600" + "\ufe01\U000e0151\U000e0162"
+    escaped, found = escape_hidden(smuggled)
+    assert found
+    assert escaped == "Fine \U0001f600\ufe01[U+E0151][U+E0162]"
+    assert escape_hidden("\ufe0fstart") == ("[U+FE0F]start", True)
+
+
+def test_plain_text_with_ellipses_and_accents_is_left_alone() -> None:
+    for text in ["Summarises a report…", "Café crème, naïve résumé", "日本語の説明。"]:
+        assert escape_hidden(text) == (text, False)
+    assert escape_hidden("Shortened…\u200b") == ("Shortened…[U+200B]", True)
