@@ -1,8 +1,8 @@
 """Without --workspace and DPTTOOLS_WORKSPACE_DIR, a server started in the root of the file
-system or in the home folder refuses every file and document tool (the whole disk would be
-the workspace) and says so once at start-up; elsewhere the working folder is the
-workspace, as before (issue 20, item 1). Real servers over stdio, driven by the SDK's
-client."""
+system, in the home folder or in a system folder such as /etc refuses every file and
+document tool and says so once at start-up; elsewhere the working folder is the
+workspace (issues 20 and 28). Without DPTTOOLS_SKILLS_DIR, create_skill makes no skills
+folder in such a place. Real servers over stdio, driven by the SDK's client."""
 
 from __future__ import annotations
 
@@ -42,7 +42,10 @@ def _exists(path: Path) -> bool:
 def _assert_names_the_way_out(message: str) -> None:
     assert "--workspace" in message
     assert "DPTTOOLS_WORKSPACE_DIR" in message
-    assert "docs/hosts/" in message
+    assert "Hosts pages of the documentation" in message
+    # An installed user has no copy of the repository: no path of it is named.
+    assert "docs/" not in message
+    assert "troubleshooting/#no-workspace" in message
 
 
 @pytest.fixture
@@ -88,6 +91,59 @@ async def test_started_in_the_root_the_file_and_document_tools_refuse(home: Path
         assert "root of the file system" in message
         _assert_names_the_way_out(message)
     assert not _exists(Path("/") / NEVER_WRITTEN)
+
+
+@pytest.mark.parametrize("folder", ["/etc", "/usr/share", "/var", "/proc"])
+async def test_started_in_a_system_folder_the_file_and_document_tools_refuse(
+    home: Path, folder: str
+) -> None:
+    if not Path(folder).is_dir():
+        pytest.skip(f"{folder} is not a folder on this system")
+    for is_error, message in await _refusals(Path(folder), home):
+        assert is_error, message
+        assert "folder of the operating system" in message or "shared by" in message
+        _assert_names_the_way_out(message)
+
+
+async def test_started_in_etc_read_file_does_not_serve_passwd(home: Path) -> None:
+    if not Path("/etc/passwd").is_file():
+        pytest.skip("no /etc/passwd on this system")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools"],
+        env={"HOME": str(home), "DPTTOOLS_SKILLS_DIR": str(home / "no-skills")},
+        cwd="/etc",
+    )
+    async with Client(params) as client:
+        result = await client.call_tool("read_file", {"path": "passwd"})
+    assert result.is_error
+    assert "root:" not in _text(result)
+
+
+async def test_started_in_the_root_create_skill_makes_no_skills_folder(home: Path) -> None:
+    default = Path("/.agent_skills")
+    was_there = default.exists()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools"],
+        env={"HOME": str(home)},
+        cwd="/",
+    )
+    try:
+        async with Client(params) as client:
+            result = await client.call_tool(
+                "create_skill", {"skill_name": "stray-skill", "description": "Does nothing."}
+            )
+        message = _text(result)
+        assert result.is_error, message
+        assert "DPTTOOLS_SKILLS_DIR" in message
+        assert "file tool" not in message
+        assert default.exists() == was_there
+    finally:
+        if not was_there and default.is_dir():  # only what this test made (before the fix)
+            for path in sorted(default.rglob("*"), reverse=True):
+                path.unlink() if not path.is_dir() else path.rmdir()
+            default.rmdir()
 
 
 def _startup_log(cwd: Path, home: Path, *extra: str) -> str:

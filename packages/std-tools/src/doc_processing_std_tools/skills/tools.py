@@ -211,8 +211,8 @@ def register_skills_tools(server: MCPServer) -> None:
         """Create a new skill folder holding a template SKILL.md, without overwriting.
 
         skill_name: 1-64 lowercase letters, digits and single hyphens. description: what
-        the skill does and when to use it. Fill in the template's TODO sections afterwards
-        with a file tool; list_skills shows the new skill from its next call.
+        the skill does and when to use it. The answer says how the template's TODO sections
+        can be filled in; list_skills shows the new skill from its next call.
         """
         with tool_errors():
             return limited(actions.create_skill(get_settings(), skill_name, description))
