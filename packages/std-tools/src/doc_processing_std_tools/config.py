@@ -361,9 +361,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             else None
         ),
         skills_dir_refusal=(
-            _skills_dir_refusal(roots[0], home)
-            if env.get("DPTTOOLS_SKILLS_DIR") is None
-            else None
+            _skills_dir_refusal(roots[0], home) if env.get("DPTTOOLS_SKILLS_DIR") is None else None
         ),
         sandbox_timeout=_positive_number(
             "DPTTOOLS_SANDBOX_TIMEOUT", raw("DPTTOOLS_SANDBOX_TIMEOUT")

@@ -6,6 +6,7 @@ folder in such a place. Real servers over stdio, driven by the SDK's client."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import uuid
@@ -37,6 +38,10 @@ def _text(result: object) -> str:
 
 def _exists(path: Path) -> bool:
     return path.exists()
+
+
+def _is_dir(path: Path) -> bool:
+    return path.is_dir()
 
 
 def _assert_names_the_way_out(message: str) -> None:
@@ -97,7 +102,7 @@ async def test_started_in_the_root_the_file_and_document_tools_refuse(home: Path
 async def test_started_in_a_system_folder_the_file_and_document_tools_refuse(
     home: Path, folder: str
 ) -> None:
-    if not Path(folder).is_dir():
+    if not _is_dir(Path(folder)):
         pytest.skip(f"{folder} is not a folder on this system")
     for is_error, message in await _refusals(Path(folder), home):
         assert is_error, message
@@ -106,7 +111,7 @@ async def test_started_in_a_system_folder_the_file_and_document_tools_refuse(
 
 
 async def test_started_in_etc_read_file_does_not_serve_passwd(home: Path) -> None:
-    if not Path("/etc/passwd").is_file():
+    if not _exists(Path("/etc/passwd")):
         pytest.skip("no /etc/passwd on this system")
     params = StdioServerParameters(
         command=sys.executable,
@@ -122,7 +127,7 @@ async def test_started_in_etc_read_file_does_not_serve_passwd(home: Path) -> Non
 
 async def test_started_in_the_root_create_skill_makes_no_skills_folder(home: Path) -> None:
     default = Path("/.agent_skills")
-    was_there = default.exists()
+    was_there = _exists(default)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "doc_processing_std_tools"],
@@ -138,12 +143,10 @@ async def test_started_in_the_root_create_skill_makes_no_skills_folder(home: Pat
         assert result.is_error, message
         assert "DPTTOOLS_SKILLS_DIR" in message
         assert "file tool" not in message
-        assert default.exists() == was_there
+        assert _exists(default) == was_there
     finally:
-        if not was_there and default.is_dir():  # only what this test made (before the fix)
-            for path in sorted(default.rglob("*"), reverse=True):
-                path.unlink() if not path.is_dir() else path.rmdir()
-            default.rmdir()
+        if not was_there and _is_dir(default):  # only what this test made (before the fix)
+            shutil.rmtree(default)
 
 
 def _startup_log(cwd: Path, home: Path, *extra: str) -> str:
