@@ -7,6 +7,7 @@ composed server by its console script over stdio and run the agent's command.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -143,10 +144,9 @@ def test_the_installed_metadata_points_to_the_documentation(
         capture_output=True,
         text=True,
     ).stdout
-    import json
-
     data = json.loads(found)
-    labels = {entry.partition(",")[0].strip(): entry.partition(",")[2].strip() for entry in data["urls"]}
+    pairs = [entry.partition(",") for entry in data["urls"]]
+    labels = {label.strip(): url.strip() for label, _, url in pairs}
     assert set(labels) == {"Documentation", "Source", "Changelog", "Issues"}
     assert all(url.startswith("https://") for url in labels.values())
     readme = data["readme"]
