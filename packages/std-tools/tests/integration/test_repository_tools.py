@@ -77,3 +77,31 @@ def test_make_conformance_ends_with_a_count_of_each_outcome(
     assert (tally.passed, tally.expected, tally.unexpected) == (2, 1, 1)
     assert tally.line() == "conformance: 2 passed, 1 expected failure, 1 unexpected"
     assert "UNEXPECTED: c" in capsys.readouterr().out
+
+
+def test_the_project_addresses_agree_everywhere() -> None:
+    """The Documentation and Source addresses are set in both pyproject files and in
+    mkdocs.yml (site_url, repo_url), and each README names the documentation site; moving
+    the project means changing them together (docs/installation.md lists the places)."""
+    import tomllib
+
+    mkdocs = REPO / "mkdocs.yml"
+    if not mkdocs.is_file():
+        pytest.skip("needs the repository's mkdocs.yml")
+    settings = dict(
+        line.split(": ", 1)
+        for line in mkdocs.read_text(encoding="utf-8").splitlines()
+        if line.startswith(("site_url: ", "repo_url: "))
+    )
+    for package in ("std-tools", "toolkit"):
+        folder = REPO / "packages" / package
+        urls = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+            "urls"
+        ]
+        assert urls["Documentation"] == settings["site_url"]
+        assert urls["Source"] == settings["repo_url"]
+        assert urls["Issues"] == settings["repo_url"] + "/issues"
+        assert urls["Changelog"] == f"{settings['site_url']}changelog/{package}/"
+        assert (folder / "CHANGELOG.md").read_text(encoding="utf-8").count("## [Unreleased]") == 1
+        readme = (folder / "README.md").read_text(encoding="utf-8")
+        assert urls["Documentation"] in readme and urls["Changelog"] in readme
