@@ -20,11 +20,11 @@ def docs_url() -> str | None:
     """The documentation site's address, ending in ``/``; None when the distribution's
     metadata names none (a copy of the sources that was never installed)."""
     try:
-        urls = metadata.metadata(_DISTRIBUTION).get_all("Project-URL") or []
+        urls: list[str] = metadata.metadata(_DISTRIBUTION).get_all("Project-URL") or []
     except metadata.PackageNotFoundError:
         return None
     for entry in urls:
-        label, _, url = entry.partition(",")
+        label, _, url = str(entry).partition(",")
         if label.strip().lower() == "documentation" and url.strip():
             return url.strip().rstrip("/") + "/"
     return None
