@@ -14,22 +14,19 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 import platformdirs
 
-from ._links import docs_page
 from ._script_settings import SCRIPT_DEFAULTS, positive_int, script_fields
 from .errors import ConfigError
+from .places import skills_dir_refusal, workspace_refusal
 from .skills.sandbox import PROTECTED_PATHS
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
     "DEFAULTS",
-    "HOST_PAGES",
-    "SHARED_FOLDERS",
-    "SYSTEM_FOLDERS",
     "AuthConfig",
     "ServingSettings",
     "Settings",
@@ -37,7 +34,6 @@ __all__ = [
     "load_serving_settings",
     "load_settings",
     "loopback_host",
-    "place_refusal",
     "reset_settings",
 ]
 
@@ -131,11 +127,11 @@ class Settings:
     """Why the file and document tools refuse every call, or None when they work: set
     when no workspace was given (neither ``--workspace`` nor DPTTOOLS_WORKSPACE_DIR) and
     the working folder, the default workspace, is the file system's root, the home folder
-    or a system folder (`place_refusal`)."""
+    or a system folder (`places.place_refusal`)."""
     skills_dir_refusal: str | None = None
     """Why create_skill refuses to create skills, or None when it may: set when
     DPTTOOLS_SKILLS_DIR is not set and the default skills folder would be made in a place
-    `place_refusal` names."""
+    `places.place_refusal` names."""
 
     @property
     def skill_roots(self) -> tuple[Path, ...]:
@@ -212,117 +208,6 @@ def _lock_file(raw: str) -> Path | None:
     return Path(value).expanduser().absolute() if value else None
 
 
-SYSTEM_FOLDERS: Final = (
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/proc",
-    "/run",
-    "/sbin",
-    "/sys",
-    "/usr",
-    "/System",
-    "/Library",
-)
-"""Folders of the operating system: with no workspace set, a working folder that is one
-of these or lies below one is refused (`workspace_refusal`)."""
-
-SHARED_FOLDERS: Final = (
-    "/home",
-    "/media",
-    "/mnt",
-    "/opt",
-    "/root",
-    "/srv",
-    "/tmp",
-    "/var",
-    "/Applications",
-    "/Users",
-    "/Volumes",
-)
-"""Folders that hold what belongs to many users or programs: with no workspace set, a
-working folder that is exactly one of these is refused; a folder below one (a project in
-``/srv/reports``, say) is a workspace like any other."""
-
-
-def place_refusal(folder: Path, home: Path | None) -> str | None:
-    """Why `folder` (resolved) is no place for a default workspace or skills folder: it is
-    the file system's root, the home folder, or a folder of
-    `SYSTEM_FOLDERS` or `SHARED_FOLDERS`; None for any other folder.
-
-    The answer names the place ("the root of the file system (/)"), for a message.
-    """
-    if folder == Path(folder.anchor):
-        return f"the root of the file system ({folder})"
-    if home is not None and folder == home:
-        return f"the home folder ({folder})"
-    for name in SYSTEM_FOLDERS:
-        for system in _spellings(name):
-            if folder.is_relative_to(system):
-                return f"{folder}, a folder of the operating system"
-    for name in SHARED_FOLDERS:
-        if folder in _spellings(name):
-            return f"{folder}, a folder shared by the whole system"
-    return None
-
-
-def _spellings(name: str) -> tuple[Path, ...]:
-    """`name` as written and with its links followed (``/bin`` is ``/usr/bin`` on many
-    systems, ``/etc`` is ``/private/etc`` on macOS)."""
-    written = Path(name)
-    try:
-        resolved = written.resolve()
-    except (OSError, RuntimeError):
-        return (written,)
-    return (written,) if resolved == written else (written, resolved)
-
-
-HOST_PAGES: Final = (
-    "the Hosts pages of the documentation (Claude Desktop, Claude Code, VS Code, Cursor)"
-)
-"""Where the documentation shows how each host passes ``--workspace`` to the server."""
-
-
-def _workspace_refusal(folder: Path, home: Path | None) -> str | None:
-    """The refusal of the file and document tools when no workspace was set and the
-    working folder `folder` (resolved) is a place `place_refusal` names; None elsewhere.
-
-    Hosts often start servers in ``/``, in the home folder or in a system folder, where
-    the default workspace (the working folder) would let a model list, read and write far
-    more than a project.
-    """
-    where = place_refusal(folder, home)
-    if where is None:
-        return None
-    return (
-        f"No workspace is set and this server was started in {where}, so the file and "
-        "document tools refuse to work rather than open that folder to the model. Name the "
-        "folder they may use with --workspace DIR in the server's arguments, or with the "
-        "environment variable DPTTOOLS_WORKSPACE_DIR=DIR, in the host's configuration "
-        f"of this server, and restart it; {docs_page('troubleshooting/#no-workspace')} "
-        f"explains, and {HOST_PAGES} show where to set it."
-    )
-
-
-def _skills_dir_refusal(folder: Path, home: Path | None) -> str | None:
-    """Why create_skill refuses to make the default skills folder (``.agent_skills`` in
-    the working folder) when that working folder is a place `place_refusal` names."""
-    where = place_refusal(folder.parent, home)
-    if where is None:
-        return None
-    return (
-        f"No skills folder is set and this server was started in {where}, so no skills "
-        f"folder is created there ({folder} would be). Set DPTTOOLS_SKILLS_DIR=DIR (or "
-        "pass --skills-dir DIR) in the host's configuration of this server to the folder "
-        "that should hold your skills, and restart it."
-    )
-
-
 def _home(env: Mapping[str, str]) -> Path | None:
     """The user's home folder, resolved: HOME of `env`, else the account's."""
     raw = env.get("HOME")
@@ -356,12 +241,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         skills_lock=_lock_file(raw("DPTTOOLS_SKILLS_LOCK")),
         workspace_dir=workspace,
         workspace_refusal=(
-            _workspace_refusal(workspace, home)
+            workspace_refusal(workspace, home)
             if env.get("DPTTOOLS_WORKSPACE_DIR") is None
             else None
         ),
         skills_dir_refusal=(
-            _skills_dir_refusal(roots[0], home) if env.get("DPTTOOLS_SKILLS_DIR") is None else None
+            skills_dir_refusal(roots[0], home) if env.get("DPTTOOLS_SKILLS_DIR") is None else None
         ),
         sandbox_timeout=_positive_number(
             "DPTTOOLS_SANDBOX_TIMEOUT", raw("DPTTOOLS_SANDBOX_TIMEOUT")
