@@ -18,8 +18,8 @@ from ._links import docs_page
 
 __all__ = [
     "HOST_PAGES",
-    "SHARED_FOLDERS",
     "OS_FOLDERS",
+    "SHARED_FOLDERS",
     "place_refusal",
     "skills_dir_refusal",
     "workspace_refusal",

@@ -98,7 +98,7 @@ async def test_started_in_the_root_the_file_and_document_tools_refuse(home: Path
     assert not _exists(Path("/") / NEVER_WRITTEN)
 
 
-@pytest.mark.parametrize("folder", ["/etc", "/usr/share", "/var", "/proc"])
+@pytest.mark.parametrize("folder", ["/usr/share", "/var"])
 async def test_started_in_a_system_folder_the_file_and_document_tools_refuse(
     home: Path, folder: str
 ) -> None:
@@ -205,3 +205,29 @@ async def test_an_explicit_workspace_in_the_home_folder_is_served(home: Path) ->
         result = await client.call_tool("read_file", {"path": "notes.txt"})
         assert not result.is_error
         assert "private" in _text(result)
+
+
+@pytest.mark.parametrize(
+    ("folder", "refused"),
+    [
+        ("/", True),
+        ("/etc", True),
+        ("/etc/ssl", True),
+        ("/usr/local/share", True),
+        ("/proc/self", True),
+        ("/bin", True),
+        ("/srv", True),
+        ("/root", True),
+        ("/tmp", True),
+        ("/srv/reports", False),
+        ("/opt/project", False),
+        ("/var/lib/project", False),
+    ],
+)
+def test_the_documented_places_are_refused_and_folders_below_shared_ones_are_not(
+    folder: str, refused: bool, tmp_path: Path
+) -> None:
+    from doc_processing_std_tools.places import place_refusal
+
+    resolved = Path(folder).resolve()
+    assert (place_refusal(resolved, tmp_path / "home") is not None) == refused
