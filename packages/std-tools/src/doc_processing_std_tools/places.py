@@ -129,8 +129,8 @@ def skills_dir_refusal(folder: Path, home: Path | None) -> str | None:
     if where is None:
         return None
     return (
-        f"No skills folder is set and this server was started in {where}, so no skills "
-        f"folder is created there ({folder} would be). Set DPTTOOLS_SKILLS_DIR=DIR (or "
-        "pass --skills-dir DIR) in the host's configuration of this server to the folder "
-        "that should hold your skills, and restart it."
+        f"No skills folder is set and the working folder is {where}, so no skills folder "
+        f"is created there ({folder} would be). Set DPTTOOLS_SKILLS_DIR=DIR, or pass "
+        "--skills-dir DIR, naming the folder that should hold your skills (for a server, "
+        "in the host's configuration of it, then restart it)."
     )
