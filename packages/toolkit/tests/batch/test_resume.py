@@ -186,7 +186,7 @@ def test_resume_drops_lines_that_are_not_results_only_when_forced(tmp_path: Path
     try:
         ResultsFile(output, resume=True).open()
     except Exception as exc:
-        assert "line 2 is not a result line ('not json')" in str(exc) and "--force" in str(exc)
+        assert "line 2 is not a result line ('not json')" in str(exc) and "force=True" in str(exc)
     else:
         raise AssertionError("a file with a line that is not a result was resumed into")
     assert output.read_text(encoding="utf-8") == f"{ok}\nnot json\n"
