@@ -139,7 +139,11 @@ async def test_started_in_the_root_create_skill_makes_no_skills_folder(home: Pat
             result = await client.call_tool(
                 "create_skill", {"skill_name": "stray-skill", "description": "Does nothing."}
             )
+            listing = await client.call_tool("list_skills", {})
         message = _text(result)
+        if not was_there:  # the listing's note does not offer what create_skill refuses
+            assert "call create_skill" not in _text(listing)
+            assert "DPTTOOLS_SKILLS_DIR" in _text(listing)
         assert result.is_error, message
         assert "DPTTOOLS_SKILLS_DIR" in message
         assert "file tool" not in message
