@@ -35,8 +35,10 @@ $(STAMP): $(UV) requirements.lock
 demo: $(STAMP)
 	$(BIN)/python examples/agent_demo.py
 
+# --keep-going: a failing test does not hide what lint, typecheck and docs would say; make
+# still exits non-zero when any of them failed.
 test: $(STAMP)
-	$(MAKE) --no-print-directory pytest lint typecheck docs
+	$(MAKE) --no-print-directory --keep-going pytest lint typecheck docs
 
 pytest: $(STAMP)
 	$(BIN)/pytest -n 2 packages/std-tools/tests packages/toolkit/tests

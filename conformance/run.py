@@ -9,7 +9,8 @@
 3. Runs the server scenarios of `SERVER_SCENARIOS` one by one, then the scenarios the
    2026-07-28 revision requires (``--requirements``), then the SEP-2640 client scenarios
    with the toolkit's Agent as the host (``conformance/host_driver.py``).
-4. Prints one line per scenario run (passed, expected failure, UNEXPECTED) and exits 1
+4. Prints one line per scenario run (passed, expected failure, UNEXPECTED), then the
+   count of each ("27 passed, 37 expected failures, 0 unexpected"), and exits 1
    when the suite reported a failure or a warning that ``expected-failures.yml`` does not
    list, or a listed one that now passes.
 
@@ -186,29 +187,49 @@ def _baseline() -> tuple[set[str], set[str]]:
     return {e for e in entries if ":" not in e}, {e for e in entries if ":" in e}
 
 
-def summarise(runs: list[Run]) -> int:
-    """Print one line per scenario run; return how many were unexpected."""
+@dataclass
+class Tally:
+    """How the scenario runs ended, counted over every run."""
+
+    passed: int = 0
+    expected: int = 0
+    unexpected: int = 0
+
+    def line(self) -> str:
+        """The closing count, as printed at the end of a run."""
+        failures = "failure" if self.expected == 1 else "failures"
+        return (
+            f"conformance: {self.passed} passed, {self.expected} expected {failures}, "
+            f"{self.unexpected} unexpected"
+        )
+
+
+def summarise(runs: list[Run], results: Path = RESULTS) -> Tally:
+    """Print one line per scenario run (from the ``checks.json`` files under `results`)
+    and return the count of each outcome."""
     whole, single = _baseline()
-    unexpected = 0
+    tally = Tally()
     for label in dict.fromkeys(run.label for run in runs):
-        for checks_file in sorted((RESULTS / label).glob("*/checks.json")):
+        for checks_file in sorted((results / label).glob("*/checks.json")):
             scenario = checks_file.parent.name.rsplit("-", 6)[0].removeprefix("server-")
             checks = json.loads(checks_file.read_text("utf-8"))
             bad = [c["id"] for c in checks if c.get("status") in ("FAILURE", "WARNING")]
             passed = sum(1 for c in checks if c.get("status") == "SUCCESS")
             if not bad:
                 verdict = "passed"
+                tally.passed += 1
             elif scenario in whole or all(f"{scenario}:{c}" in single for c in bad):
                 verdict = "expected failure"
+                tally.expected += 1
             else:
                 verdict = "UNEXPECTED: " + ", ".join(bad)
-                unexpected += 1
+                tally.unexpected += 1
             print(f"  {label:<18} {scenario:<48} {passed:>3} ok  {verdict}")
     for run in runs:
         if run.exit_code != 0:
             print(f"  {run.label}: the suite exited {run.exit_code}; its output: {run.log}")
             print("  " + "\n  ".join(run.log.read_text("utf-8", "replace").splitlines()[-30:]))
-    return unexpected
+    return tally
 
 
 def main() -> int:
@@ -246,10 +267,11 @@ def main() -> int:
         args = ["client", "--command", host, "--scenario", scenario]
         runs.append(suite(node, entry, "client", args, _SCENARIO_SECONDS))
     print(f"conformance: {SUITE[0]} {SUITE[1]} on Node {NODE[1]}")
-    unexpected = summarise(runs)
-    failed = unexpected > 0 or any(run.exit_code != 0 for run in runs)
+    tally = summarise(runs)
+    failed = tally.unexpected > 0 or any(run.exit_code != 0 for run in runs)
     seconds = time.monotonic() - started
     outcome = "FAILED" if failed else "OK"
+    print(tally.line())
     print(f"conformance: {outcome} in {seconds:.0f} s; details in {RESULTS.relative_to(ROOT)}/")
     return 1 if failed else 0
 

@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ._version import __version__
@@ -27,7 +27,13 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["LOG_LEVELS", "configure_cli_logging", "log_level_option", "new_server"]
+__all__ = [
+    "LOG_LEVELS",
+    "configure_cli_logging",
+    "log_level_option",
+    "new_server",
+    "serve_stdio",
+]
 
 ServerT = TypeVar("ServerT", bound="MCPServer")
 
@@ -147,3 +153,27 @@ def log_level_option(parser: argparse.ArgumentParser) -> None:
         choices=LOG_LEVELS,
         help="what is logged on standard error (default: DPTTOOLS_LOG_LEVEL, else INFO)",
     )
+
+
+def serve_stdio(server: MCPServer) -> None:
+    """Serve `server` on standard input and output, and keep whatever else the process
+    writes to standard output out of the MCP stream, up to its very end.
+
+    While it serves, the SDK points descriptor 1 at standard error and writes the stream
+    through a copy of its own. When the stream ends, descriptor 1 is the client's pipe
+    again, and the client reads it until the process is gone: what is written at exit
+    would land in the stream. An OpenTelemetry console exporter (``OTEL_TRACES_EXPORTER=
+    console`` under ``opentelemetry-instrument``) writes its last spans exactly then. So
+    descriptor 1 is pointed at standard error once more before this returns, and those
+    spans reach the server's log with the others.
+    """
+    try:
+        server.run()
+    finally:
+        _stdout_to_stderr()
+
+
+def _stdout_to_stderr() -> None:
+    """Point descriptor 1 at standard error (no-op where either one is closed)."""
+    with suppress(OSError):
+        os.dup2(2, 1)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ._building import configure_cli_logging, log_level_option
+from ._building import configure_cli_logging, log_level_option, serve_stdio
 from ._version import __version__
 from .config import ServingSettings, get_settings, load_serving_settings, reset_settings
 from .errors import ConfigError
@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         except ConfigError as exc:
             _fail(str(exc))
         scripts_ready()
-        server.run()
+        serve_stdio(server)
         return
 
     from .http_app import http_app, http_auth, is_loopback

@@ -14,13 +14,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 import platformdirs
 
 from ._script_settings import SCRIPT_DEFAULTS, positive_int, script_fields
 from .errors import ConfigError
+from .places import skills_dir_refusal, workspace_refusal
 from .skills.sandbox import PROTECTED_PATHS
 
 __all__ = [
@@ -125,8 +126,12 @@ class Settings:
     workspace_refusal: str | None = None
     """Why the file and document tools refuse every call, or None when they work: set
     when no workspace was given (neither ``--workspace`` nor DPTTOOLS_WORKSPACE_DIR) and
-    the working folder, the default workspace, is the file system's root or the home
-    folder, which would open the whole disk."""
+    the working folder, the default workspace, is the file system's root, the home folder
+    or a system folder (`places.place_refusal`)."""
+    skills_dir_refusal: str | None = None
+    """Why create_skill refuses to create skills, or None when it may: set when
+    DPTTOOLS_SKILLS_DIR is not set and the default skills folder would be made in a place
+    `places.place_refusal` names."""
 
     @property
     def skill_roots(self) -> tuple[Path, ...]:
@@ -203,32 +208,6 @@ def _lock_file(raw: str) -> Path | None:
     return Path(value).expanduser().absolute() if value else None
 
 
-_HOST_PAGES: Final = "docs/hosts/: claude-desktop.md, claude-code.md, cursor.md or vscode.md"
-"""Where the documentation shows how each host passes ``--workspace`` to the server."""
-
-
-def _workspace_refusal(folder: Path, home: Path | None) -> str | None:
-    """The refusal of the file and document tools when no workspace was set and the
-    working folder `folder` (resolved) is the root or `home`; None elsewhere.
-
-    Hosts often start servers in ``/`` or in the home folder, where the default workspace
-    (the working folder) would let a model list, read and write the whole disk.
-    """
-    if folder == Path(folder.anchor):
-        where = f"the root of the file system ({folder})"
-    elif home is not None and folder == home:
-        where = f"the home folder ({folder})"
-    else:
-        return None
-    return (
-        f"No workspace is set and this server was started in {where}, so the file and "
-        "document tools refuse to work rather than open the whole disk. Name the folder "
-        "they may use with --workspace DIR in the server's arguments, or with the "
-        "environment variable DPTTOOLS_WORKSPACE_DIR=DIR, in the host's configuration "
-        f"of this server, and restart it; your host's page shows where ({_HOST_PAGES})."
-    )
-
-
 def _home(env: Mapping[str, str]) -> Path | None:
     """The user's home folder, resolved: HOME of `env`, else the account's."""
     raw = env.get("HOME")
@@ -253,6 +232,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     roots = _folders("DPTTOOLS_SKILLS_DIR", raw("DPTTOOLS_SKILLS_DIR"))
     workspace = _folder("DPTTOOLS_WORKSPACE_DIR", raw("DPTTOOLS_WORKSPACE_DIR"))
+    home = _home(env)
     return Settings(
         skills_dir=roots[0],
         skills_dirs=roots if len(roots) > 1 else (),
@@ -261,9 +241,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         skills_lock=_lock_file(raw("DPTTOOLS_SKILLS_LOCK")),
         workspace_dir=workspace,
         workspace_refusal=(
-            _workspace_refusal(workspace, _home(env))
+            workspace_refusal(workspace, home)
             if env.get("DPTTOOLS_WORKSPACE_DIR") is None
             else None
+        ),
+        skills_dir_refusal=(
+            skills_dir_refusal(roots[0], home) if env.get("DPTTOOLS_SKILLS_DIR") is None else None
         ),
         sandbox_timeout=_positive_number(
             "DPTTOOLS_SANDBOX_TIMEOUT", raw("DPTTOOLS_SANDBOX_TIMEOUT")

@@ -16,12 +16,18 @@ import errno
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TypedDict
 
 from . import _io
 from .config import Settings, get_settings
-from .errors import ConfigError, InvalidArgumentError, NotFoundError, StdToolsError
+from .errors import (
+    ConfigError,
+    InvalidArgumentError,
+    NotFoundError,
+    PathOutsideRootError,
+    StdToolsError,
+)
 from .paths import confine
 
 __all__ = [
@@ -66,7 +72,33 @@ class Workspace:
 
     def resolve(self, path: str, *, allow_root: bool = False) -> Path:
         """Confine `path` inside the root and return it absolute and symlink-free."""
-        return confine(self.root, path, what="path", allow_root=allow_root)
+        return confine(self.root, self.argument(path), what="path", allow_root=allow_root)
+
+    def argument(self, path: str) -> str:
+        """`path` as the tools walk it: relative to the root.
+
+        A relative path is returned as given (the walk checks it). An absolute path that
+        names the root or a place below it, as `get_file_info` shows it, is made relative
+        by its name alone; the walk that follows never lets a link lead out of the root,
+        so what it reaches stays inside. A ``..`` in it is kept, for the walk to refuse.
+
+        Raises:
+            PathOutsideRootError: `path` is absolute and lies outside the root.
+        """
+        if "\x00" in path:
+            return path  # the walk refuses it with its own words
+        text = path.strip()
+        if not (PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute()):
+            return path
+        try:
+            inside = PurePath(text).relative_to(self.root)
+        except ValueError:
+            raise PathOutsideRootError(
+                f"path {path!r} is outside the workspace {self.root}; pass a path inside "
+                f"it, either relative to it (such as 'notes.md') or absolute (starting "
+                f"with '{self.root}{os.sep}')."
+            ) from None
+        return inside.as_posix()
 
     def relative(self, absolute: Path) -> str:
         """`absolute` as a path relative to the root, with `/` separators (`.` for the root)."""
@@ -142,7 +174,7 @@ def located(ws: Workspace, path: str, *, writing: bool = False) -> Iterator[_io.
     """`_io.locate` inside the workspace, with a missing folder on the way reported as a
     missing file (or, for a write, a file on the way as the mistake it is)."""
     try:
-        with _io.locate(ws.root, path, what="path", allow_missing=writing) as location:
+        with _io.locate(ws.root, ws.argument(path), what="path", allow_missing=writing) as location:
             yield location
     except OSError as exc:
         if writing and exc.errno == errno.ENOTDIR:

@@ -45,7 +45,7 @@ BAD_FILES = [
     ("legacy.doc", UnsupportedFormatError, "save it as DOCX"),
     ("missing.pdf", NotFoundError, "There is no file 'missing.pdf'"),
     ("../outside.pdf", PathOutsideRootError, "'..'"),
-    ("/etc/passwd", PathOutsideRootError, "absolute"),
+    ("/etc/passwd", PathOutsideRootError, "is outside the workspace"),
 ]
 
 

@@ -114,6 +114,25 @@ def test_a_shared_formula_is_shown_as_it_reads_in_its_own_cell(scratch: Path) ->
     assert "| 3 | 4 | =A3+B3 (formula, not computed) |" in text
 
 
+def test_a_formula_column_without_a_heading_keeps_the_table_rectangular(
+    scratch: Path,
+) -> None:
+    """Issue 28: a column of formulas right of the last heading made its rows longer than
+    the header, a ragged Markdown table whose last cells a renderer drops."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["Item", "Qty", "Price"])
+    sheet.append(["Pens", 2, 1.5, "=B2*C2"])
+    sheet.append(["Ink", 3, 4, '=B3&"|"&C3'])
+    book.save(str(scratch / "orders.xlsx"))
+    text = api.read_document(Workspace.from_settings(), "orders.xlsx")
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert table[0] == "| Item | Qty | Price |  |"
+    widths = {len(re.split(r"(?<!\\)\|", line)) for line in table}
+    assert len(widths) == 1, table
+    assert "| Pens | 2 | 1.5 | =B2*C2 (formula, not computed) |" in table
+
+
 def test_hidden_sheets_rows_and_columns_are_read_and_named(scratch: Path) -> None:
     _ledger(scratch / "ledger.xlsx")
     ws = Workspace.from_settings()

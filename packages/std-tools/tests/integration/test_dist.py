@@ -7,6 +7,7 @@ composed server by its console script over stdio and run the agent's command.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -123,3 +124,33 @@ def test_the_installed_agent_command_starts(fresh_env: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "dpt-agent" in done.stdout
+
+
+@pytest.mark.parametrize("distribution", ["doc-processing-std-tools", "doc-processing-toolkit"])
+def test_the_installed_metadata_points_to_the_documentation(
+    fresh_env: Path, distribution: str
+) -> None:
+    """An installed user finds the documentation, the source, the changelog and the
+    issues from the package's metadata, and its README stands alone (issue 28)."""
+    script = (
+        "import json, sys; from importlib import metadata; "
+        "m = metadata.metadata(sys.argv[1]); "
+        "print(json.dumps({'urls': m.get_all('Project-URL'), 'readme': m.get_payload()}))"
+    )
+    found = subprocess.run(
+        [str(fresh_env / "bin" / "python"), "-c", script, distribution],
+        cwd=fresh_env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    data = json.loads(found)
+    pairs = [entry.partition(",") for entry in data["urls"]]
+    labels = {label.strip(): url.strip() for label, _, url in pairs}
+    assert set(labels) == {"Documentation", "Source", "Changelog", "Issues"}
+    assert all(url.startswith("https://") for url in labels.values())
+    readme = data["readme"]
+    assert "pip install" in readme
+    assert "```python" in readme or "```json" in readme
+    assert labels["Documentation"] in readme
+    assert "docs/" not in readme.replace(labels["Documentation"], "")

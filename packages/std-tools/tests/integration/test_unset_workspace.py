@@ -1,11 +1,12 @@
 """Without --workspace and DPTTOOLS_WORKSPACE_DIR, a server started in the root of the file
-system or in the home folder refuses every file and document tool (the whole disk would be
-the workspace) and says so once at start-up; elsewhere the working folder is the
-workspace, as before (issue 20, item 1). Real servers over stdio, driven by the SDK's
-client."""
+system, in the home folder or in a system folder such as /etc refuses every file and
+document tool and says so once at start-up; elsewhere the working folder is the
+workspace (issues 20 and 28). Without DPTTOOLS_SKILLS_DIR, create_skill makes no skills
+folder in such a place. Real servers over stdio, driven by the SDK's client."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import uuid
@@ -39,10 +40,17 @@ def _exists(path: Path) -> bool:
     return path.exists()
 
 
+def _is_dir(path: Path) -> bool:
+    return path.is_dir()
+
+
 def _assert_names_the_way_out(message: str) -> None:
     assert "--workspace" in message
     assert "DPTTOOLS_WORKSPACE_DIR" in message
-    assert "docs/hosts/" in message
+    assert "Hosts pages of the documentation" in message
+    # An installed user has no copy of the repository: no path of it is named.
+    assert "docs/" not in message
+    assert "troubleshooting/#no-workspace" in message
 
 
 @pytest.fixture
@@ -88,6 +96,61 @@ async def test_started_in_the_root_the_file_and_document_tools_refuse(home: Path
         assert "root of the file system" in message
         _assert_names_the_way_out(message)
     assert not _exists(Path("/") / NEVER_WRITTEN)
+
+
+@pytest.mark.parametrize("folder", ["/usr/share", "/var"])
+async def test_started_in_a_system_folder_the_file_and_document_tools_refuse(
+    home: Path, folder: str
+) -> None:
+    if not _is_dir(Path(folder)):
+        pytest.skip(f"{folder} is not a folder on this system")
+    for is_error, message in await _refusals(Path(folder), home):
+        assert is_error, message
+        assert "folder of the operating system" in message or "shared by" in message
+        _assert_names_the_way_out(message)
+
+
+async def test_started_in_etc_read_file_does_not_serve_passwd(home: Path) -> None:
+    if not _exists(Path("/etc/passwd")):
+        pytest.skip("no /etc/passwd on this system")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools"],
+        env={"HOME": str(home), "DPTTOOLS_SKILLS_DIR": str(home / "no-skills")},
+        cwd="/etc",
+    )
+    async with Client(params) as client:
+        result = await client.call_tool("read_file", {"path": "passwd"})
+    assert result.is_error
+    assert "root:" not in _text(result)
+
+
+async def test_started_in_the_root_create_skill_makes_no_skills_folder(home: Path) -> None:
+    default = Path("/.agent_skills")
+    was_there = _exists(default)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "doc_processing_std_tools"],
+        env={"HOME": str(home)},
+        cwd="/",
+    )
+    try:
+        async with Client(params) as client:
+            result = await client.call_tool(
+                "create_skill", {"skill_name": "stray-skill", "description": "Does nothing."}
+            )
+            listing = await client.call_tool("list_skills", {})
+        message = _text(result)
+        if not was_there:  # the listing's note does not offer what create_skill refuses
+            assert "call create_skill" not in _text(listing)
+            assert "DPTTOOLS_SKILLS_DIR" in _text(listing)
+        assert result.is_error, message
+        assert "DPTTOOLS_SKILLS_DIR" in message
+        assert "file tool" not in message
+        assert _exists(default) == was_there
+    finally:
+        if not was_there and _is_dir(default):  # only what this test made (before the fix)
+            shutil.rmtree(default)
 
 
 def _startup_log(cwd: Path, home: Path, *extra: str) -> str:
@@ -146,3 +209,29 @@ async def test_an_explicit_workspace_in_the_home_folder_is_served(home: Path) ->
         result = await client.call_tool("read_file", {"path": "notes.txt"})
         assert not result.is_error
         assert "private" in _text(result)
+
+
+@pytest.mark.parametrize(
+    ("folder", "refused"),
+    [
+        ("/", True),
+        ("/etc", True),
+        ("/etc/ssl", True),
+        ("/usr/local/share", True),
+        ("/proc/self", True),
+        ("/bin", True),
+        ("/srv", True),
+        ("/root", True),
+        ("/tmp", True),
+        ("/srv/reports", False),
+        ("/opt/project", False),
+        ("/var/lib/project", False),
+    ],
+)
+def test_the_documented_places_are_refused_and_folders_below_shared_ones_are_not(
+    folder: str, refused: bool, tmp_path: Path
+) -> None:
+    from doc_processing_std_tools.places import place_refusal
+
+    resolved = Path(folder).resolve()
+    assert (place_refusal(resolved, tmp_path / "home") is not None) == refused

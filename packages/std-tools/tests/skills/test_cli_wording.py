@@ -75,6 +75,10 @@ def test_a_missing_root_among_several_is_named_after_the_listing(
 async def test_the_tools_keep_their_words_for_the_model(
     skills: SkillsFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from doc_processing_std_tools.config import reset_settings
+
+    monkeypatch.setenv("DPTTOOLS_WORKSPACE_DIR", str(tmp_path))
+    reset_settings()
     async with Client(skills_server) as client:
         bad = await client.call_tool("load_skill", {"skill_name": "Bad_Name"})
         created = await client.call_tool(
@@ -87,10 +91,10 @@ async def test_the_tools_keep_their_words_for_the_model(
         texts.append(block.text)
     assert "Call list_skills to see the available names." in texts[0]
     assert texts[1].endswith(
-        "Replace the TODO sections with the real instructions using a file tool; "
+        "Replace the TODO sections with the real instructions using a file tool (its path "
+        "in the workspace is skills/fresh-skill/SKILL.md); "
         "list_skills shows the skill from its next call."
     )
-    from doc_processing_std_tools.config import reset_settings
 
     monkeypatch.setenv("DPTTOOLS_SKILLS_DIR", str(tmp_path / "none"))
     reset_settings()
@@ -101,3 +105,27 @@ async def test_the_tools_keep_their_words_for_the_model(
     assert (
         "create it (or call create_skill) to add skills, or point DPTTOOLS_SKILLS_DIR" in block.text
     )
+
+
+@pytest.mark.anyio
+async def test_a_skill_outside_the_workspace_is_not_left_to_the_file_tools(
+    skills: SkillsFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file tools of this server cannot reach a skills folder outside the workspace,
+    so create_skill does not send the model to them."""
+    from doc_processing_std_tools.config import reset_settings
+
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    monkeypatch.setenv("DPTTOOLS_WORKSPACE_DIR", str(workspace))
+    reset_settings()
+    async with Client(skills_server) as client:
+        created = await client.call_tool(
+            "create_skill", {"skill_name": "far-skill", "description": "Does far things."}
+        )
+    block = created.content[0]
+    assert isinstance(block, TextContent)
+    assert not created.is_error
+    assert "using a file tool" not in block.text
+    assert "ask the user" in block.text
+    assert (skills.path / "far-skill" / "SKILL.md").is_file()

@@ -20,6 +20,7 @@ import anyio.abc
 from .approval import ApprovalGate
 from .batch.control import BatchControl
 from .batch.items import open_input
+from .batch.output import READER
 from .batch.progress import make_progress, rich_available
 from .batch.results import BatchSummary
 from .batch.runner import make_engine
@@ -187,6 +188,7 @@ def run_batch_command(options: argparse.Namespace, *, err: TextIO | None = None)
         control.cancel()
 
     async def go() -> None:
+        READER.set("command line")  # messages about --output name the options
         progress = make_progress(err, total)
         failure: ToolkitError | None = None
         try:

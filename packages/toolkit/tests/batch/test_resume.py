@@ -162,7 +162,9 @@ def test_resume_repairs_a_partial_last_line_and_reruns_failed_items(tmp_path: Pa
     try:
         fresh.open()
     except Exception as exc:
-        assert "already holds results" in str(exc) and "--resume" in str(exc)
+        # A program calling the library is told the argument, not the command-line option.
+        assert "already holds results" in str(exc) and "resume=True" in str(exc)
+        assert "--resume" not in str(exc)
     else:
         raise AssertionError("an existing results file was opened without resume")
     assert output.read_text(encoding="utf-8").endswith('{"id": "c", "sta')  # untouched
@@ -184,7 +186,7 @@ def test_resume_drops_lines_that_are_not_results_only_when_forced(tmp_path: Path
     try:
         ResultsFile(output, resume=True).open()
     except Exception as exc:
-        assert "line 2 is not a result line ('not json')" in str(exc) and "--force" in str(exc)
+        assert "line 2 is not a result line ('not json')" in str(exc) and "force=True" in str(exc)
     else:
         raise AssertionError("a file with a line that is not a result was resumed into")
     assert output.read_text(encoding="utf-8") == f"{ok}\nnot json\n"
@@ -194,3 +196,22 @@ def test_resume_drops_lines_that_are_not_results_only_when_forced(tmp_path: Path
     forced.close()
     assert forced.repaired
     assert output.read_text(encoding="utf-8") == f"{ok}\n"
+
+
+def test_the_command_line_names_its_options_in_output_file_errors(tmp_path: Path) -> None:
+    """dpt-agent batch on an output that holds results, without --resume: the message
+    names the option to pass, not a Python argument (issue 28)."""
+    config, items = write_setup(tmp_path, {"model": "test", "name": "names"})
+    output = tmp_path / "results.jsonl"
+    done = ItemResult(id="id:0", item={"id": 0}, status="ok", answer="fine")
+    output.write_text(json.dumps(done.to_json()) + "\n", encoding="utf-8")
+    run = subprocess.run(
+        batch_command(config, items, output),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0
+    assert "already holds results; pass --resume to continue it" in run.stderr
+    assert "resume=True" not in run.stderr and "output=" not in run.stderr

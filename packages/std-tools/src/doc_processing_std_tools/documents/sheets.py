@@ -281,8 +281,8 @@ def xlsx_rows(
         if header is None:
             yield Chunk(f"{chosen.number}-", heading + "(empty sheet)\n\n")
             continue
-        width = len(header[1])
-        lines = [render(header[1])]
+        width = _table_width(book, sheet, header[1])
+        lines = [render((header[1] + [""] * width)[:width])]
         if style == "markdown":
             lines.append(markdown_rule(width))
         restart = f"{chosen.number}!{max(chosen.first_row, 2)}-"
@@ -307,6 +307,17 @@ def xlsx_rows(
                 for cell, author, text in comments
             )
         yield Chunk(restart, pending + "\n")
+
+
+def _table_width(book: Workbook, sheet: SheetPart, header: list[str]) -> int:
+    """Columns of the sheet's table: its header's, or more when the used range the sheet
+    records goes further right (a formula column without a heading, say), so that no row
+    holds more cells than the header and the Markdown table stays rectangular."""
+    used = book.recorded_range(sheet)
+    if used is None:
+        return len(header)
+    last_column, _ = _cell_position(used.partition(":")[2] or used)
+    return max(len(header), min(last_column, xlsx.MAX_COLUMNS))
 
 
 def _comments(

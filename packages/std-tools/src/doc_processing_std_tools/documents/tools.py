@@ -109,7 +109,7 @@ class DocumentMatches(TypedDict, total=False):
     """Present when the answer was cut to the output limit: what was left out."""
 
 
-_PATH = "Document path relative to the workspace folder."
+_PATH = "Document path relative to the workspace folder (or absolute, inside it)."
 _PAGES = (
     "Which part to use; empty for all. PDF: pages ('3', '2-5', '4-', '1,7'). XLSX: sheet "
     "numbers or names, optionally with rows ('Sales', '2', 'Sales!100-200'). DOCX, HTML, "

@@ -271,7 +271,7 @@ def _found(ws: Workspace, path: str, what: str) -> Iterator[_io.Location]:
     """`_io.locate` of `path` (the root allowed) for the block, with nothing there (or a
     file on the way) reported as "There is no `what` ..."."""
     try:
-        with _io.locate(ws.root, path, what="path", allow_root=True) as location:
+        with _io.locate(ws.root, ws.argument(path), what="path", allow_root=True) as location:
             yield location
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
@@ -441,7 +441,8 @@ def get_file_info(ws: Workspace, path: str) -> str:
                     entries = sum(1 for _ in scan)
             finally:
                 os.close(fd)
-    given = ws.root / path.strip() if path.strip() not in ("", ".") else ws.root
+    relative = ws.argument(path).strip()
+    given = ws.root / relative if relative not in ("", ".") else ws.root
     info: dict[str, object] = {"path": ws.relative(target), "absolute_path": str(target)}
     if entries is not None:
         info["type"] = "directory"

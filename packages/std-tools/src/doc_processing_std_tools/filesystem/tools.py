@@ -58,7 +58,10 @@ class FileInfo(TypedDict, total=False):
     """Present when the answer was cut to the output limit: what was left out."""
 
 
-_PATH = "Path relative to the workspace folder, with '/' separators."
+_PATH = (
+    "Path relative to the workspace folder, with '/' separators; an absolute path inside "
+    "the workspace is taken too."
+)
 
 
 def register_filesystem_tools(server: MCPServer) -> None:

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .._building import configure_cli_logging, log_level_option
+from .._building import configure_cli_logging, log_level_option, serve_stdio
 from .._version import __version__
 from ..config import get_settings, load_serving_settings
 from ..errors import ConfigError
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"doc_processing_std_tools.skills: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    server.run()
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

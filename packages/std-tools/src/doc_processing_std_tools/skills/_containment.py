@@ -277,10 +277,14 @@ def reach_problem(user: ScriptUser, paths: dict[str, Path]) -> str | None:
             mode = f"mode {stat.S_IMODE(folder.stat().st_mode):04o}"
         except OSError:
             mode = "missing"
+        # Name the file the folders lead to: a virtual environment's `bin/python` is a
+        # link, and the folder at fault is on the way to its target, not to the link.
+        real = Path(os.path.realpath(path))
+        through = f" (which {path} links to)" if real != path.absolute() else ""
         return (
             f"Skill scripts run as the user {user.name!r} ({_USER_VARIABLE}) because the "
             f"server runs as root, but that user cannot pass {folder} ({mode}) on the way "
-            f"to {what} {path}"
+            f"to {what} {real}{through}"
         )
     return None
 

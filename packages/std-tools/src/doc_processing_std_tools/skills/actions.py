@@ -21,12 +21,13 @@ from ..config import Settings
 from ..errors import (
     AlreadyExistsError,
     BinaryFileError,
+    ConfigError,
     FileTooLargeError,
     InvalidArgumentError,
     NotFoundError,
     StdToolsError,
 )
-from ..paths import check_relative, confine, names_nothing
+from ..paths import check_relative, confine, is_inside, names_nothing
 from .audience import MODEL, Voice
 from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord
 from .frontmatter import (
@@ -536,6 +537,8 @@ def create_skill(
     The answer (and an error about the name) says what to do next in `voice`.
     """
     check_skill_name(skill_name, voice)
+    if settings.skills_dir_refusal is not None:
+        raise ConfigError(settings.skills_dir_refusal)
     content = template_content(skill_name, description)
     skills_dir = settings.skills_dir
     folder = skills_dir / skill_name
@@ -573,5 +576,21 @@ def create_skill(
         ) from None
     return (
         f"Created skill '{skill_name}' in {folder}: {target} holds the frontmatter and a TODO "
-        f"body. {voice.fill_in}; {voice.shows_new}."
+        f"body. {_fill_in(settings, folder, voice)}; {voice.shows_new}."
+    )
+
+
+def _fill_in(settings: Settings, folder: Path, voice: Voice) -> str:
+    """How to replace the TODO sections: with a file tool only when this server's file
+    tools can reach the new skill (they are refused without a workspace, and confined to
+    the workspace otherwise)."""
+    if voice is not MODEL:
+        return voice.fill_in
+    if settings.workspace_refusal is None and is_inside(folder, settings.workspace_dir):
+        relative = folder.relative_to(settings.workspace_dir).as_posix()
+        return f"{voice.fill_in} (its path in the workspace is {relative}/{SKILL_FILE})"
+    return (
+        "This server's file tools cannot reach that folder (it is outside their workspace), "
+        "so ask the user to replace the TODO sections with the real instructions, or use a "
+        "file tool of the host that can write there"
     )

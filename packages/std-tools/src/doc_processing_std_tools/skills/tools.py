@@ -15,6 +15,7 @@ image as MCP image content (`image_answer`).
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -139,6 +140,9 @@ def register_skills_tools(server: MCPServer) -> None:
             catalog = actions.cached(settings)
             if catalog is None:
                 catalog = await anyio.to_thread.run_sync(actions.scan, settings)
+            if catalog.note is not None and settings.skills_dir_refusal is not None:
+                # The default folder is missing, and create_skill would not make it there.
+                catalog = replace(catalog, note=settings.skills_dir_refusal)
             return json_answer(catalog.json_within(settings.output_truncation_limit))
 
     @mcp_tool(server)
@@ -211,8 +215,8 @@ def register_skills_tools(server: MCPServer) -> None:
         """Create a new skill folder holding a template SKILL.md, without overwriting.
 
         skill_name: 1-64 lowercase letters, digits and single hyphens. description: what
-        the skill does and when to use it. Fill in the template's TODO sections afterwards
-        with a file tool; list_skills shows the new skill from its next call.
+        the skill does and when to use it. The answer says how the template's TODO sections
+        can be filled in; list_skills shows the new skill from its next call.
         """
         with tool_errors():
             return limited(actions.create_skill(get_settings(), skill_name, description))

@@ -28,14 +28,15 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from ..errors import BatchError
 from .items import id_identity
 from .results import ItemResult
 
-__all__ = ["ResultsFile", "is_result_line"]
+__all__ = ["READER", "ResultsFile", "is_result_line"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,26 @@ logger = logging.getLogger(__name__)
 _RESULT_START = b'{"id": '
 _STATUSES = frozenset({"ok", "failed", "skipped"})
 _SHOWN_CHARS = 80
+
+
+READER: ContextVar[Literal["python", "command line"]] = ContextVar(
+    "doc_processing_toolkit_batch_reader", default="python"
+)
+"""Who reads the messages about the output file: a program calling `Agent.run_batch`
+(they name its arguments, ``resume=True``) or a person running ``dpt-agent batch`` (they
+name its options, ``--resume``). ``dpt-agent`` sets it for its batch."""
+
+_OPTIONS: Final = {
+    "output": ("--output", "output="),
+    "resume": ("--resume", "resume=True"),
+    "force": ("--force", "force=True"),
+}
+
+
+def _option(name: str) -> str:
+    """How the reader (`READER`) sets the batch option `name`."""
+    flag, argument = _OPTIONS[name]
+    return flag if READER.get() == "command line" else argument
 
 
 def is_result_line(record: object) -> bool:
@@ -123,8 +144,8 @@ class ResultsFile:
             if same_file(Path(source)):
                 raise BatchError(
                     f"the output file {name!r} is also the input ({os.fspath(source)!r}): "
-                    "writing results there would destroy the items. Choose another --output "
-                    "(output=)."
+                    f"writing results there would destroy the items. Choose another "
+                    f"{_option('output')}."
                 )
         done: set[str] = set()
         try:
@@ -132,7 +153,7 @@ class ResultsFile:
             if info is not None and not stat.S_ISREG(info.st_mode):
                 raise BatchError(
                     f"the output file {name!r} is not a regular file; choose a file path "
-                    "for --output (output=)."
+                    f"for {_option('output')}."
                 )
             if info is not None and info.st_size > 0:
                 data = real.read_bytes()
@@ -158,12 +179,12 @@ class ResultsFile:
             raise BatchError(
                 f"the output file {name!r} is a symbolic link to {str(self.path.readlink())!r}, "
                 "which does not exist; a batch does not create a file through a link. "
-                "Create that file, remove the link, or choose another --output (output=)."
+                f"Create that file, remove the link, or choose another {_option('output')}."
             )
         if not real.parent.is_dir():
             raise BatchError(
                 f"the folder of the output file {name!r} does not exist; create it "
-                "or choose another --output."
+                f"or choose another {_option('output')}."
             )
         return real
 
@@ -171,14 +192,14 @@ class ResultsFile:
         first = _first_foreign_line(data)
         if first is None:
             return (
-                f"the output file {name!r} already holds results; pass --resume "
-                "(resume=True) to continue it, or choose another output file."
+                f"the output file {name!r} already holds results; pass {_option('resume')} "
+                f"to continue it, or choose another {_option('output')}."
             )
         number, line = first
         return (
             f"the output file {name!r} is not empty and is not a results file: line {number} "
             f"is not a result line ({_shown(line)!r}); it is left as it is. Choose another "
-            "--output (output=)."
+            f"{_option('output')}."
         )
 
     def _keep_ok_lines(self, real: Path, data: bytes, info: os.stat_result) -> set[str]:
@@ -203,8 +224,8 @@ class ResultsFile:
                         f"the output file {str(self.path)!r} holds lines that are not results: "
                         f"line {number} is not a result line ({_shown(line)!r}). Resuming "
                         "would drop them, so the file is left as it is. Choose another "
-                        "--output, or pass --force (force=True) to resume into it and drop "
-                        "such lines."
+                        f"{_option('output')}, or pass {_option('force')} to resume into it "
+                        "and drop such lines."
                     )
                 logger.warning(
                     "%s line %d is not a result line; dropped (force)", self.path, number
