@@ -124,7 +124,10 @@ def test_a_collection_installs_every_skill_and_keeps_other_lock_entries(
     make_skill(collection / "skills", "alpha")
     make_skill(collection / "skills", "beta")
     (collection / "README.md").write_text("# Collection\n", encoding="utf-8")
-    assert install(skills, lock, collection) == 0
+    # The skills sit two levels down: found with the search depth every command takes.
+    assert install(skills, lock, collection) == 1
+    assert "--skills-depth 2" in capsys.readouterr().err
+    assert install(skills, lock, collection, "--skills-depth", "2") == 0
     assert "Installed alpha, beta" in capsys.readouterr().out
     assert left_in(skills) == ["alpha", "beta", "mine"]
     entries = lock_skills(lock)
@@ -215,11 +218,11 @@ def test_a_link_out_of_a_folder_source_is_refused(
 def test_a_skill_without_a_valid_name_or_no_skill_at_all_is_refused(
     skills: SkillsFolder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = tmp_path / "bad"
+    bad = tmp_path / "Bad Folder"
     bad.mkdir()
     (bad / "SKILL.md").write_text("---\nname: Bad Name\ndescription: x\n---\n", encoding="utf-8")
     assert install(skills, tmp_path / "l", bad) == 1
-    assert "no valid name" in capsys.readouterr().err
+    assert "nor its folder's name follows the naming rule" in capsys.readouterr().err
     empty = tmp_path / "empty"
     empty.mkdir()
     assert install(skills, tmp_path / "l", empty) == 1
@@ -474,7 +477,7 @@ def test_a_git_repository_at_a_commit_and_its_default_branch(
     assert "Version one" in (skills.path / "alpha" / "SKILL.md").read_text(encoding="utf-8")
 
     head = git(repository, "rev-parse", "HEAD")
-    assert install(skills, lock, f"git+file://{repository}", "--force") == 0
+    assert install(skills, lock, f"git+file://{repository}", "--force", "--skills-depth=2") == 0
     assert left_in(skills) == ["alpha", "beta"]
     assert lock_skills(lock)["beta"]["source"]["commit"] == head
     assert "Version two" in (skills.path / "alpha" / "SKILL.md").read_text(encoding="utf-8")

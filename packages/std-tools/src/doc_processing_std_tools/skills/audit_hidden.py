@@ -78,9 +78,7 @@ def _joins_honestly(text: str, index: int) -> bool:
         return False
     if _is_pictograph(before) and _is_pictograph(after):
         return True
-    return (
-        not before.isascii() and not after.isascii() and before.isalpha() and after.isalpha()
-    )
+    return not before.isascii() and not after.isascii() and before.isalpha() and after.isalpha()
 
 
 def _in_code(text: str, index: int) -> bool:
