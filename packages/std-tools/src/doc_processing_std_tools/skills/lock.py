@@ -50,6 +50,8 @@ LOCK_FORMAT: Final = 1
 LOCAL: Final = "local"
 """The ``source`` of a skill whose origin is not known."""
 
+SKILL_MD: Final = "SKILL.md"
+
 Files = dict[str, tuple[str, int]]
 """Relative path (``/``-separated) -> (hexadecimal SHA-256, size in bytes)."""
 
@@ -302,7 +304,13 @@ class Pinning:
             current = skill_files(record, max_bytes, self._hasher)
         except (OSError, StdToolsError) as exc:
             return _mismatch(record, self._path, (str(exc),))
-        changed = differences(locked_files(entry), current)
+        locked = locked_files(entry)
+        changed = differences(locked, current)
+        listed = (record.digest or "").removeprefix("sha256:")
+        if not changed and listed != locked.get(SKILL_MD, ("", 0))[0]:
+            # What is listed (name, description) must come from the SKILL.md the lock
+            # holds, not from a record kept elsewhere (the persistent index).
+            changed = (SKILL_MD,)
         return None if not changed else _mismatch(record, self._path, changed)
 
     def check_bytes(self, record: SkillRecord, relative: str, data: bytes) -> None:
