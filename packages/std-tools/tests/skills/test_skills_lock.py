@@ -27,8 +27,8 @@ SCRIPT = "import sys\nprint('ran', *sys.argv[1:])\n"
 @pytest.fixture
 def two(skills: SkillsFolder) -> SkillsFolder:
     """Two skills: alpha with a script and a reference in a subfolder, beta alone; a
-    hidden file and a __pycache__ folder, which the lock names too (a script can import
-from them)."""
+        hidden file and a __pycache__ folder, which the lock names too (a script can import
+    from them)."""
     alpha = skills.write("alpha")
     (alpha / "scripts").mkdir()
     (alpha / "scripts" / "run.py").write_text(SCRIPT, encoding="utf-8")

@@ -97,8 +97,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print(note)
     for diagnostic in catalog.diagnostics:
         _print_diagnostic(diagnostic.skill, diagnostic)
-    if catalog.count == 0 and catalog.skills_dirs:
-        for root in catalog.skills_dirs:
+    existing = [root for root in settings.skill_roots if root.is_dir()]
+    if catalog.count == 0 and existing:
+        for root in existing:
             print_line(f"dpt-skills: {no_skills_message(root, settings.skills_depth)}", sys.stderr)
         return 1
     return 0
@@ -235,13 +236,13 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     sources = {name: entry.get("source", LOCAL) for name, entry in old.items()}
     document, problems = build_lock(catalog, settings.max_file_size_bytes, sources)
     for problem in problems:
-        print(f"{problem} (not locked)", file=sys.stderr)
+        print_line(f"{problem} (not locked)", sys.stderr)
     skills = document["skills"]
     if args.check:
         changes = compare(old, skills)
         for change in changes:
             files = f": {', '.join(change.files)}" if change.files else ""
-            print(f"{change.skill}: {change.kind}{files}")
+            print_line(f"{change.skill}: {change.kind}{files}")
         if changes or problems:
             print(f"{len(changes)} skill(s) differ from {output}; run dpt-skills lock to accept.")
             return 1

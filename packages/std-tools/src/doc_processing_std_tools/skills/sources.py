@@ -33,6 +33,7 @@ _REF: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 _COMMIT: Final = re.compile(r"[0-9a-f]{7,40}")
 _FULL_COMMIT: Final = re.compile(r"[0-9a-f]{40}")
 _QUERY: Final = re.compile(r"(https://[^\s?#'\"]*)\?[^\s#'\"]*")
+_USERINFO: Final = re.compile(r"(https://)[^/\s@?#]*@")
 _CHUNK: Final = 64 * 1024
 
 #: Variables that would point git at another repository than the one it clones.
@@ -50,7 +51,10 @@ _GIT_LOCATIONS: Final = frozenset(
 
 
 def redact(text: str) -> str:
-    """`text` with the query string of every https URL in it replaced by ``?...``."""
+    """`text` with the query string of every https URL in it replaced by ``?...``, and
+    a user name or password in one by ``...@``."""
+    if "@" in text:
+        text = _USERINFO.sub(r"\1...@", text)
     return _QUERY.sub(r"\1?...", text) if "?" in text else text
 
 
