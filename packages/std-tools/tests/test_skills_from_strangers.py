@@ -4,6 +4,7 @@ archives, a real git repository, the real command line."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ import subprocess
 import threading
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 from stranger_collection import INSTALLED, SKILLS, make_collection
@@ -295,10 +296,8 @@ def test_a_folder_swapped_for_a_link_during_the_copy_brings_nothing_in(
         for attempt in range(150):
             target = tmp_path / "copies" / str(attempt)
             target.parent.mkdir(exist_ok=True)
-            try:
+            with contextlib.suppress(Exception):
                 copy_skill(source, target, Budget(Limits(), "x"), 1 << 20)
-            except Exception:
-                pass
             for path in target.rglob("secret.txt"):
                 if not path.is_symlink() and path.read_text("utf-8") == "root only\n":
                     leaked += 1
@@ -350,7 +349,3 @@ def test_bytes_of_a_staged_copy_are_read_only_and_links_stay_inside(tmp_path: Pa
     (source / "docs" / "out.md").symlink_to("../../../elsewhere")
     with pytest.raises(Exception, match="leads outside the skill folder"):
         copy_skill(source, tmp_path / "copy2", Budget(Limits(), "x"), 1 << 20)
-
-
-def _unused(*_: Any) -> None:
-    """Keeps imports used only in type comments honest."""
