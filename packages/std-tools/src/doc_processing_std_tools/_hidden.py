@@ -52,10 +52,11 @@ def is_selector(char: str) -> bool:
 
 def _shown(text: str, index: int, char: str) -> bool:
     """True when the character at `index` is drawn, or is the one variation selector
-    right after a drawn character (the U+FE0F of an emoji), which is left as it is."""
+    right after a drawn character and before no other (the U+FE0F of an emoji), which is
+    left as it is."""
     if is_selector(char):
-        if index == 0:
-            return False
+        if index == 0 or (index + 1 < len(text) and is_selector(text[index + 1])):
+            return False  # alone, or one of a run: a run can spell anything
         before = text[index - 1]
         return not is_hidden(before) and not is_selector(before)
     return not is_hidden(char) or (index == 0 and char == _BOM)
