@@ -5,24 +5,30 @@ archives, a real git repository, the real command line."""
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import shutil
+import ssl
 import stat
 import struct
 import subprocess
 import threading
+import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from https_server import QuietServer, self_signed
 from stranger_collection import INSTALLED, SKILLS, make_collection
 
+from doc_processing_std_tools.errors import StdToolsError
 from doc_processing_std_tools.skills.cli import main
 from doc_processing_std_tools.skills.copying import copy_skill
 from doc_processing_std_tools.skills.install import parse_source
-from doc_processing_std_tools.skills.unpack import Budget, LimitReached, Limits, extract
+from doc_processing_std_tools.skills.unpack import Budget, LimitReached, Limits, download, extract
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -349,3 +355,82 @@ def test_bytes_of_a_staged_copy_are_read_only_and_links_stay_inside(tmp_path: Pa
     (source / "docs" / "out.md").symlink_to("../../../elsewhere")
     with pytest.raises(Exception, match="leads outside the skill folder"):
         copy_skill(source, tmp_path / "copy2", Budget(Limits(), "x"), 1 << 20)
+
+
+# Downloads (items 14, 16) ------------------------------------------------------------------
+
+
+class _Trickle(http.server.BaseHTTPRequestHandler):
+    """Serves `files` by path (the query string ignored); /slow.zip one byte at a time."""
+
+    def do_GET(self) -> None:
+        server: Any = self.server
+        server.requests.append(self.path)
+        path = self.path.split("?", 1)[0]
+        body = server.files.get(path)
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if path != "/slow.zip":
+            self.wfile.write(body)
+            return
+        for byte in body:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(0.05)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def trickle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    folder = tmp_path / "tls"
+    folder.mkdir()
+    cert, key = self_signed(folder)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    server: Any = QuietServer(("127.0.0.1", 0), _Trickle)
+    server.files, server.requests = {}, []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_the_download_deadline_is_wall_clock_time(tmp_path: Path, trickle: Any) -> None:
+    trickle.files["/slow.zip"] = bytes(2000)  # 2,000 bytes, one every 50 ms: 100 s
+    port = trickle.server_address[1]
+    started = time.monotonic()
+    with pytest.raises(StdToolsError, match="took longer than 1 s"):
+        download(f"https://127.0.0.1:{port}/slow.zip", tmp_path / "a", Limits(timeout=1.0))
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_signed_url_installs_without_its_signature_in_output_or_lock(
+    skills: SkillsFolder, tmp_path: Path, trickle: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "signed.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("signed/SKILL.md", skill_md("signed"))
+    trickle.files["/dl/signed.zip"] = archive.read_bytes()
+    port = trickle.server_address[1]
+    url = f"https://127.0.0.1:{port}/dl/signed.zip?X-Amz-Signature=s1gn4ture&private_token=t0k"
+    lock = tmp_path / "skills.lock"
+    assert install(skills, lock, url) == 0
+    captured = capsys.readouterr()
+    assert trickle.requests == ["/dl/signed.zip?X-Amz-Signature=s1gn4ture&private_token=t0k"]
+    for secret in ("s1gn4ture", "t0k"):
+        assert secret not in captured.out + captured.err
+        assert secret not in lock.read_text("utf-8")
+    source = json.loads(lock.read_text("utf-8"))["skills"]["signed"]["source"]
+    assert source["location"] == f"https://127.0.0.1:{port}/dl/signed.zip?..."

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import http.server
 import io
-import ipaddress
 import json
 import os
 import shutil
@@ -21,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from https_server import QuietServer, self_signed
 from mcp import Client
 from mcp.types import TextContent
 
@@ -527,49 +526,8 @@ class _Files(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
-class _QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hangs up early (a refused download) is expected here
-
-
 def _serve(tls: tuple[Path, Path] | None) -> Iterator[Any]:
-    server: Any = _QuietServer(("127.0.0.1", 0), _Files)
+    server: Any = QuietServer(("127.0.0.1", 0), _Files)
     server.files, server.redirects, server.requests = {}, {}, []
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -590,7 +548,7 @@ def https(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """An https server on 127.0.0.1 whose self-signed certificate SSL_CERT_FILE trusts."""
     folder = tmp_path / "tls"
     folder.mkdir()
-    cert, key = _self_signed(folder)
+    cert, key = self_signed(folder)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     yield from _serve((cert, key))
 
