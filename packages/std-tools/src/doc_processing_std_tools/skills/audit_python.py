@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 __all__ = ["NETWORK_MODULES", "python_findings"]
@@ -67,9 +67,10 @@ CREDENTIAL_MARKERS: Final = (
     ".token",
 )
 
-# Words that some finding needs in the source (every credential marker and network
-# module holds one). ASCII source without any of them is not parsed. Other text is always
-# parsed, since Python folds some characters into ASCII names (NFKC).
+# Words that some finding needs in the source (every credential marker holds one; the
+# network modules come last, searched as whole words). ASCII source without any of them is
+# not parsed. Other text is always parsed, since Python folds some characters into ASCII
+# names (NFKC).
 LITERAL_WORDS: Final = (
     "~",
     "home",
@@ -93,7 +94,59 @@ LITERAL_WORDS: Final = (
     "token",
     *sorted(NETWORK_MODULES),
 )
-_ANY_WORD: Final = re.compile("|".join(map(re.escape, LITERAL_WORDS)))
+_LITERAL_ONLY: Final = LITERAL_WORDS[: -len(NETWORK_MODULES)]
+
+# Characters that are rare in source code and that, between them, every literal word
+# holds. The words are searched in one pass per character: from each place the character
+# is found, the rest of each word that holds it is checked around it.
+_ANCHORS: Final = "~Ok_whcux"
+
+
+def _word_searches(words: Iterable[str], anchors: str) -> tuple[re.Pattern[str], ...]:
+    """Patterns that, between them, find any of `words`: one per character of `anchors`
+    (each word is in the pattern of the first of them it holds; one that holds none
+    starts a pattern of its own). Each pattern starts with its character, which CPython
+    skips to as fast as it searches a literal word, so a text is searched once per
+    character instead of once per word."""
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        at = next((word.index(char) for char in anchors if char in word), 0)
+        before = f"(?<={re.escape(word[: at + 1])})" if at else ""
+        after = f"(?={re.escape(word[at + 1 :])})" if at + 1 < len(word) else ""
+        branches.setdefault(word[at], []).append(before + after)
+    return tuple(
+        re.compile(re.escape(char) + ("" if "" in rest else f"(?:{'|'.join(rest)})"))
+        for char, rest in branches.items()
+    )
+
+
+_WORD_SEARCHES: Final = tuple(p.search for p in _word_searches(_LITERAL_ONLY, _ANCHORS))
+# Short text is searched once for any of the words: the calls would cost more than the scan.
+_ANY_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_ONLY)))
+_SHORT: Final = 512
+
+
+def _names_literal_word(text: str) -> bool:
+    if len(text) < _SHORT:
+        return _ANY_WORD.search(text) is not None
+    return any(search(text) for search in _WORD_SEARCHES)
+
+
+def _names_network_module(text: str) -> bool:
+    """True when a network module's name stands alone somewhere in `text` (ASCII), as
+    it must wherever Python could import it: "https" in a docstring is not "http"."""
+    for name in NETWORK_MODULES:
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            before = text[at - 1] if at else " "
+            after = text[end] if end < len(text) else " "
+            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+                return True
+            at = text.find(name, end)
+    return False
+
+
 # A path in the home folder: "~", "~/..." or "~user/...", never a version such as "~1.2".
 _HOME_PATH: Final = re.compile(r"~(?:[A-Za-z_][\w.-]*)?(?:/|\\|$)")
 
@@ -143,12 +196,52 @@ def _dynamic_import(node: ast.Call) -> str | None:
     return None
 
 
+_IMPORT: Final = re.compile(r"\bimport\b")
+
+
+def _plain_import(text: str) -> tuple[int, str] | None:
+    """(line, what) of the first network import in a line that starts with ``import``
+    or ``from`` (statements split at ``;``), or None. A shortcut only: when it finds
+    nothing, the source is parsed, which sees every other form."""
+    end = -1
+    for match in _IMPORT.finditer(text):
+        start = match.start()
+        if start < end:
+            continue  # on a line already read
+        begin = text.rfind("\n", 0, start) + 1
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        line = text[begin:end]
+        if line.rstrip().endswith(("\\", "(", ",")):
+            continue  # continued: left to the parse
+        for statement in line.split(";"):
+            words = statement.replace(",", " , ").split()
+            if len(words) < 2 or words[0] not in ("import", "from"):
+                continue
+            if words[0] == "from":
+                names = [w for w in words[3:] if w not in (",", "as", "(", ")")]
+                if len(words) > 2 and words[2] == "import" and _network(words[1], names):
+                    return text.count("\n", 0, begin) + 1, f"imports from {words[1]}"
+                continue
+            parts = " ".join(words[1:]).split(",")
+            for module in (part.split()[0] for part in parts if part.split()):
+                if _network(module):
+                    return text.count("\n", 0, begin) + 1, f"imports {module}"
+    return None
+
+
 def python_findings(text: str) -> Iterator[tuple[str, int, str]]:
     """(code, line, what) of the first finding of each code in the Python source `text`."""
     if text.startswith("\ufeff"):
         text = text[1:]  # Python skips the mark; the line numbers stay the same
-    if text.isascii() and not _ANY_WORD.search(text):
-        return
+    if text.isascii() and not _names_literal_word(text):
+        if not _names_network_module(text):
+            return
+        # Only a network finding is possible: a plain import line is enough to say so.
+        found = _plain_import(text)
+        if found is not None:
+            yield "python_network", found[0], found[1]
+            return
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
