@@ -60,6 +60,9 @@ def codes(folder: Path) -> list[tuple[str, str, str]]:
             [("variation_selectors", "error")],
         ),
         ("\ufe0f alone\n", [("variation_selectors", "error")]),
+        ("\u200e```mermaid\n", [("zero_width_in_code", "warning")]),  # a mark, same use
+        ("\u05e9\u05dc\u200e\u05d5\u05dd\n", []),  # a mark in right-to-left prose
+        ("Left\u200emark in English\n", [("format_characters", "error")]),
     ],
     ids=[
         "family-emoji",
@@ -75,6 +78,9 @@ def codes(folder: Path) -> list[tuple[str, str, str]]:
         "bidi",
         "selector-run",
         "selector-alone",
+        "mark-by-fence",
+        "mark-in-rtl",
+        "mark-in-english",
     ],
 )
 def test_invisible_characters_are_judged_by_their_context(
@@ -93,7 +99,7 @@ def test_the_generated_collection_audits_without_an_error(
     out = capsys.readouterr().out
     assert " error [" not in out
     assert out.count("[zero_width_in_code]") == 1  # one finding per file, with the count
-    assert "2 a lone zero-width character" in out
+    assert "2 lone invisible character(s) next to a backtick" in out
 
 
 @pytest.mark.parametrize(

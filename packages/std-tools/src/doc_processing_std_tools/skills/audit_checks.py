@@ -43,7 +43,7 @@ AUDIT_CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("tag_characters", "error", "a text file holds Unicode tag characters (invisible text)"),
     ("variation_selectors", "error", "a text file holds a run of variation selectors"),
     ("zero_width_characters", "error", "a text file holds zero-width characters"),
-    ("zero_width_in_code", "warning", "a lone zero-width character by a backtick or in code"),
+    ("zero_width_in_code", "warning", "a lone invisible character by a backtick or in code"),
     ("bidi_controls", "error", "a text file holds bidirectional control characters"),
     ("format_characters", "error", "a text file holds other invisible format characters"),
     ("link_outside", "error", "a symbolic link leads out of the skill folder"),

@@ -7,8 +7,9 @@ in characters no reader sees:
   is part of how the text is drawn: no finding;
 - one variation selector right after a visible character picks how it is drawn (the
   U+FE0F after a heart): no finding;
-- one zero-width character next to a backtick or inside a code block (the usual way to
-  show a Markdown fence inside a fence) is the ``zero_width_in_code`` warning;
+- one zero-width character or direction mark next to a backtick or inside a code block
+  (the usual way to show a Markdown fence inside a fence) is the ``zero_width_in_code``
+  warning, and one direction mark between letters of right-to-left prose is no finding;
 - everything else is an error: tag characters, two variation selectors or more in a row
   (a run can encode bytes), two zero-width characters or more in a row, a lone
   zero-width character elsewhere, bidirectional controls and other format characters.
@@ -30,7 +31,9 @@ __all__ = ["HIDDEN_CODES", "hidden_runs"]
 
 _ZERO_WIDTH: Final = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF})
 _JOINERS: Final = frozenset({0x200C, 0x200D})
-_BIDI: Final = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F})
+_BIDI: Final = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
+# Direction marks: a lone one has the honest uses of a lone zero-width character.
+_MARKS: Final = frozenset({0x200E, 0x200F})
 _SKIN_TONES: Final = range(0x1F3FB, 0x1F400)
 
 #: The codes this module gives, with the words of their messages.
@@ -38,7 +41,7 @@ HIDDEN_CODES: Final = {
     "tag_characters": "Unicode tag character(s), which spell text no reader sees",
     "variation_selectors": "variation selector(s) in a run, which can encode hidden text",
     "zero_width_characters": "zero-width character(s), which can split or hide words",
-    "zero_width_in_code": "a lone zero-width character next to a backtick or in a code block",
+    "zero_width_in_code": "lone invisible character(s) next to a backtick or in a code block",
     "bidi_controls": "bidirectional control character(s), which reorder what is shown",
     "format_characters": "invisible format character(s)",
 }
@@ -107,6 +110,14 @@ def _kind_of_run(text: str, start: int, end: int) -> str | None:
     if selectors == len(points):
         # One selector after a visible character picks its form; alone, it is hidden.
         return None if start and not _is_invisible(text[start - 1]) else "variation_selectors"
+    if len(points) == 1 and points[0] in _MARKS:
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        if _in_code(text, start):
+            return "zero_width_in_code"
+        if before.isalpha() and after.isalpha() and not (before + after).isascii():
+            return None  # a mark in right-to-left (or mixed) prose
+        return "format_characters"
     zero_width = [point for point in points if point in _ZERO_WIDTH]
     if len(zero_width) >= 2 or (zero_width and len(points) - selectors > len(zero_width)):
         return "zero_width_characters"

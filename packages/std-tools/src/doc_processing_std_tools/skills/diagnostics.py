@@ -98,7 +98,7 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("tag_characters", "warning", "a file besides SKILL.md holds Unicode tag characters"),
     ("variation_selectors", "warning", "a file besides SKILL.md holds variation-selector runs"),
     ("zero_width_characters", "warning", "a file besides SKILL.md holds zero-width characters"),
-    ("zero_width_in_code", "warning", "a lone zero-width character by a backtick or in code"),
+    ("zero_width_in_code", "warning", "a lone invisible character by a backtick or in code"),
     ("bytecode", "warning", "the skill ships compiled Python (.pyc)"),
     ("bidi_controls", "warning", "a file besides SKILL.md holds bidirectional controls"),
     ("format_characters", "warning", "a file besides SKILL.md holds invisible format characters"),
