@@ -107,8 +107,10 @@ def run(repeat: int, size: int) -> None:
             f"file of {len(data):,} bytes; SHA-256 of it {sha_ms:.2f} ms; load average "
             f"{load:.1f}; medians of {repeat} calls, 3 alternating rounds"
         )
-        print("| round | session unpinned | session pinned | x | library unpinned | "
-              "library pinned | x |")
+        print(
+            "| round | session unpinned | session pinned | x | library unpinned | "
+            "library pinned | x |"
+        )
         print("|---|---|---|---|---|---|---|")
         for index, ((s_free, l_free), (s_pin, l_pin)) in enumerate(rows, 1):
             print(
