@@ -4,7 +4,6 @@ archives, a real git repository, the real command line."""
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import json
 import os
@@ -271,46 +270,39 @@ def test_a_commit_pin_installs_that_commit_even_when_a_branch_has_its_name(
 def test_a_folder_swapped_for_a_link_during_the_copy_brings_nothing_in(
     tmp_path: Path,
 ) -> None:
-    """A writer races the copy, swapping a subfolder for a link to a private folder;
-    the copy goes through folder descriptors, so the private file never lands in it."""
+    """A writer waits until the copy of a subfolder has begun (its first, large file
+    appears in the copy), then swaps the subfolder for a link to a private folder. The
+    copy reads through the descriptor of the folder it opened, so the private file never
+    lands in it; a copy that opened files by path would follow the link."""
     private = tmp_path / "private"
     private.mkdir()
     (private / "secret.txt").write_text("root only\n", encoding="utf-8")
     source = make_skill(tmp_path / "source", "racy")
     real = source / "refs"
-    parked = source / ".parked"
     real.mkdir()
+    (real / "a-large.bin").write_bytes(bytes(24 << 20))  # copied first: the window
     (real / "secret.txt").write_text("public\n", encoding="utf-8")
-    for index in range(30):
-        (real / f"page-{index}.md").write_text("page\n", encoding="utf-8")
-    stop = threading.Event()
+    target = tmp_path / "copy"
 
     def swap() -> None:
-        while not stop.is_set():
-            try:
-                real.rename(parked)
-                real.symlink_to(private)
-                real.unlink()
-                parked.rename(real)
-            except OSError:
-                continue
+        deadline = time.monotonic() + 30
+        while not (target / "refs" / "a-large.bin").exists() and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        real.rename(source / ".parked")
+        real.symlink_to(private)
 
-    writer = threading.Thread(target=swap, daemon=True)
+    writer = threading.Thread(target=swap)
     writer.start()
-    leaked = 0
     try:
-        for attempt in range(150):
-            target = tmp_path / "copies" / str(attempt)
-            target.parent.mkdir(exist_ok=True)
-            with contextlib.suppress(Exception):
-                copy_skill(source, target, Budget(Limits(), "x"), 1 << 20)
-            for path in target.rglob("secret.txt"):
-                if not path.is_symlink() and path.read_text("utf-8") == "root only\n":
-                    leaked += 1
+        copy_skill(source, target, Budget(Limits(), "x"), 64 << 20)
     finally:
-        stop.set()
         writer.join()
-    assert leaked == 0
+    assert real.is_symlink()  # the swap happened during the copy
+    copied = target / "refs" / "secret.txt"
+    assert copied.read_text("utf-8") == "public\n"
+    assert "root only" not in "".join(
+        p.read_text("utf-8", "replace") for p in target.rglob("*.txt") if p.is_file()
+    )
 
 
 def test_a_zip_declaring_a_million_entries_is_refused_from_its_end_record(
