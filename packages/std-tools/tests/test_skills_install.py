@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import http.server
 import io
-import ipaddress
 import json
 import os
 import shutil
@@ -21,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from https_server import QuietServer, self_signed
 from mcp import Client
 from mcp.types import TextContent
 
@@ -124,7 +123,10 @@ def test_a_collection_installs_every_skill_and_keeps_other_lock_entries(
     make_skill(collection / "skills", "alpha")
     make_skill(collection / "skills", "beta")
     (collection / "README.md").write_text("# Collection\n", encoding="utf-8")
-    assert install(skills, lock, collection) == 0
+    # The skills sit two levels down: found with the search depth every command takes.
+    assert install(skills, lock, collection) == 1
+    assert "--skills-depth 2" in capsys.readouterr().err
+    assert install(skills, lock, collection, "--skills-depth", "2") == 0
     assert "Installed alpha, beta" in capsys.readouterr().out
     assert left_in(skills) == ["alpha", "beta", "mine"]
     entries = lock_skills(lock)
@@ -215,11 +217,11 @@ def test_a_link_out_of_a_folder_source_is_refused(
 def test_a_skill_without_a_valid_name_or_no_skill_at_all_is_refused(
     skills: SkillsFolder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = tmp_path / "bad"
+    bad = tmp_path / "Bad Folder"
     bad.mkdir()
     (bad / "SKILL.md").write_text("---\nname: Bad Name\ndescription: x\n---\n", encoding="utf-8")
     assert install(skills, tmp_path / "l", bad) == 1
-    assert "no valid name" in capsys.readouterr().err
+    assert "nor its folder's name follows the naming rule" in capsys.readouterr().err
     empty = tmp_path / "empty"
     empty.mkdir()
     assert install(skills, tmp_path / "l", empty) == 1
@@ -474,7 +476,7 @@ def test_a_git_repository_at_a_commit_and_its_default_branch(
     assert "Version one" in (skills.path / "alpha" / "SKILL.md").read_text(encoding="utf-8")
 
     head = git(repository, "rev-parse", "HEAD")
-    assert install(skills, lock, f"git+file://{repository}", "--force") == 0
+    assert install(skills, lock, f"git+file://{repository}", "--force", "--skills-depth=2") == 0
     assert left_in(skills) == ["alpha", "beta"]
     assert lock_skills(lock)["beta"]["source"]["commit"] == head
     assert "Version two" in (skills.path / "alpha" / "SKILL.md").read_text(encoding="utf-8")
@@ -524,49 +526,8 @@ class _Files(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
-class _QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hangs up early (a refused download) is expected here
-
-
 def _serve(tls: tuple[Path, Path] | None) -> Iterator[Any]:
-    server: Any = _QuietServer(("127.0.0.1", 0), _Files)
+    server: Any = QuietServer(("127.0.0.1", 0), _Files)
     server.files, server.redirects, server.requests = {}, {}, []
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -587,7 +548,7 @@ def https(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """An https server on 127.0.0.1 whose self-signed certificate SSL_CERT_FILE trusts."""
     folder = tmp_path / "tls"
     folder.mkdir()
-    cert, key = _self_signed(folder)
+    cert, key = self_signed(folder)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     yield from _serve((cert, key))
 

@@ -3,7 +3,8 @@
 A skill can carry instructions that a person reviewing it never sees: Unicode tag
 characters (U+E0000 to U+E007F) spell ASCII text that no font draws, zero-width characters
 split or join words, bidirectional controls reorder what is shown, and other format
-characters (Unicode category ``Cf``, such as the soft hyphen) are invisible too. `escape`
+characters (Unicode category ``Cf``, such as the soft hyphen) are invisible too, and so
+is a run of variation selectors, which can encode any bytes after one emoji. `escape`
 replaces each of them with a visible escape, so the model reads what a person would see
 plus a marker where something was hidden:
 
@@ -13,7 +14,8 @@ plus a marker where something was hidden:
 - every other such character becomes ``[U+200B]`` and the like (four hex digits at least).
 
 A byte-order mark (U+FEFF) at the very start of the text is an encoding mark, not hidden
-text, and is left as it is. Characters used by some scripts and by emoji sequences (the
+text, and is left as it is; so is one variation selector right after a drawn character,
+which picks how that character is drawn. Characters used by some scripts and by emoji sequences (the
 zero-width joiner and non-joiner) are escaped too: a false positive costs a visible marker,
 a miss would hide an instruction.
 """
@@ -24,7 +26,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Escaped", "escape", "hidden_count", "is_hidden", "note"]
+__all__ = ["Escaped", "escape", "hidden_count", "is_hidden", "is_selector", "note"]
 
 _TAG_FIRST: Final = 0xE0000
 _TAG_LAST: Final = 0xE007F
@@ -39,6 +41,25 @@ def is_hidden(char: str) -> bool:
     if point < 0x80:
         return False
     return _TAG_FIRST <= point <= _TAG_LAST or unicodedata.category(char) == "Cf"
+
+
+def is_selector(char: str) -> bool:
+    """True when `char` is a variation selector (U+FE00 to U+FE0F, U+E0100 to U+E01EF):
+    drawn as nothing, it picks the form of the character before it."""
+    point = ord(char)
+    return 0xFE00 <= point <= 0xFE0F or 0xE0100 <= point <= 0xE01EF
+
+
+def _shown(text: str, index: int, char: str) -> bool:
+    """True when the character at `index` is drawn, or is the one variation selector
+    right after a drawn character and before no other (the U+FE0F of an emoji), which is
+    left as it is."""
+    if is_selector(char):
+        if index == 0 or (index + 1 < len(text) and is_selector(text[index + 1])):
+            return False  # alone, or one of a run: a run can spell anything
+        before = text[index - 1]
+        return not is_hidden(before) and not is_selector(before)
+    return not is_hidden(char) or (index == 0 and char == _BOM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +81,7 @@ def escape(text: str) -> Escaped:
     count = 0
     start = 0
     for index, char in enumerate(text):
-        if not is_hidden(char) or (index == 0 and char == _BOM):
+        if _shown(text, index, char):
             if spelled:
                 parts.append(f"[hidden: {''.join(spelled)}]")
                 spelled.clear()
@@ -88,7 +109,7 @@ def hidden_count(text: str) -> int:
     """How many hidden characters `text` holds (a leading byte-order mark is not one)."""
     if text.isascii():
         return 0
-    return sum(1 for index, char in enumerate(text) if is_hidden(char) and (index or char != _BOM))
+    return sum(1 for index, char in enumerate(text) if not _shown(text, index, char))
 
 
 def note(count: int) -> str:

@@ -1,8 +1,8 @@
-"""The audit's findings are list_skills and validate warnings: every finding about a listed
-skill, under the audit's code, never hiding the skill; the findings in a skill's files are
-kept with the stamps of those files, so a new process reads none of them again and an
-edited, added or removed file is audited again on the next list. Real files, a real
-in-memory MCP client, the real command line."""
+"""The audit's findings are validate warnings, under the audit's code, never hiding the
+skill; list_skills carries only hidden text among them (the rest stay in audit and
+validate). The findings in a skill's files are kept with the stamps of those files, so a
+new process reads none of them again and an edited, added or removed file is audited
+again on the next list. Real files, a real in-memory MCP client, the real command line."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ pytestmark = pytest.mark.anyio
 MAX = 1 << 20
 FETCH = "import json\n\nimport socket\n\nprint(json.dumps({}))\n"
 CLEAN = "import json\n\nprint(json.dumps({'ok': True}))\n"
+# Text a reader does not see: the audit finding that list_skills carries.
+HIDING = "import json\n\n# Amount: \u202e0001\nprint(json.dumps({}))\n"
 
 _opened: list[str] = []
 _counting = threading.local()
@@ -111,7 +113,7 @@ def roomy(skills: SkillsFolder, monkeypatch: pytest.MonkeyPatch) -> SkillsFolder
     return skills
 
 
-async def test_each_finding_is_a_list_skills_warning_and_hides_no_skill(
+async def test_audit_findings_other_than_hidden_text_stay_out_of_list_skills(
     roomy: SkillsFolder,
 ) -> None:
     flagged(roomy)
@@ -124,7 +126,7 @@ async def test_each_finding_is_a_list_skills_warning_and_hides_no_skill(
             "pytest-hook",
             "shell-setup",
         ]
-        assert by_skill(catalog["diagnostics"]) == EXPECTED
+        assert "diagnostics" not in catalog  # audit and validate say them
         # Listed means loadable: a finding is a warning about the skill, not a refusal.
         loaded = await call(client, "load_skill", skill_name="shell-setup")
         assert "scripts/setup.sh" in loaded
@@ -146,12 +148,13 @@ async def test_editing_adding_and_removing_files_changes_the_findings_on_the_nex
     async with Client(skills_server) as client:
         assert await codes(client) == []
         assert await codes(client) == []  # unchanged: answered from what was kept
-        script.write_text(FETCH, "utf-8")  # edited in place: only the file's stamp moves
-        assert await codes(client) == ["python_network"]
-        (folder / "scripts" / "run.sh").write_text("echo hi\n", "utf-8")  # added
-        assert sorted(await codes(client)) == ["non_python_script", "python_network"]
+        script.write_text(HIDING, "utf-8")  # edited in place: only the file's stamp moves
+        assert await codes(client) == ["bidi_controls"]
+        added = folder / "scripts" / "notes.md"
+        added.write_text("Say \U000e0068\U000e0069\n", "utf-8")  # added
+        assert sorted(await codes(client)) == ["bidi_controls", "tag_characters"]
         script.write_text(CLEAN, "utf-8")
-        (folder / "scripts" / "run.sh").unlink()  # removed
+        added.unlink()  # removed
         assert await codes(client) == []
 
 
@@ -166,10 +169,10 @@ def test_peek_sees_a_script_edit_deep_in_a_skill(skills: SkillsFolder, watch: bo
     first = catalog.scan(skills.path, max_bytes=MAX)
     assert first.diagnostics == ()
     assert catalog.peek(skills.path, max_bytes=MAX) is first
-    script.write_text(FETCH, "utf-8")
+    script.write_text(HIDING, "utf-8")
     assert catalog.peek(skills.path, max_bytes=MAX) is None
     codes = [d.code for d in catalog.scan(skills.path, max_bytes=MAX).diagnostics]
-    assert codes == ["python_network"]
+    assert codes == ["bidi_controls"]
     catalog.clear()
 
 
@@ -182,6 +185,7 @@ def test_a_new_process_reuses_the_findings_kept_in_the_index(
     skills: SkillsFolder, tmp_path: Path
 ) -> None:
     flagged(skills)
+    (skills.write("hider") / "notes.md").write_text("Amount: \u202e0001\n", "utf-8")
     age(skills.path)
     cache = tmp_path / "cache"
     first, opened = files_opened(lambda: scan_with(cache, skills.path))
@@ -194,16 +198,16 @@ def test_a_new_process_reuses_the_findings_kept_in_the_index(
     again, opened = files_opened(lambda: scan_with(cache, skills.path))
     assert [p for p in opened if p.startswith(str(skills.path))] == []
     assert again.diagnostics == first.diagnostics
-    assert {d.skill for d in again.diagnostics} == set(EXPECTED)
-    # A script edited while no server ran (same size, old modification time put back):
+    assert {d.skill for d in again.diagnostics} == {"hider"}
+    # A file edited while no server ran (same size, old modification time put back):
     # the next process audits that skill's files again, and only those.
-    script = skills.path / "fetcher" / "scripts" / "fetch.py"
-    before = script.stat()
-    script.write_text(FETCH.replace("socket", "string"), "utf-8")
-    os.utime(script, ns=(before.st_atime_ns, before.st_mtime_ns))
+    notes = skills.path / "hider" / "notes.md"
+    before = notes.stat()
+    notes.write_text("Amount: \u20140001\n", "utf-8")
+    os.utime(notes, ns=(before.st_atime_ns, before.st_mtime_ns))
     changed, opened = files_opened(lambda: scan_with(cache, skills.path))
-    assert [p for p in opened if p.startswith(str(skills.path))] == [str(script)]
-    assert "fetcher" not in {d.skill for d in changed.diagnostics}
+    assert [p for p in opened if p.startswith(str(skills.path))] == [str(notes)]
+    assert "hider" not in {d.skill for d in changed.diagnostics}
 
 
 def test_validate_prints_the_findings_and_strict_fails_on_them(
@@ -243,7 +247,6 @@ def test_hidden_text_and_links_are_said_once(skills: SkillsFolder, tmp_path: Pat
     assert found == [
         ("bidi_controls", "notes.txt, line 1"),
         ("hidden_text", "SKILL.md hides text"),
-        ("link_outside", "a/b/deep-link.txt"),
         ("link_outside_skill", LINKS_NAMED),
     ]
     assert all(d.level == "warning" for d in catalog.diagnostics)
@@ -256,10 +259,13 @@ def test_every_audit_code_is_a_warning_diagnostic_code() -> None:
 
 def test_every_credential_marker_and_home_word_makes_the_parse_happen() -> None:
     """The words that decide whether a script is parsed cover every literal check."""
-    from doc_processing_std_tools.skills import audit_checks
+    from doc_processing_std_tools.skills import audit_python
 
-    for marker in (*audit_checks._CREDENTIAL_MARKERS, "expanduser", "HOME", "USERPROFILE"):
-        assert any(word in marker for word in audit_checks._LITERAL_WORDS), marker
+    words = audit_python.LITERAL_WORDS
+    for marker in (*audit_python.CREDENTIAL_MARKERS, "expanduser", "HOME", "USERPROFILE"):
+        assert any(word in marker for word in words), marker
+    for module in audit_python.NETWORK_MODULES:
+        assert any(word in module for word in words), module
 
 
 @pytest.mark.parametrize(
@@ -273,13 +279,10 @@ def test_every_credential_marker_and_home_word_makes_the_parse_happen() -> None:
         ("from .socket import x\nimport requestsx\n", 0, ""),
     ],
 )
-def test_imports_read_line_by_line_agree_with_the_parse(
+def test_imports_are_found_with_or_without_other_words(
     tmp_path: Path, source: str, line: int, what: str
 ) -> None:
-    """ASCII scripts without a home, credential or /proc word are not parsed: their
-    imports are read line by line, with the findings the parse gives."""
-    from doc_processing_std_tools.skills import audit_checks
-
+    """The network finding is the same whatever else the script names."""
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / "t.py").write_text(source, "utf-8")
@@ -291,4 +294,3 @@ def test_imports_read_line_by_line_agree_with_the_parse(
         (f.line, f.message.split(":")[0]) for f in audit_skill(folder) if f.code == "python_network"
     ]
     assert parsed == fast
-    assert audit_checks._network_import(source) == ((line, what) if line else None)

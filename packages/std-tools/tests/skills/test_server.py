@@ -205,7 +205,14 @@ FRONTMATTER_ROWS = [
         "tools",
         "---\nname: tools\ndescription: d\nallowed-tools: Bash Read\n---\n",
         True,
-        [("warning", "shell_tool_allowed")],  # an audit finding: listed, with a warning
+        [],  # an audit finding: audit and validate say it, list_skills does not
+    ),
+    (
+        # The specification's own example frontmatter: no diagnostic at all.
+        "spec-example",
+        "---\nname: spec-example\ndescription: d\nallowed-tools: Bash(git:*) Read\n---\n",
+        True,
+        [],
     ),
     ("read-only", "---\nname: read-only\ndescription: d\nallowed-tools: Read\n---\n", True, []),
     ("bom-crlf", "\ufeff---\r\nname: bom-crlf\r\ndescription: d\r\n---\r\nBody\r\n", True, []),

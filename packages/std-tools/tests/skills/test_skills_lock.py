@@ -27,7 +27,8 @@ SCRIPT = "import sys\nprint('ran', *sys.argv[1:])\n"
 @pytest.fixture
 def two(skills: SkillsFolder) -> SkillsFolder:
     """Two skills: alpha with a script and a reference in a subfolder, beta alone; a
-    hidden file and a __pycache__ folder that the lock must not name."""
+        hidden file and a __pycache__ folder, which the lock names too (a script can import
+    from them)."""
     alpha = skills.write("alpha")
     (alpha / "scripts").mkdir()
     (alpha / "scripts" / "run.py").write_text(SCRIPT, encoding="utf-8")
@@ -47,7 +48,7 @@ def lock(skills: SkillsFolder, lock_file: Path, *extra: str) -> int:
     return main(["lock", "--skills-dir", str(skills.path), "--output", str(lock_file), *extra])
 
 
-def test_lock_names_every_visible_file_with_its_digest_and_size(
+def test_lock_names_every_file_with_its_digest_and_size(
     two: SkillsFolder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lock_file = tmp_path / "skills.lock"
@@ -57,13 +58,19 @@ def test_lock_names_every_visible_file_with_its_digest_and_size(
     assert sorted(document["skills"]) == ["alpha", "beta"]
     alpha = document["skills"]["alpha"]
     assert alpha["source"] == "local"
-    assert sorted(alpha["files"]) == ["SKILL.md", "reference.md", "scripts/run.py"]
+    assert sorted(alpha["files"]) == [
+        ".hidden",
+        "SKILL.md",
+        "__pycache__/run.pyc",
+        "reference.md",
+        "scripts/run.py",
+    ]
     script = (two.path / "alpha" / "scripts" / "run.py").read_bytes()
     assert alpha["files"]["scripts/run.py"] == {
         "sha256": hashlib.sha256(script).hexdigest(),
         "size": len(script),
     }
-    assert "Locked 2 skill(s), 4 file(s)" in capsys.readouterr().out
+    assert "Locked 2 skill(s), 6 file(s)" in capsys.readouterr().out
     # No temporary file is left next to the lock.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["skills", "skills.lock"]
 
@@ -169,15 +176,15 @@ async def test_a_script_edited_after_locking_is_refused_before_it_runs(
     )
     assert not is_error and "ran" in json.loads(text)["stdout"], text
 
-    # Edited in place: neither the SKILL.md nor the skill's folder changes, so the skill
-    # stays listed; the script itself is checked against the lock right before it runs.
+    # Edited in place: neither the SKILL.md nor the skill's folder changes; the running
+    # server still sees it (the skill is judged again) and the script never runs.
     marker = tmp_path / "marker"
     edited = f"open({str(marker)!r}, 'w').write('ran')\n"
     (pinned.path / "alpha" / "scripts" / "run.py").write_text(edited, encoding="utf-8")
     text, is_error = await _call(
         "execute_skill_script", {"skill_name": "alpha", "script_path": "scripts/run.py"}
     )
-    assert is_error and "differs from the skills lock" in text, text
+    assert is_error and "differ from the skills lock" in text, text
     assert not marker.exists()
 
 

@@ -209,8 +209,10 @@ def _read_text(
     *,
     missing: StdToolsError,
     folder: StdToolsError,
+    record: SkillRecord | None = None,
 ) -> str:
-    """The text of the regular file at `relative` inside the skills folder `root`.
+    """The text of the regular file at `relative` inside the skills folder `root` (checked
+    against the skills lock when `record` is given, see `_read_file`).
 
     Read through `_io`: no link is followed by name, so the path stays inside the skills
     folder even while links change; the checks apply to the open file.
@@ -222,7 +224,7 @@ def _read_text(
         BinaryFileError: the file is binary or not UTF-8 (the rule the catalog applies to
             SKILL.md too, so a listed skill always loads).
     """
-    data = _read_file(settings, root, relative, what, missing=missing, folder=folder)
+    data = _read_file(settings, root, relative, what, missing=missing, folder=folder, record=record)
     text, _ = _io.decode_utf8(
         data, what, hint="a SKILL.md must be text: save it as UTF-8 without NUL bytes."
     )
@@ -237,9 +239,11 @@ def _read_file(
     *,
     missing: StdToolsError,
     folder: StdToolsError,
+    record: SkillRecord | None = None,
 ) -> bytes:
     """The bytes of the regular file at `relative` inside `root`, read through `_io` (see
-    `_read_text` for what is refused)."""
+    `_read_text` for what is refused). With a skills lock, the bytes of `record`'s file
+    must be those the lock holds: they are checked after the read, and served as read."""
     _, data, _ = _io.read_bytes(
         root,
         relative,
@@ -249,6 +253,9 @@ def _read_file(
         missing=missing,
         folder=folder,
     )
+    if record is not None and settings.skills_lock is not None:
+        in_skill = relative.removeprefix(record.folder + "/")
+        _pinning(settings.skills_lock).check_bytes(record, in_skill, data)
     return data
 
 
@@ -306,6 +313,7 @@ def load_skill(settings: Settings, skill_name: str) -> str:
         what,
         missing=absent,
         folder=absent,
+        record=record,
     )
     resources, outside = resource_files(folder, _root(record))
     limit = settings.output_truncation_limit
@@ -408,7 +416,9 @@ def load_skill_resource(
         f"{what} does not exist in skill '{skill_name}'; load_skill lists the skill's "
         "files, with paths relative to its folder."
     )
-    data = _read_file(settings, _root(record), relative, what, missing=missing, folder=folder)
+    data = _read_file(
+        settings, _root(record), relative, what, missing=missing, folder=folder, record=record
+    )
     mime_type = image_type(data)
     if mime_type is not None:
         if len(data) > MAX_IMAGE_BYTES:

@@ -48,8 +48,9 @@ DEFAULT_MAX_FILES: Final = 2000
 #: Bytes read per file at most by default (a larger file gets a ``not_audited`` warning).
 DEFAULT_MAX_BYTES: Final = 10 * 1024 * 1024
 
-#: Folders inside a skill that are not read: version-control data and bytecode caches.
-SKIPPED_FOLDERS: Final = frozenset({".git", "__pycache__"})
+#: Folders inside a skill that are not read: version-control data. (Bytecode caches are
+#: read: a shipped ``.pyc`` is an error.)
+SKIPPED_FOLDERS: Final = frozenset({".git"})
 
 
 # Reading the folder -----------------------------------------------------------------------

@@ -10,15 +10,16 @@ source). Pure: text in, findings out; nothing here opens a file.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from .._hidden import is_hidden
+from .._hidden import is_hidden, is_selector
+from .audit_hidden import HIDDEN_CODES, hidden_runs
+from .audit_python import PYTHON_WORDS, python_findings
 from .diagnostics import CodeInfo, Level
 from .frontmatter import parse_skill_md
 
@@ -40,10 +41,13 @@ def _table(*rows: tuple[str, Level, str]) -> Mapping[str, CodeInfo]:
 
 AUDIT_CODES: Final[Mapping[str, CodeInfo]] = _table(
     ("tag_characters", "error", "a text file holds Unicode tag characters (invisible text)"),
+    ("variation_selectors", "error", "a text file holds a run of variation selectors"),
     ("zero_width_characters", "error", "a text file holds zero-width characters"),
+    ("zero_width_in_code", "warning", "a lone invisible character by a backtick or in code"),
     ("bidi_controls", "error", "a text file holds bidirectional control characters"),
     ("format_characters", "error", "a text file holds other invisible format characters"),
     ("link_outside", "error", "a symbolic link leads out of the skill folder"),
+    ("bytecode", "error", "the skill ships compiled Python (.pyc), which no one can review"),
     ("command_template", "error", "SKILL.md holds a !`command` template"),
     ("html_comment", "warning", "SKILL.md holds an HTML comment, invisible when rendered"),
     ("non_python_script", "warning", "the skill ships a shell or other non-Python script"),
@@ -84,39 +88,16 @@ class Finding:
 
 # Hidden characters ----------------------------------------------------------------------
 
-_ZERO_WIDTH: Final = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF})
-_BIDI: Final = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
-
-
-def _hidden_kind(char: str) -> str | None:
-    """Which kind of hidden character `char` is (what is hidden is `_hidden.is_hidden`'s
-    one rule, shared with the escaping of what a model reads), or None."""
-    if not is_hidden(char):
-        return None
-    point = ord(char)
-    if 0xE0000 <= point <= 0xE007F:
-        return "tag_characters"
-    if point in _ZERO_WIDTH:
-        return "zero_width_characters"
-    if point in _BIDI:
-        return "bidi_controls"
-    return "format_characters"
-
-
-_HIDDEN_WORDS: Final = {
-    "tag_characters": "Unicode tag character(s), which spell text no reader sees",
-    "zero_width_characters": "zero-width character(s), which can split or hide words",
-    "bidi_controls": "bidirectional control character(s), which reorder what is shown",
-    "format_characters": "invisible format character(s)",
-}
-
 
 def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
 _ASCII_BYTES: Final = bytes(range(128))
+
+
+def _has_invisible(char: str) -> bool:
+    return is_hidden(char) or is_selector(char)
 
 
 def _hidden_findings(
@@ -130,24 +111,18 @@ def _hidden_findings(
     if data is None:
         data = text.encode("utf-8", "surrogatepass")
     others = data.translate(None, _ASCII_BYTES)
-    if not any(map(_hidden_kind, set(others.decode("utf-8", "surrogatepass")))):
+    if not any(map(_has_invisible, set(others.decode("utf-8", "surrogatepass")))):
         return
-    first: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    for match in _NON_ASCII.finditer(text):
-        index, char = match.start(), match.group()
-        if index == 0 and char == "\ufeff":
-            continue  # a leading byte-order mark is an encoding mark
-        kind = _hidden_kind(char)
-        if kind is None:
-            continue
-        first.setdefault(kind, index)
-        counts[kind] = counts.get(kind, 0) + 1
-    for kind, index in first.items():
+    for kind, index, count in hidden_runs(text):
         message = (
-            f"{counts[kind]} {_HIDDEN_WORDS[kind]}, the first at U+{ord(text[index]):04X}; "
+            f"{count} {HIDDEN_CODES[kind]}, the first at U+{ord(text[index]):04X}; "
             "a model reads text that a person reviewing the file does not see."
         )
+        if kind == "zero_width_in_code":
+            message = (
+                f"{count} {HIDDEN_CODES[kind]} (U+{ord(text[index]):04X}), the usual way to "
+                "show a Markdown fence inside another; check that it hides nothing else."
+            )
         yield _finding(skill, name, _line_of(text, index), kind, message)
 
 
@@ -339,200 +314,6 @@ def _is_non_python_script(name: str, text: str) -> str | None:
     return None
 
 
-# Python -----------------------------------------------------------------------------------
-
-_NETWORK_MODULES: Final = frozenset(
-    {
-        "socket",
-        "ssl",
-        "urllib",
-        "urllib2",
-        "urllib3",
-        "requests",
-        "httpx",
-        "http",
-        "aiohttp",
-        "ftplib",
-        "smtplib",
-        "telnetlib",
-        "paramiko",
-        "websocket",
-        "websockets",
-        "xmlrpc",
-    }
-)
-_CREDENTIAL_MARKERS: Final = (
-    ".ssh",
-    ".aws",
-    "id_rsa",
-    "id_ed25519",
-    "id_ecdsa",
-    ".netrc",
-    ".git-credentials",
-    ".gnupg",
-    ".kube/config",
-    ".docker/config.json",
-    ".npmrc",
-    ".pypirc",
-    "gh/hosts.yml",
-    "gcloud/",
-    "/run/secrets",
-    "/var/run/secrets",
-    "token.json",
-    ".token",
-)
-
-
-# Words that a home, credential or /proc finding needs in the source (every credential
-# marker holds one). ASCII source without any of them is not parsed (most scripts): its
-# imports are read line by line instead. Other text is always parsed, since Python folds
-# some characters into ASCII names (NFKC).
-_LITERAL_WORDS: Final = (
-    "~",
-    "home",
-    "HOME",
-    "USERPROFILE",
-    "expanduser",
-    "/proc",
-    "ssh",
-    "aws",
-    "id_",
-    "netrc",
-    "credentials",
-    "gnupg",
-    "kube",
-    "docker",
-    "npmrc",
-    "pypirc",
-    "hosts.yml",
-    "gcloud",
-    "secrets",
-    "token",
-)
-
-
-# Characters that are rare in source code and that, between them, every word holds. The
-# words are searched in one pass per character: from each place the character is found,
-# the rest of each word that holds it is checked around it.
-_ANCHORS: Final = "~Ok_whcux"
-
-
-def _word_searches(words: Iterable[str], anchors: str) -> tuple[re.Pattern[str], ...]:
-    """Patterns that, between them, find any of `words`: one per character of `anchors`
-    (each word is in the pattern of the first of them it holds; one that holds none
-    starts a pattern of its own). Each pattern starts with its character, which CPython
-    skips to as fast as it searches a literal word, so a text is searched once per
-    character instead of once per word."""
-    branches: dict[str, list[str]] = {}
-    for word in words:
-        at = next((word.index(char) for char in anchors if char in word), 0)
-        before = f"(?<={re.escape(word[: at + 1])})" if at else ""
-        after = f"(?={re.escape(word[at + 1 :])})" if at + 1 < len(word) else ""
-        branches.setdefault(word[at], []).append(before + after)
-    return tuple(
-        re.compile(re.escape(char) + ("" if "" in rest else f"(?:{'|'.join(rest)})"))
-        for char, rest in branches.items()
-    )
-
-
-_WORD_SEARCHES: Final = tuple(p.search for p in _word_searches(_LITERAL_WORDS, _ANCHORS))
-# Short text is searched once for any of the words: the calls would cost more than the scan.
-_ANY_LITERAL_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_WORDS)))
-_SHORT: Final = 512
-_IMPORT: Final = re.compile("import")
-
-
-def _network_import(text: str) -> tuple[int, str] | None:
-    """(line, what) of the first import of a network module in a line that starts with
-    ``import`` or ``from`` (statements split at ``;``), or None."""
-    end = -1
-    for match in _IMPORT.finditer(text):
-        start = match.start()
-        if start < end:
-            continue  # on a line already read
-        begin = text.rfind("\n", 0, start) + 1
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end
-        line = text[begin:end]
-        for statement in line.split(";") if ";" in line else (line,):
-            words = statement.split()
-            if not words:
-                continue
-            if words[0] == "from":
-                if len(words) > 1 and not words[1].startswith("."):
-                    module = words[1]
-                    if module.split(".")[0] in _NETWORK_MODULES:
-                        return text.count("\n", 0, begin) + 1, f"imports from {module}"
-                continue
-            if words[0] != "import":
-                continue
-            if len(words) == 2 and "," not in words[1]:
-                names = words[1:]  # the common ``import name``
-            else:
-                names = [part.split()[0] for part in " ".join(words[1:]).split(",") if part.strip()]
-            for module in names:
-                if module.split(".")[0] in _NETWORK_MODULES:
-                    return text.count("\n", 0, begin) + 1, f"imports {module}"
-    return None
-
-
-def _python_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
-    if text.isascii() and not (
-        _ANY_LITERAL_WORD.search(text)
-        if len(text) < _SHORT
-        else any(search(text) for search in _WORD_SEARCHES)
-    ):
-        found = _network_import(text)
-        if found is not None:
-            line, what = found
-            message = _PYTHON_WORDS["python_network"].format(what=what)
-            yield _finding(skill, name, line, "python_network", message)
-        return
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return  # Not Python we can read; the sandbox would fail to run it too.
-    first: dict[str, tuple[int, str]] = {}
-
-    def note(code: str, line: int, what: str) -> None:
-        if code not in first:
-            first[code] = (line, what)
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] in _NETWORK_MODULES:
-                    note("python_network", node.lineno, f"imports {alias.name}")
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.split(".")[0] in _NETWORK_MODULES:
-                note("python_network", node.lineno, f"imports from {node.module}")
-        elif isinstance(node, ast.Attribute) and node.attr in ("expanduser", "home"):
-            note("python_home", node.lineno, f"calls {node.attr}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            _literal(node.value, node.lineno, note)
-    for code, (line, what) in first.items():
-        yield _finding(skill, name, line, code, _PYTHON_WORDS[code].format(what=what))
-
-
-_PYTHON_WORDS: Final = {
-    "python_network": "{what}: the script may reach the network (read statically).",
-    "python_home": "{what}: the script may read or write the home folder (read statically).",
-    "python_credentials": "{what}: the script may read credentials (read statically).",
-    "python_proc": "{what}: the script may read other processes (read statically).",
-}
-
-
-def _literal(value: str, line: int, note: Any) -> None:
-    if value.startswith("~") or value in ("HOME", "USERPROFILE"):
-        note("python_home", line, f"names {value[:40]!r}")
-    for marker in _CREDENTIAL_MARKERS:
-        if marker in value:
-            note("python_credentials", line, f"names {marker!r}")
-            break
-    if value == "/proc" or value.startswith("/proc/"):
-        note("python_proc", line, f"names {value[:40]!r}")
-
-
 def file_findings(
     skill: str, name: str, text: str | None, data: bytes | None = None
 ) -> list[Finding]:
@@ -551,6 +332,19 @@ def file_findings(
                 "a conftest.py: pytest runs it when tests are collected.",
             )
         )
+    if base.endswith((".pyc", ".pyo")):
+        found.append(
+            _finding(
+                skill,
+                name,
+                0,
+                "bytecode",
+                "compiled Python: Python may run it instead of the reviewed source beside "
+                "it, and no one can review it. Install leaves it out and the lock records "
+                "it; remove it from the skill.",
+            )
+        )
+        return found
     if text is None:
         if base.lower().endswith(_SHELL_SUFFIXES):
             found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
@@ -576,7 +370,8 @@ def file_findings(
             )
         )
     if base.endswith(".py"):
-        found.extend(_python_findings(skill, name, text))
+        for code, line, what in python_findings(text):
+            found.append(_finding(skill, name, line, code, PYTHON_WORDS[code].format(what=what)))
     return found
 
 

@@ -57,7 +57,7 @@ from .records import (
     is_hidden_name,
     missing_note,
 )
-from .skill_audit import FileAudit, audit_files, unchanged
+from .skill_audit import FileAudit, audit_files, listed, unchanged
 from .watch import EVERYTHING, FolderWatch
 
 __all__ = [
@@ -382,7 +382,7 @@ class SkillCatalog:
         if self._cache_dir is not None and (fresh or gone or indexed):
             self._save(skills_dir, max_bytes, cache.folders, fresh, gone, indexed)
         if changed or cache.catalog is None:
-            cache.catalog = _assemble(skills_dir, cache, depth)
+            cache.catalog = _assemble(skills_dir, cache, depth, self._lint)
         if changed or recheck or cache.checks is None:
             cache.watched = False  # new checks: the next peek watches them, then compares
             entries = [(name, cache.entries.get(name)) for name in cache.folders]
@@ -460,7 +460,7 @@ def _same_audit(before: FileAudit | None, after: FileAudit | None) -> bool:
     return before.stamps == after.stamps and before.diagnostics == after.diagnostics
 
 
-def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
+def _assemble(skills_dir: Path, cache: _FolderCache, depth: int, lint: bool) -> Catalog:
     records: list[SkillRecord] = []
     diagnostics: list[SkillDiagnostic] = []
     found = 0  # folders with a SKILL.md, whether or not it could be read
@@ -475,9 +475,12 @@ def _assemble(skills_dir: Path, cache: _FolderCache, depth: int) -> Catalog:
         found += 1
         if entry.record is not None:
             records.append(entry.record)
-        diagnostics.extend(entry.diagnostics)
+        # list_skills says what the catalog's own rules, the lock and hidden text found;
+        # the audit's other findings are for audit and validate (`lint`).
+        diagnostics.extend(entry.diagnostics if lint else listed(entry.diagnostics))
         if entry.files is not None and entry.record is not None:
-            diagnostics.extend(entry.files.diagnostics)
+            audited = entry.files.diagnostics
+            diagnostics.extend(audited if lint else listed(audited))
     diagnostics.extend(cache.refused)
     for name in empty:
         actual = misnamed_skill_md(skills_dir / name)

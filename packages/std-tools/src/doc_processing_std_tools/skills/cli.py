@@ -22,20 +22,22 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TextIO
 
 from .._version import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
 from .audience import person
-from .audit import Finding, audit_skill, find_skill_folders
-from .catalog import SKILL_FILE, SkillCatalog, SkillDiagnostic, find_deeper, read_skill, scan_once
+from .audit import audit_skill
+from .catalog import SKILL_FILE, SkillCatalog, SkillDiagnostic, read_skill, scan_once
+from .cli_install import run_install
+from .cli_report import finding_lines, summary_lines, terminal_safe
 from .diagnostics import CODES
-from .discovery import misnamed_skill_md, misnamed_skill_md_diagnostic
-from .install import prepare, record_in_lock
+from .discovery import discover, misnamed_skill_md, misnamed_skill_md_diagnostic, no_skills_message
+from .install import ALL
 from .lock import LOCAL, build_lock, compare, read_lock, write_lock
-from .unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
+from .unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES
 
 __all__ = ["main"]
 
@@ -61,8 +63,13 @@ def _shorten(text: str, width: int) -> str:
     return line if len(line) <= width else line[: max(width - 3, 0)] + "..."
 
 
+def print_line(text: str, file: TextIO | None = None) -> None:
+    """Print `text` as one terminal-safe line (see `cli_report.terminal_safe`)."""
+    print(terminal_safe(text), file=file if file is not None else sys.stdout)
+
+
 def _print_diagnostic(where: str, diagnostic: SkillDiagnostic) -> None:
-    print(f"{where}: {diagnostic.level} [{diagnostic.code}] {diagnostic.message}")
+    print_line(f"{where}: {diagnostic.level} [{diagnostic.code}] {diagnostic.message}")
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -81,15 +88,20 @@ def _cmd_list(args: argparse.Namespace) -> int:
         description_width = max(total - name_width - 2, 20)
         print(f"{'NAME'.ljust(name_width)}  DESCRIPTION")
         for skill in catalog.skills:
-            print(
+            print_line(
                 f"{skill.name.ljust(name_width)}  {_shorten(skill.description, description_width)}"
             )
     roots = ", ".join(str(root) for root in settings.skill_roots)
-    print(f"{catalog.count} skill(s) in {roots}")
+    print_line(f"{catalog.count} skill(s) in {roots}")
     if note:
         print(note)
     for diagnostic in catalog.diagnostics:
         _print_diagnostic(diagnostic.skill, diagnostic)
+    existing = [root for root in settings.skill_roots if root.is_dir()]
+    if catalog.count == 0 and existing:
+        for root in existing:
+            print_line(f"dpt-skills: {no_skills_message(root, settings.skills_depth)}", sys.stderr)
+        return 1
     return 0
 
 
@@ -120,18 +132,7 @@ def _validate_one(
     catalog = scan_once(path.absolute(), max_bytes=max_bytes, depth=depth, lint=True)
     checked = catalog.count + len({d.skill for d in catalog.diagnostics if d.level == "error"})
     if checked == 0:
-        within = "directly under it" if depth == 1 else f"within {depth} levels under it"
-        problem = (
-            f"{path} holds no skill: no {SKILL_FILE} in it nor in any folder {within} "
-            "(hidden folders are skipped)."
-        )
-        deeper = find_deeper(path, depth)
-        if deeper:
-            needed = max(part.count("/") + 1 for part in deeper)
-            problem += (
-                f" There are {SKILL_FILE} files deeper ({', '.join(deeper[:3])}"
-                f"{', ...' if len(deeper) > 3 else ''}): pass --skills-depth {needed}."
-            )
+        problem = no_skills_message(path, depth)
         return 0, [(str(path), SkillDiagnostic(path.name, "error", "no_skills", problem))]
     return checked, [
         (str(path) if d.code == "skills_deeper" else str(path / d.skill), d)
@@ -182,18 +183,17 @@ def _print_summary(
         print(f"  {count:>6}  {code} ({levels[code]}s){meaning}{more}")
 
 
-def _print_findings(findings: Sequence[Finding]) -> None:
-    for f in findings:
-        # A file name may itself hold hidden characters: show them escaped.
-        where = f"{f.skill}/{f.file}".encode("ascii", "backslashreplace").decode()
-        where += f":{f.line}" if f.line else ""
-        print(f"{where}: {f.level} [{f.code}] {f.message}")
-
-
 def _cmd_audit(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir, args.skills_depth)
     paths = [Path(raw).expanduser() for raw in args.paths] or list(settings.skill_roots)
-    folders = [f for p in paths for f in find_skill_folders(p, settings.skills_depth)]
+    folders: list[Path] = []
+    notes: list[SkillDiagnostic] = []
+    for path in paths:
+        found = discover(path, settings.skills_depth)
+        folders.extend(found.folders)
+        notes.extend(found.refused)
+        if found.deeper is not None:
+            notes.append(found.deeper)
     findings = [
         finding
         for folder in folders
@@ -201,13 +201,24 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     ]
     errors = sum(finding.level == "error" for finding in findings)
     if args.json:
-        payload = {"skills": len(folders), "findings": [f.as_dict() for f in findings]}
+        payload = {
+            "skills": len(folders),
+            "findings": [f.as_dict() for f in findings],
+            "notes": [note.to_payload() for note in notes],
+        }
         print(json.dumps(payload, ensure_ascii=True, indent=2))
     else:
-        _print_findings(findings)
+        for line in finding_lines(findings):
+            print(line)
+        for note in notes:
+            _print_diagnostic(note.skill, note)
+        for line in summary_lines([(f.code, f.level) for f in findings]):
+            print(line)
         warnings = len(findings) - errors
         print(f"Audited {len(folders)} skill(s): {errors} error(s), {warnings} warning(s).")
-    return 1 if errors or (args.strict and findings) else 0
+        if any(note.code == "skills_deeper" for note in notes):
+            print("Not audited: the SKILL.md files deeper down that the note above names.")
+    return 1 if errors or (args.strict and (findings or notes)) else 0
 
 
 def _cmd_lock(args: argparse.Namespace) -> int:
@@ -217,17 +228,21 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     catalog = SkillCatalog().scan_roots(
         settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
     )
+    if catalog.count == 0:
+        for root in settings.skill_roots:
+            print_line(f"dpt-skills: {no_skills_message(root, settings.skills_depth)}", sys.stderr)
+        return 1
     old = read_lock(output) if args.check or output.exists() else {}
     sources = {name: entry.get("source", LOCAL) for name, entry in old.items()}
     document, problems = build_lock(catalog, settings.max_file_size_bytes, sources)
     for problem in problems:
-        print(f"{problem} (not locked)", file=sys.stderr)
+        print_line(f"{problem} (not locked)", sys.stderr)
     skills = document["skills"]
     if args.check:
         changes = compare(old, skills)
         for change in changes:
             files = f": {', '.join(change.files)}" if change.files else ""
-            print(f"{change.skill}: {change.kind}{files}")
+            print_line(f"{change.skill}: {change.kind}{files}")
         if changes or problems:
             print(f"{len(changes)} skill(s) differ from {output}; run dpt-skills lock to accept.")
             return 1
@@ -246,51 +261,13 @@ def _lock_path(given: str | None, settings: Settings) -> Path:
 
 
 def _cmd_install(args: argparse.Namespace) -> int:
-    settings = _settings(args.skills_dir)
-    limits = Limits(max_bytes=int(args.max_size_mb * 1024 * 1024), max_files=args.max_files)
-    lock_file = _lock_path(args.lock, settings)
-    if lock_file.exists():
-        read_lock(lock_file)  # a lock that cannot be updated is said before anything moves
-    max_bytes = settings.max_file_size_bytes
-    with prepare(
-        args.source, settings.skills_dir, force=args.force, limits=limits, max_file_bytes=max_bytes
-    ) as installation:
-        findings = installation.findings
-        _print_findings(findings)
-        errors = installation.errors
-        names = ", ".join(skill.name for skill in installation.skills)
-        print(
-            f"Audited {len(installation.skills)} skill(s) ({names}): {errors} error(s), "
-            f"{len(findings) - errors} warning(s)."
-        )
-        if errors and not args.force:
-            print(
-                f"Not installed: the audit found {errors} error(s) in the copy. Read them; "
-                "if you trust the skill anyway, run the command again with --force.",
-                file=sys.stderr,
-            )
-            return 1
-        replaced = [skill.name for skill in installation.skills if skill.replaces]
-        installed = installation.commit(force=args.force)
-    origin = installation.origin
-    commit = f" at commit {origin['commit']}" if "commit" in origin else ""
-    where = f"{settings.skills_dir} from {args.source}{commit}"
-    print(f"Installed {', '.join(installed)} into {where}.")
-    if replaced:
-        print(f"Replaced the skill(s) installed before: {', '.join(replaced)}.")
-    skills = record_in_lock(lock_file, settings.skills_dir, installed, origin, max_bytes)
-    print(f"Recorded {len(installed)} skill(s) in the lock {lock_file}.")
-    catalog = SkillCatalog().scan_roots(
-        settings.skill_roots, max_bytes=max_bytes, depth=settings.skills_depth
-    )
-    unlocked = [record.name for record in catalog.skills if record.name not in skills]
-    if unlocked:
-        print(
-            f"{len(unlocked)} other skill(s) are not in the lock ({', '.join(unlocked[:5])}"
-            f"{', ...' if len(unlocked) > 5 else ''}); audit them, then run dpt-skills lock "
-            "to add them, or a server pinned to the lock leaves them out."
-        )
-    return 0
+    settings = _settings(args.skills_dir, args.skills_depth)
+    report = run_install(args, settings, _lock_path(args.lock, settings))
+    for line in report.out:
+        print(line)
+    for line in report.err:
+        print(line, file=sys.stderr)
+    return report.code
 
 
 def _cmd_new(args: argparse.Namespace) -> int:
@@ -406,6 +383,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     install.add_argument("--skills-dir", help=skills_dir_help + "; skills go into the first")
     install.add_argument(
+        "--skills-depth",
+        metavar="N",
+        help="how many folder levels below the SOURCE's top skills are searched (default: "
+        "DPTTOOLS_SKILLS_DEPTH, else 1)",
+    )
+    install.add_argument(
         "--lock",
         metavar="FILE",
         help="the lock to record the skills in (default: DPTTOOLS_SKILLS_LOCK, else "
@@ -413,8 +396,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     install.add_argument(
         "--force",
-        action="store_true",
-        help="install despite error-level audit findings, and replace a skill of the same name",
+        nargs="?",
+        action="append",
+        const=ALL,
+        metavar="NAME",
+        help="install despite error-level audit findings, and replace a skill of the same "
+        "name: every skill, or (--force=NAME, repeatable) only the named ones",
     )
     install.add_argument(
         "--max-files",

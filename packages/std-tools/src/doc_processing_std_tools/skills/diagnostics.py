@@ -96,7 +96,10 @@ CODES: Final[Mapping[str, CodeInfo]] = _table(
     # The security audit's findings (`audit_checks.AUDIT_CODES`, the same codes as
     # ``dpt-skills audit``): always warnings here, since a finding never hides a skill.
     ("tag_characters", "warning", "a file besides SKILL.md holds Unicode tag characters"),
+    ("variation_selectors", "warning", "a file besides SKILL.md holds variation-selector runs"),
     ("zero_width_characters", "warning", "a file besides SKILL.md holds zero-width characters"),
+    ("zero_width_in_code", "warning", "a lone invisible character by a backtick or in code"),
+    ("bytecode", "warning", "the skill ships compiled Python (.pyc)"),
     ("bidi_controls", "warning", "a file besides SKILL.md holds bidirectional controls"),
     ("format_characters", "warning", "a file besides SKILL.md holds invisible format characters"),
     (

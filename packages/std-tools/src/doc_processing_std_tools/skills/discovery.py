@@ -15,17 +15,21 @@ import logging
 import os
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from .._text import wire_safe
+from ..errors import NotFoundError
 from .records import SKILL_FILE, SkillDiagnostic, is_hidden_name
 
 __all__ = [
     "LINK_LOOP",
     "RACY_NS",
+    "Discovered",
     "Stamp",
     "deeper_diagnostic",
+    "discover",
     "find_deeper",
     "folder_stamps",
     "is_racy",
@@ -33,6 +37,7 @@ __all__ = [
     "list_folders",
     "misnamed_skill_md",
     "misnamed_skill_md_diagnostic",
+    "no_skills_message",
     "probe",
     "stamp_of",
 ]
@@ -342,3 +347,64 @@ def deeper_diagnostic(
         f"{needed}) to search that deep, or add the folders that hold the skills to "
         "DPTTOOLS_SKILLS_DIR.",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Discovered:
+    """The skill folders under one path, as every ``dpt-skills`` command finds them."""
+
+    folders: tuple[Path, ...]
+    """The skill folders, in path order."""
+    deeper: SkillDiagnostic | None
+    """The ``skills_deeper`` warning when SKILL.md files lie deeper than the depth."""
+    refused: tuple[SkillDiagnostic, ...] = ()
+    """Skill folders that cannot be served (a link leading out, a name not UTF-8)."""
+
+
+def no_skills_message(path: Path, depth: int) -> str:
+    """What to say when no skill is found within `depth` levels of `path`, with the
+    depth that finds deeper SKILL.md files when there are any."""
+    within = "directly under it" if depth == 1 else f"within {depth} folder levels under it"
+    message = (
+        f"{path} holds no skill: no {SKILL_FILE} in it nor in any folder {within} "
+        "(hidden folders, __pycache__ and node_modules are skipped)."
+    )
+    deeper = find_deeper(path, depth) if path.is_dir() else []
+    if deeper:
+        needed = max(part.count("/") + 1 for part in deeper)
+        shown = ", ".join(deeper[:3]) + (" and more" if len(deeper) > 3 else "")
+        message += (
+            f" {SKILL_FILE} files are deeper ({shown}): pass --skills-depth {needed} "
+            f"(or set DPTTOOLS_SKILLS_DEPTH={needed})."
+        )
+    else:
+        message += " Pass a skill folder, or a folder that holds skill folders."
+    return message
+
+
+def discover(path: Path, depth: int) -> Discovered:
+    """The skill folders `path` names, by the one rule every command follows: `path`
+    itself when it holds a SKILL.md (or is one), else every skill folder `list_folders`
+    finds within `depth` levels under it (the search never enters a skill).
+
+    Raises:
+        NotFoundError: `path` does not exist, or no skill is found under it (the message
+            names deeper SKILL.md files and the depth that finds them).
+    """
+    if path.name == SKILL_FILE and path.is_file():
+        return Discovered((path.parent,), None)
+    if not path.is_dir():
+        raise NotFoundError(
+            f"{path} does not exist or is not a folder; pass a skill folder, its "
+            f"{SKILL_FILE} or a folder of skills."
+        )
+    if (path / SKILL_FILE).is_file():
+        return Discovered((path,), None)
+    names, refused, _ = list_folders(path, depth)
+    skills = sorted(name for name in names if (path / name / SKILL_FILE).is_file())
+    if not skills:
+        raise NotFoundError(no_skills_message(path, depth))
+    below = [name for name in names if name not in set(skills)]
+    folders = tuple(path / name for name in skills)
+    deeper = deeper_diagnostic(path, depth, found=len(skills), below=below, listed=folders)
+    return Discovered(folders, deeper, tuple(refused))

@@ -10,6 +10,11 @@ has that stamp, so a change made while no server ran is seen like any other; a s
 within moments of its file's last write is never stored, because coarse clocks could hide a
 second edit in the same tick.
 
+The cache folder must belong to the server's user and be writable by no one else, and
+neither it nor the database may be a link: otherwise no index is used (a WARNING says
+why), since whoever can write there could plant a database of made-up entries or a link
+that the database would be created through.
+
 Storage: one SQLite database per skills folder under the cache folder
 (``DPTTOOLS_CACHE_DIR``, by default the platform's user cache folder), named after a hash
 of the folder's real path and holding that path, so two folders never share entries.
@@ -27,6 +32,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -47,7 +53,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 6
+FORMAT: Final = 7
 """The layout of the index, and of what `reading.read_skill` gives for a file: raise it
 whenever either changes (a new diagnostic, a new record field), so that no entry read by
 older code is used. An index of any other format is rebuilt."""
@@ -91,12 +97,47 @@ def index_file(cache_dir: Path, real_root: Path) -> Path:
     return cache_dir / f"skills-{key}.sqlite3"
 
 
+def _check_folder(cache_dir: Path) -> None:
+    """Refuse a cache folder this process's user does not own, that others can write,
+    or that is a link: whoever can write there could plant a link (which the database
+    would be created through) or a database of made-up entries.
+
+    Raises:
+        PermissionError: the folder fails one of those checks (the message says which).
+    """
+    info = cache_dir.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise PermissionError(f"{cache_dir} is a link or not a folder")
+    if info.st_uid != os.geteuid():
+        raise PermissionError(f"{cache_dir} belongs to another user (uid {info.st_uid})")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise PermissionError(f"{cache_dir} can be written by other users (mode {info.st_mode:o})")
+
+
+def _check_file(path: Path) -> None:
+    """Remove the index file when it is a link, not a regular file, or not this user's
+    own (it is then built anew): a link is never followed."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_nlink != 1:
+        _remove(path)
+
+
 def open_index(cache_dir: Path, real_root: Path) -> RootIndex | None:
     """The index of `real_root` under `cache_dir`, created or rebuilt as needed; None
-    (after one WARNING for this pair in this process) when it cannot be had."""
+    (after one WARNING for this pair in this process) when it cannot be had. The index is
+    used only from a folder this user owns and no one else can write (`_check_folder`)."""
     path = index_file(cache_dir, real_root)
     try:
         cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _check_folder(cache_dir)
+    except OSError as exc:
+        _warn_once(cache_dir, real_root, exc)
+        return None
+    try:
+        _check_file(path)
         return RootIndex(_connect(path, real_root), path, real_root)
     except (OSError, sqlite3.Error) as first:
         logger.debug("skills index %s unusable (%s); building it anew", path, first)

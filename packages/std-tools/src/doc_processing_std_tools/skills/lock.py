@@ -3,16 +3,17 @@
 ``dpt-skills lock`` writes it (`build_lock`, `write_lock`) and ``--check`` compares it with
 the disk (`compare`). With DPTTOOLS_SKILLS_LOCK set, the servers serve only skills whose
 files match it (`Pinning.pin`): a skill that differs is left out with a ``lock_mismatch``
-error, one the lock does not name with ``not_locked``, so no tool reaches either; a script
-is checked against its locked digest right before it runs (`Pinning.check_script`).
+error, one the lock does not name with ``not_locked``, so no tool reaches either.
 
-The files are walked and hashed as the Skills extension walks them (`skill_files`: hidden
-names, ``__pycache__`` and ``node_modules`` skipped, links leading out of the skills folder
-never followed), and remembered by ``stat`` stamps, so verifying a skill again costs a
-walk and hashes only the files that changed. A skill is verified again when the catalog
-read it again (its SKILL.md or its folder changed) or the lock file changed; a file edited
-in place between those moments is caught for scripts (checked before each run), not for
-other files: re-run ``dpt-skills lock --check`` to see those.
+The lock covers every file of a skill: hidden names, ``__pycache__`` and
+``node_modules`` too, since a locked script can import from any of them (links leading
+out of the skills folder are never followed). Files are remembered by ``stat`` stamps, so
+verifying a skill again costs a walk and hashes only the files that changed. A skill is
+verified again whenever the catalog changed (a file edited, added or removed anywhere in
+a skill changes it) or the lock file changed. Every file a tool reads is checked against
+its locked digest after it is read, and the bytes checked are the bytes served
+(`Pinning.check_bytes`); before a script runs, the script's bytes and every other file of
+its skill are checked (`Pinning.check_script`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ LOCK_FORMAT: Final = 1
 LOCAL: Final = "local"
 """The ``source`` of a skill whose origin is not known."""
 
+SKILL_MD: Final = "SKILL.md"
+
 Files = dict[str, tuple[str, int]]
 """Relative path (``/``-separated) -> (hexadecimal SHA-256, size in bytes)."""
 
@@ -70,14 +73,15 @@ def _real_root(record: SkillRecord) -> Path:
 
 
 def skill_files(record: SkillRecord, max_bytes: int, hasher: SkillFiles | None = None) -> Files:
-    """Every visible file of the skill with its digest and size, walked and read as the
-    Skills extension does; `hasher` remembers digests between calls.
+    """Every file of the skill with its digest and size, hidden ones, ``__pycache__`` and
+    ``node_modules`` included (a locked script can import from any of them); `hasher`
+    (made with ``everything=True``) remembers digests between calls.
 
     Raises:
         StdToolsError: a file is over `max_bytes`, or a link on its way leads outside.
         OSError: a file cannot be read.
     """
-    hasher = SkillFiles() if hasher is None else hasher
+    hasher = SkillFiles(everything=True) if hasher is None else hasher
     tree = hasher.tree(record.directory, _real_root(record))
     found: Files = {}
     with SkillReader(record.directory, max_bytes) as reader:
@@ -228,14 +232,13 @@ class Pinning:
         """Pin to the lock at `lock` (absolute), read on first use and whenever it changes."""
         self._path = lock
         self._mutex = threading.Lock()
-        self._hasher = SkillFiles()
+        self._hasher = SkillFiles(everything=True)
+        self._max_bytes = 0
         self._stamp: Stamp | None = None
         self._skills: dict[str, dict[str, Any]] = {}
         # The last catalog pinned and its pinned version, keyed by the catalog's identity:
         # the catalog object stays the same while nothing it read changed.
         self._last: tuple[Catalog, Catalog] | None = None
-        # What each record was judged: record identity -> its diagnostic (None: matches).
-        self._judged: dict[int, tuple[SkillRecord, SkillDiagnostic | None]] = {}
 
     def _load(self) -> None:
         try:
@@ -247,7 +250,6 @@ class Pinning:
         self._skills = read_lock(self._path)
         self._stamp = stamp
         self._last = None
-        self._judged.clear()
 
     def peek(self, catalog: Catalog) -> Catalog | None:
         """The pinned `catalog` when it was pinned last and the lock is unchanged, else
@@ -271,25 +273,21 @@ class Pinning:
         """`catalog` without the skills the lock does not allow, with their diagnostics."""
         with self._mutex:
             self._load()
+            self._max_bytes = max_bytes
             last = self._last
             if last is not None and last[0] is catalog:
                 return last[1]
             kept: list[SkillRecord] = []
             found: list[SkillDiagnostic] = []
-            judged: dict[int, tuple[SkillRecord, SkillDiagnostic | None]] = {}
             for record in catalog.skills:
-                known = self._judged.get(id(record))
-                problem = (
-                    known[1]
-                    if known is not None and known[0] is record
-                    else self._judge(record, max_bytes)
-                )
-                judged[id(record)] = (record, problem)
+                # A new catalog means something changed, maybe a file deep in a skill
+                # whose SKILL.md did not: every skill is judged again (the hasher reads
+                # only files whose stamps moved).
+                problem = self._judge(record, max_bytes)
                 if problem is None:
                     kept.append(record)
                 else:
                     found.append(problem)
-            self._judged = judged
             if not found:
                 pinned = catalog
             else:
@@ -306,23 +304,56 @@ class Pinning:
             current = skill_files(record, max_bytes, self._hasher)
         except (OSError, StdToolsError) as exc:
             return _mismatch(record, self._path, (str(exc),))
-        changed = differences(locked_files(entry), current)
+        locked = locked_files(entry)
+        changed = differences(locked, current)
+        listed = (record.digest or "").removeprefix("sha256:")
+        if not changed and listed != locked.get(SKILL_MD, ("", 0))[0]:
+            # What is listed (name, description) must come from the SKILL.md the lock
+            # holds, not from a record kept elsewhere (the persistent index).
+            changed = (SKILL_MD,)
         return None if not changed else _mismatch(record, self._path, changed)
 
-    def check_script(self, record: SkillRecord, relative: str, source: bytes) -> None:
-        """Refuse to run `source`, read from `relative` in the skill, unless the lock
-        holds exactly these bytes for it.
+    def check_bytes(self, record: SkillRecord, relative: str, data: bytes) -> None:
+        """Refuse to serve `data`, read from `relative` in the skill, unless the lock
+        holds exactly these bytes for it: what is served is what was verified.
 
         Raises:
-            StdToolsError: the lock holds other bytes, or none, for the script.
+            StdToolsError: the lock holds other bytes, or none, for the file.
         """
         with self._mutex:
             self._load()
             entry = self._skills.get(record.name)
+        locked = None if entry is None else locked_files(entry).get(relative)
+        if locked is None or locked[0] != hashlib.sha256(data).hexdigest():
+            raise StdToolsError(
+                f"The file {relative!r} of the skill '{record.name}' differs from the skills "
+                f"lock {self._path}, so it is not served. The skill's files changed after "
+                "it was locked; if the change is trusted, write the lock again (dpt-skills "
+                "lock)."
+            )
+
+    def check_script(self, record: SkillRecord, relative: str, source: bytes) -> None:
+        """Refuse to run `source`, read from `relative` in the skill, unless the lock
+        holds exactly these bytes for it and every other file of the skill (what the
+        script may import or read) matches the lock too.
+
+        Raises:
+            StdToolsError: the lock holds other bytes, or none, for the script, or another
+                file of the skill differs from the lock.
+        """
+        with self._mutex:
+            self._load()
+            entry = self._skills.get(record.name)
+            problem = self._judge(record, self._max_bytes) if self._max_bytes else None
         locked = None if entry is None else locked_files(entry).get(relative)
         if locked is None or locked[0] != hashlib.sha256(source).hexdigest():
             raise StdToolsError(
                 f"The script {relative!r} of the skill '{record.name}' differs from the skills "
                 f"lock {self._path}, so it was not run. The skill's files changed after it "
                 "was locked; if the change is trusted, write the lock again (dpt-skills lock)."
+            )
+        if problem is not None:
+            raise StdToolsError(
+                f"The script {relative!r} of the skill '{record.name}' was not run: "
+                f"{problem.message}"
             )

@@ -13,7 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .. import _hidden, _io
+from .. import _io
 from ..errors import (
     FileTooLargeError,
     InvalidArgumentError,
@@ -23,6 +23,7 @@ from ..errors import (
     StdToolsError,
 )
 from ..paths import real_path
+from .audit_hidden import hidden_runs
 from .diagnostics import diagnostic
 from .frontmatter import check_fields, read_skill_md_text
 from .lint import lint as lint_skill_md
@@ -78,11 +79,13 @@ def resource_files(folder: Path, root: Path) -> tuple[list[str], list[str]]:
 
 
 def _hidden_text_diagnostic(where: str, data: bytes) -> SkillDiagnostic | None:
-    """The ``hidden_text`` warning when the SKILL.md bytes `data` hold invisible
-    characters (see `_hidden`), else None."""
+    """The ``hidden_text`` warning when the SKILL.md bytes `data` hold text in
+    characters no reader sees (the audit's errors among invisible characters: an emoji's
+    joiner or a zero-width space that breaks a code fence is not one), else None."""
     if data.isascii():
         return None
-    count = _hidden.hidden_count(data.decode("utf-8", "replace"))
+    text = data.decode("utf-8", "replace")
+    count = sum(n for kind, _, n in hidden_runs(text) if kind != "zero_width_in_code")
     if not count:
         return None
     return SkillDiagnostic.of(
@@ -90,9 +93,10 @@ def _hidden_text_diagnostic(where: str, data: bytes) -> SkillDiagnostic | None:
         diagnostic(
             "hidden_text",
             f"SKILL.md hides text: {count} invisible character(s) (Unicode tag, zero-width, "
-            "bidirectional or other format characters) that a person reading the file does "
-            "not see. list_skills, load_skill and load_skill_resource show them escaped "
-            "as [U+....] or [hidden: ...]; remove them (dpt-skills audit says where).",
+            "bidirectional or other format characters, or variation-selector runs) that a "
+            "person reading the file does not see. list_skills, load_skill and "
+            "load_skill_resource show them escaped as [U+....] or [hidden: ...]; remove "
+            "them (dpt-skills audit says where).",
         ),
     )
 

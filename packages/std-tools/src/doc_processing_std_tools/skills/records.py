@@ -296,7 +296,10 @@ def _fit_catalog(payload: dict[str, Any], limit: int, tail: _Tail | None = None)
     done: list[str] = []
     skills: list[dict[str, Any]] = payload["skills"]
     diagnostics: list[dict[str, str]] = payload.get("diagnostics", [])
-    everything = list(diagnostics)
+    # Dropped from the end: lock errors (why a pinned server left skills out) go last,
+    # after warnings and then the other errors.
+    everything = sorted(diagnostics, key=_keep_first)
+    locked_out = sum(_keep_first(d) == 0 for d in everything)
 
     def note() -> str:
         return (
@@ -336,6 +339,7 @@ def _fit_catalog(payload: dict[str, Any], limit: int, tail: _Tail | None = None)
         return _dumps(payload)  # only the indentation had to go
     if not hopeless and done and length(sizes, kept_diagnostics) <= limit:
         return answer(len(skills), kept_diagnostics) or _fit_generic(payload, limit, done)
+    said_diagnostics = len(done)  # where the note says how many diagnostics were left out
     if everything and hopeless:
         kept_diagnostics = 0
         done.append(f"{len(everything)} of {len(everything)} diagnostics were left out")
@@ -390,6 +394,14 @@ def _fit_catalog(payload: dict[str, Any], limit: int, tail: _Tail | None = None)
         _cap_descriptions(skills, originals, _SHORTEST_DESCRIPTION)
         sizes = shortest
     # Last, skills from the end of the list: the most that fit with the note saying so.
+    # The lock errors keep up to a quarter of the answer: they say why skills are missing.
+    reserved = _prefix_within(diagnostic_sizes, limit // 4, below=locked_out + 1)
+    if everything and min(reserved, locked_out) > kept_diagnostics:
+        kept_diagnostics = min(reserved, locked_out)
+        done[said_diagnostics] = (
+            f"{len(everything) - kept_diagnostics} of {len(everything)} diagnostics were "
+            "left out (the skills lock's errors are kept first)"
+        )
     count = len(skills) + (tail.hidden if tail is not None else 0)
     kept = len(skills)
     done.append("")
@@ -404,6 +416,16 @@ def _fit_catalog(payload: dict[str, Any], limit: int, tail: _Tail | None = None)
         kept = _prefix_within(sizes, limit - length([], kept_diagnostics), below=kept)
     del done[-1]
     return _fit_generic(payload, limit, done)
+
+
+_LOCK_CODES: Final = frozenset({"lock_mismatch", "not_locked"})
+
+
+def _keep_first(diagnostic: dict[str, str]) -> int:
+    """The order in which a cut list keeps diagnostics: lock errors, other errors, warnings."""
+    if diagnostic.get("code") in _LOCK_CODES:
+        return 0
+    return 1 if diagnostic.get("level") == "error" else 2
 
 
 def _joined(sizes: list[int]) -> int:

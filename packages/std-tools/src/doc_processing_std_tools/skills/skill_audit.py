@@ -26,14 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .audit import DEFAULT_MAX_FILES, Finding, audit_folder, skill_md_findings
+from .audit import AUDIT_CODES, DEFAULT_MAX_FILES, Finding, audit_folder, skill_md_findings
 from .diagnostics import diagnostic
 from .discovery import RACY_NS, Stamp, stamp_of
 from .records import SkillDiagnostic, is_hidden_name
 
 __all__ = [
+    "LISTED_AUDIT_CODES",
     "FileAudit",
     "audit_files",
+    "listed",
     "outside_links_diagnostic",
     "skill_md_diagnostics",
     "unchanged",
@@ -59,6 +61,26 @@ class FileAudit:
     racy: bool = False
     """True when an entry changed within moments of being read: audit it again next
     time, and never store it (coarse clocks could hide a second change)."""
+
+
+#: The audit's codes that list_skills reports: text spelled in characters no reader sees.
+#: Its other findings (and a lone zero-width character in code) are for audit and validate.
+LISTED_AUDIT_CODES: Final = frozenset(
+    {
+        "tag_characters",
+        "variation_selectors",
+        "zero_width_characters",
+        "bidi_controls",
+        "format_characters",
+    }
+)
+_AUDIT_ONLY: Final = frozenset(AUDIT_CODES) - LISTED_AUDIT_CODES
+
+
+def listed(diagnostics: Iterable[SkillDiagnostic]) -> list[SkillDiagnostic]:
+    """The `diagnostics` that list_skills gives: all but the audit's findings other than
+    hidden text (`LISTED_AUDIT_CODES`)."""
+    return [d for d in diagnostics if d.code not in _AUDIT_ONLY]
 
 
 def as_diagnostics(where: str, findings: Iterable[Finding]) -> list[SkillDiagnostic]:

@@ -129,14 +129,17 @@ class _Digest:
     stored: bool = False
 
 
-def _visible_children(directory: str, real_root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Names of the regular files and folders in `directory` that the tools' rules show."""
+def _visible_children(
+    directory: str, real_root: Path, everything: bool = False
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Names of the regular files and folders in `directory` that the tools' rules show
+    (with `everything`, hidden names, ``__pycache__`` and ``node_modules`` too)."""
     files: list[str] = []
     folders: list[str] = []
     with os.scandir(directory) as entries:
         for entry in entries:
             name = entry.name
-            if is_hidden_name(name) or name != wire_safe(name):
+            if (not everything and is_hidden_name(name)) or name != wire_safe(name):
                 continue
             try:
                 if entry.is_symlink() and not is_inside(Path(entry.path), real_root):
@@ -157,12 +160,15 @@ class SkillFiles:
     Not thread-safe: the publisher serialises every call.
     """
 
-    __slots__ = ("_digests", "_listings")
+    __slots__ = ("_digests", "_everything", "_listings")
 
-    def __init__(self) -> None:
-        """Start with nothing remembered."""
+    def __init__(self, *, everything: bool = False) -> None:
+        """Start with nothing remembered. With `everything`, the walk leaves out nothing
+        the tools' rules hide (hidden names, ``__pycache__``, ``node_modules``): what the
+        skills lock covers, since a locked script can import from any of them."""
         self._listings: dict[str, _Listing] = {}
         self._digests: dict[str, _Digest] = {}
+        self._everything = everything
 
     def tree(self, folder: Path, real_root: Path, watch: Watching | None = None) -> Tree:
         """The visible files and folders of `folder`; a folder reached twice (through a
@@ -217,7 +223,7 @@ class SkillFiles:
             return known
         taken = time.time_ns()
         try:
-            files, folders = _visible_children(directory, real_root)
+            files, folders = _visible_children(directory, real_root, self._everything)
         except OSError:
             return None
         return (stamp, taken - st.st_mtime_ns < RACY_NS, files, folders)

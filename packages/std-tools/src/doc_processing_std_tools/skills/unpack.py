@@ -12,13 +12,17 @@ The caller removes the folder when anything is refused. This module never prints
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import posixpath
 import shutil
+import socket
 import ssl
 import stat
+import struct
 import tarfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -36,6 +40,7 @@ __all__ = [
     "DEFAULT_MAX_FILES",
     "DEFAULT_TIMEOUT",
     "Budget",
+    "LimitReached",
     "Limits",
     "archive_kind",
     "download",
@@ -59,6 +64,10 @@ DEFAULT_TIMEOUT: Final = 120.0
 _CHUNK: Final = 64 * 1024
 
 
+class LimitReached(FileTooLargeError):
+    """A limit of the whole install (entries or bytes) is reached: nothing is installed."""
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """How much one install may fetch, unpack and copy."""
@@ -70,18 +79,18 @@ class Limits:
     timeout: float = DEFAULT_TIMEOUT
     """Seconds a download or a git clone may take at most."""
 
-    def too_many(self, where: str) -> FileTooLargeError:
+    def too_many(self, where: str) -> LimitReached:
         """The error for a source with more than `max_files` entries."""
-        return FileTooLargeError(
+        return LimitReached(
             f"{where} holds more than {self.max_files} entries (files, folders and links), "
             f"the install limit; nothing was installed. If the source is trusted and that "
             "large, raise the limit with --max-files."
         )
 
-    def too_big(self, where: str, what: str = "unpacks to") -> FileTooLargeError:
+    def too_big(self, where: str, what: str = "unpacks to") -> LimitReached:
         """The error for a source larger than `max_bytes`."""
         mib = self.max_bytes / (1024 * 1024)
-        return FileTooLargeError(
+        return LimitReached(
             f"{where} {what} more than {mib:g} MiB, the install size limit; nothing was "
             "installed. If the source is trusted and that large, raise the limit with "
             "--max-size-mb."
@@ -133,10 +142,14 @@ class _HttpsOnly(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)  # type: ignore[arg-type]
 
 
-def download(url: str, target: Path, limits: Limits) -> str:
+def download(url: str, target: Path, limits: Limits, *, shown: str | None = None) -> str:
     """Download `url` (https only) to the new file `target`; return its hexadecimal SHA-256.
+    Messages name the URL as `shown` (default: `url`), so a query string that carries
+    credentials can be kept out of them.
 
-    Certificates are checked with the default context, which honours SSL_CERT_FILE.
+    Certificates are checked with the default context, which honours SSL_CERT_FILE. The
+    deadline, `limits.timeout`, is wall-clock time for the whole download: a timer shuts
+    the connection down when it passes, however slowly the bytes arrive.
 
     Raises:
         InvalidArgumentError: `url` is not https, or redirects to something else.
@@ -144,46 +157,71 @@ def download(url: str, target: Path, limits: Limits) -> str:
         StdToolsError: the server cannot be reached, answers with an error, or the
             download takes longer than `limits.timeout`.
     """
+    named = url if shown is None else shown
     if not url.lower().startswith("https://"):
         raise InvalidArgumentError(
-            f"{url} is not an https URL; install downloads only over https, since a "
+            f"{named} is not an https URL; install downloads only over https, since a "
             "download over plain http can be changed on its way."
         )
     opener = urllib.request.build_opener(
         urllib.request.HTTPSHandler(context=ssl.create_default_context()), _HttpsOnly()
     )
     deadline = time.monotonic() + limits.timeout
+    late = StdToolsError(
+        f"Downloading {named} took longer than {limits.timeout:g} s; nothing was installed. "
+        "Try again, or download it yourself and install the file."
+    )
     digest = hashlib.sha256()
     total = 0
+    expired = threading.Event()
     try:
         with opener.open(url, timeout=limits.timeout) as response:
-            length = response.headers.get("Content-Length")
-            if length is not None and length.isdigit() and int(length) > limits.max_bytes:
-                raise limits.too_big(url, "is")
-            with target.open("xb") as out:
-                while chunk := response.read(_CHUNK):
-                    total += len(chunk)
-                    if total > limits.max_bytes:
-                        raise limits.too_big(url, "is")
-                    if time.monotonic() > deadline:
-                        raise StdToolsError(
-                            f"Downloading {url} took longer than {limits.timeout:g} s; nothing "
-                            "was installed. Try again, or download it yourself and install "
-                            "the file."
-                        )
-                    digest.update(chunk)
-                    out.write(chunk)
+            timer = threading.Timer(
+                max(deadline - time.monotonic(), 0.0), _cut, (response, expired)
+            )
+            timer.daemon = True
+            timer.start()
+            try:
+                length = response.headers.get("Content-Length")
+                if length is not None and length.isdigit() and int(length) > limits.max_bytes:
+                    raise limits.too_big(named, "is")
+                with target.open("xb") as out:
+                    # read1 returns what one read brings, so a trickle is checked as it comes.
+                    while chunk := response.read1(_CHUNK):
+                        if time.monotonic() > deadline:
+                            raise late
+                        total += len(chunk)
+                        if total > limits.max_bytes:
+                            raise limits.too_big(named, "is")
+                        digest.update(chunk)
+                        out.write(chunk)
+            finally:
+                timer.cancel()
+            if expired.is_set() or time.monotonic() > deadline:
+                raise late
     except urllib.error.HTTPError as exc:
         raise StdToolsError(
-            f"{url} answered {exc.code} {exc.reason}; nothing was installed. Check the URL."
+            f"{named} answered {exc.code} {exc.reason}; nothing was installed. Check the URL."
         ) from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        if expired.is_set() or time.monotonic() > deadline:
+            raise late from None
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         raise StdToolsError(
-            f"{url} cannot be downloaded ({reason}); nothing was installed. Check the URL "
+            f"{named} cannot be downloaded ({reason}); nothing was installed. Check the URL "
             "and the network (and SSL_CERT_FILE when the server's certificate is your own)."
         ) from None
     return digest.hexdigest()
+
+
+def _cut(response: object, expired: threading.Event) -> None:
+    """Shut the connection of `response` down: its deadline passed."""
+    expired.set()
+    raw = getattr(getattr(response, "fp", None), "raw", None)
+    sock = getattr(raw, "_sock", None)
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 # Unpacking ---------------------------------------------------------------------------------
@@ -289,7 +327,45 @@ def _extract_tar(archive: Path, shown: str, root: Path, budget: Budget) -> None:
                 raise _refuse(shown, member.name, "is a device, a FIFO or another special file")
 
 
+_EOCD: Final = struct.Struct("<4s4H2LH")
+_ZIP64_LOCATOR: Final = struct.Struct("<4sLQL")
+_ZIP64_EOCD: Final = struct.Struct("<4sQ2H2L4Q")
+_CENTRAL_ENTRY_MOST: Final = 46 + 4096  # a central-directory entry, its name at most a path
+
+
+def _zip_directory(archive: Path) -> tuple[int, int] | None:
+    """(entries, central-directory bytes) that the zip's end-of-central-directory record
+    (zip64 included) declares, read from the file's end; None when there is no record."""
+    with archive.open("rb") as stream:
+        size = stream.seek(0, os.SEEK_END)
+        tail_size = min(size, _EOCD.size + 0xFFFF + _ZIP64_LOCATOR.size)
+        stream.seek(size - tail_size)
+        tail = stream.read(tail_size)
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < _EOCD.size:
+            return None
+        fields = _EOCD.unpack_from(tail, at)
+        entries, directory = fields[4], fields[5]
+        locator_at = at - _ZIP64_LOCATOR.size
+        if locator_at >= 0 and tail[locator_at : locator_at + 4] == b"PK\x06\x07":
+            offset = _ZIP64_LOCATOR.unpack_from(tail, locator_at)[2]
+            stream.seek(offset)
+            record = stream.read(_ZIP64_EOCD.size)
+            if len(record) == _ZIP64_EOCD.size and record[:4] == b"PK\x06\x06":
+                zip64 = _ZIP64_EOCD.unpack(record)
+                entries, directory = max(entries, zip64[7]), max(directory, zip64[8])
+        return entries, directory
+
+
 def _extract_zip(archive: Path, shown: str, root: Path, budget: Budget) -> None:
+    # The entry count is read from the end record before the central directory is parsed:
+    # parsing a million entries costs seconds and hundreds of MB before any cap applies.
+    declared = _zip_directory(archive)
+    if declared is not None:
+        entries, directory = declared
+        most = budget.limits.max_files
+        if entries > most or directory > most * _CENTRAL_ENTRY_MOST:
+            raise budget.limits.too_many(budget.where)
     with zipfile.ZipFile(archive) as bundle:
         for info in bundle.infolist():
             budget.entry()
