@@ -17,7 +17,7 @@ from doc_processing_toolkit.models.test import reply, tool_call
 SKILLS: dict[str, str] = {
     "invoice-extraction": "Extracts header fields and line items from supplier invoices.",
     "pii-redaction": "Redacts e-mail addresses and phone numbers from extracted text.",
-    "table-profiling": "Profiles a CSV table: column types, empty cells and ranges.",
+    "table-profiling": "Profiles a CSV table (column types, empty cells and ranges).",
 }
 
 INVOICE_QUERIES = [

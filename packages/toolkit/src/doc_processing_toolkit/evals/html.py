@@ -94,7 +94,7 @@ def _query_chart(skill: SkillReport, threshold: float) -> str:
     queries = sorted(skill.queries, key=lambda q: not q.should_trigger)
     step = 22 if len(queries) <= 30 else 12
     left, top, plot = 48, 12, 180
-    width = max(left + step * len(queries) + 20, 320)
+    width = max(left + step * len(queries) + 90, 320)  # room for the threshold's label
     height = top + plot + 30
     parts = [
         f'<svg class="chart trigger-rates" data-skill="{escape(skill.name)}" role="img" '
@@ -146,6 +146,10 @@ def _failing_table(report: TriggerReport) -> str:
         for query in skill.failing:
             expected = "yes" if query.should_trigger else "no"
             where = f"<br><small>{escape(query.error)}</small>" if query.error else ""
+            if query.offline is not None:
+                rank = query.offline.rank if query.offline.rank is not None else "none"
+                block = "in the block" if query.offline.in_block else "not in the block"
+                where += f"<br><small>{block}, search rank {rank}</small>"
             rows.append(
                 f"<tr><td>{escape(skill.name)}</td><td>{escape(query.query)}{where}</td>"
                 f"<td>{expected}</td><td class='num'>{query.triggers}/{query.runs} "
