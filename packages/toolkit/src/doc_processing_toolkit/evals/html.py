@@ -3,7 +3,7 @@ an inline SVG.
 
 The page holds a summary, a bar chart of each skill's pass rate (with its train and
 validation rates when split), for each skill a chart of its queries' trigger rates
-against the threshold line, and a table of the failing queries with what the model
+against the threshold line, then a table of the failing queries with what the model
 loaded instead. Every text from a skill or a query is escaped.
 """
 
@@ -69,8 +69,11 @@ def _pass_rate_chart(report: TriggerReport) -> str:
             f'y="{y}" width="{size:.1f}" height="20" fill="{colour}">'
             f"<title>{escape(skill.name)}: {_pct(skill.pass_rate)} of queries pass</title>"
             "</rect>"
-            f'<text x="{label_width + size + 6:.1f}" y="{y + 15}">{_pct(skill.pass_rate)}'
-            "</text>"
+        )
+        marks = [r for r in (skill.train_pass_rate, skill.validation_pass_rate) if r is not None]
+        end = max([size, *(r * bar_width for r in marks)])
+        parts.append(
+            f'<text x="{label_width + end + 8:.1f}" y="{y + 15}">{_pct(skill.pass_rate)}</text>'
         )
         for name, rate, dash in (
             ("train", skill.train_pass_rate, ""),
@@ -85,6 +88,11 @@ def _pass_rate_chart(report: TriggerReport) -> str:
                 f"<title>{name}: {_pct(rate)}</title></line>"
             )
     parts.append("</svg>")
+    if report.split is not None:
+        parts.append(
+            '<p class="legend"><span>&#9474; train set</span>'
+            "<span>&#9478; validation set</span></p>"
+        )
     return "".join(parts)
 
 
@@ -235,9 +243,9 @@ def render_html(report: TriggerReport, *, title: str = "Skill trigger evals") ->
         f'<div class="summary">{summary}</div>{skipped}'
         "<h2>Pass rate per skill</h2>"
         + _pass_rate_chart(report)
-        + "<h2>Failing queries</h2>"
-        + _failing_table(report)
         + legend
         + "".join(_skill_section(skill, report) for skill in report.skills.values())
+        + "<h2>Failing queries</h2>"
+        + _failing_table(report)
         + "</body></html>\n"
     )
