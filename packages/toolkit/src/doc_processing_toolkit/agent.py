@@ -391,9 +391,6 @@ class Agent:
             ) as events:
                 async for event in events:
                     yield event
-        except GeneratorExit:
-            run.end()  # the consumer stopped reading: the run ends there, not in error
-            raise
         except BaseException as exc:
             run.end(exc)
             raise

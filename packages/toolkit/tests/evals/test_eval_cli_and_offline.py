@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,13 +41,14 @@ ALL_POSITIVE = [
 ]
 
 
-def config_file(tmp_path: Path, root: Path, **extra: Any) -> Path:
-    """An agent whose test model loads pii-redaction for every query, over std-tools'
-    skills server started as a child process."""
+def config_file(tmp_path: Path, root: Path, delay: float = 0.0, **extra: Any) -> Path:
+    """An agent whose test model loads pii-redaction for every query (after `delay`
+    seconds), over std-tools' skills server started as a child process."""
     data: dict[str, Any] = {
         "model": "test",
         "model_options": {
-            "script": [{"call": "load_skill", "arguments": {"skill_name": "pii-redaction"}}]
+            "script": [{"call": "load_skill", "arguments": {"skill_name": "pii-redaction"}}],
+            "delay": delay,
         },
         "tools": [support.stdio_skills(root)],
         **extra,
@@ -125,6 +131,42 @@ def test_resume_runs_only_what_the_results_file_lacks_and_a_new_eval_starts_over
     assert main(argv) == 0
     assert "starting over" in capsys.readouterr().err
     assert len(results.read_text().splitlines()) == 6
+
+
+def test_ctrl_c_lets_the_running_runs_finish_and_resume_does_the_rest(
+    cli_root: Path, tmp_path: Path
+) -> None:
+    config = config_file(tmp_path, cli_root, delay=0.3)
+    results, out_json = tmp_path / "runs.jsonl", tmp_path / "report.json"
+    command = [
+        sys.executable, "-m", "doc_processing_toolkit.cli", "eval", "-c", str(config),
+        "--skill", "pii-redaction", "--runs", "10", "-n", "2", "--results", str(results),
+        "--json", str(out_json),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (results.exists() and results.read_bytes().count(b"\n") >= 2):
+        assert process.poll() is None and time.monotonic() < deadline, "ended too early"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted: no new runs" in err and "with --resume to do the rest" in err
+    finished = results.read_text().splitlines()
+    assert 2 <= len(finished) < 20
+    assert all(json.loads(line)["status"] == "ok" for line in finished)
+    assert not out_json.exists()  # no report from a partial eval
+
+    again = subprocess.run(
+        [*command, "--resume"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted(line["id"] for line in lines) == sorted({line["id"] for line in lines})
+    assert len(lines) == 20
+    report = json.loads(out_json.read_text())
+    assert [q["runs"] for q in report["skills"]["pii-redaction"]["queries"]] == [10, 10]
 
 
 def test_a_results_file_that_is_not_an_eval_s_is_refused_and_left_alone(
