@@ -76,9 +76,11 @@ def add_eval_parser(commands: Any) -> None:
     parser.add_argument("-m", "--model", help="model, replacing the configured one")
     parser.add_argument(
         "--skill",
-        action="append",
+        action="extend",
+        nargs="+",
         metavar="NAME",
-        help="evaluate this skill (repeat for more; default: every skill with an eval file)",
+        help="evaluate these skills (--skill a b, or --skill a --skill b; default: every "
+        "skill with an eval file)",
     )
     parser.add_argument("--runs", type=_count, default=3, help="runs per query (default 3)")
     parser.add_argument(
