@@ -273,6 +273,8 @@ async def evaluate_triggers_async(
 ) -> TriggerReport:
     """`evaluate_triggers` in async code (see there for the arguments)."""
     _check(runs, threshold)
+    if isinstance(skills, str):
+        skills = [skills]  # one name, not its letters
     started = time.perf_counter()
     eval_set = await load_eval_set(agent, skills, split=split, seed=seed)
     if on_start is not None:
