@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -49,7 +50,8 @@ def chromium() -> str:
 
 
 def run_chromium(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """Headless Chromium with a fresh profile and its home inside `tmp_path`."""
+    """Headless Chromium with a fresh profile for each call and its home, both inside
+    `tmp_path`."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = {
@@ -67,7 +69,7 @@ def run_chromium(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--user-data-dir={tempfile.mkdtemp(prefix='profile-', dir=tmp_path)}",
         *arguments,
     ]
     return subprocess.run(
