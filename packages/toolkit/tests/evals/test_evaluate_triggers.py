@@ -273,3 +273,12 @@ def test_without_an_event_loop_it_runs_to_the_end_and_returns_the_report(
         assert report.skills["pii-redaction"].pass_rate == 1.0
     finally:
         agent.close()
+
+
+async def test_a_skills_server_without_load_skill_resource_is_refused_with_the_fix(
+    std_tools: Callable[..., Any],
+) -> None:
+    server = std_tools(tools=["list_skills", "load_skill"])
+    async with Agent(model=TestModel(Picker()), tools=[server]) as agent:
+        with pytest.raises(EvalError, match="offers no load_skill_resource tool"):
+            await evaluate_triggers(agent)
