@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .cli_approval import TerminalApproval
     from .errors import (
         ConfigError,
+        EvalError,
         MaxTurnsExceededError,
         MissingCredentialsError,
         MissingDependencyError,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from .models import Model, ModelRequest, TestModel
+    from .preview import RunPreview
     from .tools.base import ToolServer
     from .tools.loader import ToolLoader
     from .tools.local import LocalFunctionSession, tool
@@ -75,6 +77,7 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "ConfigError",
+    "EvalError",
     "FinalResultEvent",
     "LocalFunctionSession",
     "MaxTurnsExceededError",
@@ -86,6 +89,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ProviderPart",
+    "RunPreview",
     "RunResult",
     "RunStartEvent",
     "TerminalApproval",
@@ -120,6 +124,7 @@ _LAZY: dict[str, str] = {
     "ApprovalRecord": ".approval",
     "ApprovalRequest": ".approval",
     "ConfigError": ".errors",
+    "EvalError": ".errors",
     "FinalResultEvent": ".events",
     "LocalFunctionSession": ".tools.local",
     "MaxTurnsExceededError": ".errors",
@@ -131,6 +136,7 @@ _LAZY: dict[str, str] = {
     "ModelError": ".errors",
     "ModelRequest": ".models",
     "ProviderPart": ".messages",
+    "RunPreview": ".preview",
     "RunResult": ".agent",
     "RunStartEvent": ".events",
     "TerminalApproval": ".cli_approval",

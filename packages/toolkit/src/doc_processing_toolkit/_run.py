@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
@@ -44,7 +45,14 @@ from .skills.extension import EXTENSION_TOOL_NAMES, listed_files
 from .tools.base import RunTools
 from .tools.routing import ToolRoute, build_routes, call_route, visible_name
 
-__all__ = ["RunPlan", "RunSetup", "check_approval_patterns", "iterate", "prepare"]
+__all__ = [
+    "RunPlan",
+    "RunSetup",
+    "call_once",
+    "check_approval_patterns",
+    "iterate",
+    "prepare",
+]
 
 logger = logging.getLogger("doc_processing_toolkit.agent")
 
@@ -291,7 +299,12 @@ async def iterate(
             )
         for call in calls:
             route = setup.tools.get(call.name)
-            yield ToolCallEvent(call, route.server.name if route else None)
+            yield ToolCallEvent(
+                call,
+                route.server.name if route else None,
+                route.server_tool if route else None,
+                usage,
+            )
         # The gate decides on each call in order before any of them runs; only the
         # approved ones are then called (together, as without a gate).
         denials: dict[int, str] = {}
@@ -425,3 +438,23 @@ async def _decide(gate: ApprovalGate, call: ToolCallPart, setup: RunSetup) -> Ap
         skill_files=listed_files(route.session, route.server_tool, call.arguments),
     )
     return await gate.decide(request)
+
+
+async def call_once(
+    plan: RunPlan, setup: RunSetup, name: str, arguments: dict[str, Any], call_id: str
+) -> ToolCallRecord:
+    """Call the tool the model would reach as `name` with `arguments`, outside the model
+    loop (see `Agent.preview`): the approval gate decides first, as in a run; a failure
+    of any kind is an error record, never raised."""
+    call = ToolCallPart(id=call_id, name=name, arguments=dict(arguments))
+    denial: str | None = None
+    if plan.gate is not None:
+        decision = await _decide(plan.gate, call, setup)
+        if decision is not None and not decision.approved:
+            denial = (
+                f"The call to {name} was denied and did not run: "
+                f"{decision.reason or 'no reason given'}"
+            )
+    route = setup.tools.get(name)
+    done, _error_type = await _answer(call, route, setup, denial, plan.values.tool_timeout)
+    return done

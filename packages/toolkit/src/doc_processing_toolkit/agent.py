@@ -59,6 +59,7 @@ from .tools.routing import build_routes, visible_name
 
 if TYPE_CHECKING:
     from .batch import BatchControl, BatchInput, Engine, ItemResult, RetryPolicy
+    from .preview import RunPreview
 
 __all__ = ["Agent", "AgentBuilder", "RunResult"]
 
@@ -394,6 +395,23 @@ class Agent:
             run.end(exc)
             raise
         run.end()
+
+    async def preview(self, prompt: str = "") -> RunPreview:
+        """Set up a run for `prompt` as `run` does (connect, ask every server for its tools
+        and instructions, apply the skills step for this prompt) without resolving or
+        asking the model: what the model would be given, and `RunPreview.call_tool` to
+        call one of those tools as the model would.
+
+        Raises:
+            ToolServerError: a required server could not be reached.
+            ToolNameConflictError: two servers expose the same tool name.
+        """
+        from .preview import NO_MODEL, RunPreview
+
+        plan = RunPlan(self.settings, NO_MODEL, self._unmatched_logged)
+        self._bind_loop()
+        setup = await prepare(self._skills, plan, prompt)
+        return RunPreview.of(plan, setup)
 
     async def run(self, prompt: str, message_history: Sequence[Message] | None = None) -> RunResult:
         """Run the agent on `prompt` until the model gives a final answer.

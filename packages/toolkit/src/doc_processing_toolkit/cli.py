@@ -30,6 +30,7 @@ from ._version import __version__
 from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from .cli_approval import TerminalApproval
 from .cli_batch import add_batch_parser, run_batch_command
+from .cli_eval import add_eval_parser, run_eval_command
 from .errors import ConfigError, ToolkitError
 from .messages import ToolSpec
 
@@ -441,6 +442,7 @@ def _parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
     )
     add_batch_parser(commands)
+    add_eval_parser(commands)
     return parser
 
 
@@ -547,6 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if options.command == "batch":
         return run_batch_command(options)
+    if options.command == "eval":
+        return run_eval_command(options)
     try:
         return _run_command(options)
     except ToolkitError as exc:

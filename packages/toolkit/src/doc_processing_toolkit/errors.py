@@ -72,3 +72,8 @@ class BatchError(ToolkitError):
 
 class TemplateFieldError(BatchError):
     """A batch item lacks a field its prompt template uses (that item fails, not the batch)."""
+
+
+class EvalError(ToolkitError):
+    """Skill evals cannot run: an ``evals/eval_queries.json`` is missing or malformed, a
+    named skill is unknown, or an option is out of range."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .approval import ApprovalRecord
-from .messages import ToolCallPart
+from .messages import ToolCallPart, Usage
 from .result import RunResult, ToolCallRecord
 from .skills.entries import SkillsOutcome
 
@@ -61,13 +61,22 @@ class ThinkingDeltaEvent:
 class ToolCallEvent:
     """The model asked for a tool call; it is about to run.
 
+    A consumer that has seen enough may stop here (leave the loop, or close the stream):
+    the call then does not run.
+
     Attributes:
         call: the call as the model made it.
         server: the name of the server that will run it (None when no server has it).
+        server_tool: the tool's own name on that server, without its tool prefix (None
+            when no server has it).
+        usage: tokens and requests of the run so far, the request that asked for this
+            call included.
     """
 
     call: ToolCallPart
     server: str | None
+    server_tool: str | None = None
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ sys.stderr.write("LOADED:" + ",".join(loaded) + "\\n")
 
 
 @pytest.mark.parametrize(
-    "arguments", [["--version"], ["--help"], ["run", "--help"], ["batch", "--help"]]
+    "arguments",
+    [["--version"], ["--help"], ["run", "--help"], ["batch", "--help"], ["eval", "--help"]],
 )
 def test_version_and_help_load_no_mcp_sdk(arguments: list[str]) -> None:
     done = subprocess.run(

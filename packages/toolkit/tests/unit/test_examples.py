@@ -87,3 +87,22 @@ def test_the_tracing_example_draws_one_trace_from_the_agent_to_the_script() -> N
         "      tools/call execute_skill_script",
     ]
     assert "          doc_processing.script.exit_code = 0" in lines
+
+
+def test_the_skill_evals_example_runs_an_offline_eval_and_writes_its_report(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "evals.html"
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "skill_evals.py"), "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=offline_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "mode: offline, 60 queries" in done.stdout
+    for skill in ("invoice-extraction", "pii-redaction", "table-profiling"):
+        assert f"{skill}: " in done.stdout and "of 20 queries pass" in done.stdout
+    assert report.read_text(encoding="utf-8").count('<svg class="chart') == 4
