@@ -280,8 +280,7 @@ def main() -> None:
                     continue
                 p, r, f, dp, dr, df, ms = score.row()
                 print(
-                    f"{label:22} {p:6.3f} {r:6.3f} {f:6.3f} {dp:6.3f} {dr:6.3f} {df:6.3f} "
-                    f"{ms:8.1f}"
+                    f"{label:22} {p:6.3f} {r:6.3f} {f:6.3f} {dp:6.3f} {dr:6.3f} {df:6.3f} {ms:8.1f}"
                 )
 
 

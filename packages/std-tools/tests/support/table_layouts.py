@@ -29,11 +29,13 @@ _PLACES = [
     "Sweden", "Norway", "Iceland", "United Kingdom", "Czech Republic", "Cyprus", "Bulgaria",
 ]  # fmt: skip
 _HEADS = ["Revenue", "Costs", "Staff", "Share %", "Change", "Exports", "Imports", "Total"]
-_WORDS = (
-    "the report sets out how each region spent its budget over the year and what changed "
-    "compared with the year before while noting where figures are provisional and may be "
-    "revised once the final accounts are closed by the statistics office next spring"
-).split()
+_TEXT = (
+    "the report sets out how each region spent its budget over the year and what "
+    "changed compared with the year before while noting where figures are provisional "
+    "and may be revised once the final accounts are closed by the statistics office "
+    "next spring"
+)
+_WORDS = _TEXT.split(" ")
 _NOTES = ["see note 3", "provisional", "revised in May", "estimate", "final figure"]
 
 _FONT = 9.0
@@ -139,9 +141,7 @@ def _draw(
         for c, e in enumerate(edges):
             for r in range(len(grid.cells)):
                 inner = 0 < c < columns
-                covered = any(
-                    sr == r and sc < c < sc + nc for sr, sc, _nr, nc in grid.spans
-                )
+                covered = any(sr == r and sc < c < sc + nc for sr, sc, _nr, nc in grid.spans)
                 if not (inner and covered):
                     pdf.line(e, tops[r], e, tops[r + 1])
     if rules == "booktabs":

@@ -104,11 +104,11 @@ def rivers(rows: list[list[_Segment]], x0: float, x1: float, size: float) -> lis
         if piece[2] <= allowed:
             band.append(piece)
             continue
-        if band and band[-1][1] - band[0][0] >= size * 0.25:
-            if band[0][0] > x0 + 0.5 and band[-1][1] < x1 - 0.5:
-                least = min(p[2] for p in band)
-                best = max((p for p in band if p[2] == least), key=lambda p: p[1] - p[0])
-                found.append((best[0] + best[1]) / 2)
+        wide = bool(band) and band[-1][1] - band[0][0] >= size * 0.25
+        if wide and band[0][0] > x0 + 0.5 and band[-1][1] < x1 - 0.5:
+            least = min(p[2] for p in band)
+            best = max((p for p in band if p[2] == least), key=lambda p: p[1] - p[0])
+            found.append((best[0] + best[1]) / 2)
         band = []
     return found
 
@@ -128,6 +128,57 @@ def _trim(indices: list[int], cut: list[list[_Segment]], xs: list[float]) -> lis
     ):
         indices = indices[:-1]
     return indices
+
+
+def _fits(seg: _Segment, xs: list[float]) -> str:
+    """How a segment sits on the columns `xs`: "inside" one column, "spanning" several
+    (centred over them, not starting in the first), or "across" (a title or a note)."""
+    if seg.x0 < xs[0] - 2 or seg.x1 > xs[-1] + 2:
+        return "across"
+    first = max(0, sum(1 for x in xs[1:-1] if x <= seg.x0))
+    last = max(0, sum(1 for x in xs[1:-1] if x < seg.x1))
+    if first == last:
+        return "inside"
+    middle = (xs[first] + xs[last + 1]) / 2
+    width = xs[last + 1] - xs[first]
+    centred = abs((seg.x0 + seg.x1) / 2 - middle) <= 0.2 * width
+    return "spanning" if first >= 1 and centred else "across"
+
+
+def _covers(seg: _Segment, xs: list[float]) -> tuple[int, int]:
+    """The first and last column a segment covers: those it crosses into or, for a header
+    centred over several columns, the columns it is centred over."""
+    first = max(0, sum(1 for x in xs[1:-1] if x <= seg.x0))
+    last = max(0, sum(1 for x in xs[1:-1] if x < seg.x1))
+    if first == last or _fits(seg, xs) != "spanning":
+        return first, last
+    centre = (seg.x0 + seg.x1) / 2
+    options = [(a, b) for a in range(1, first + 1) for b in range(last, len(xs) - 1)]
+    return min(
+        options,
+        key=lambda ab: (abs((xs[ab[0]] + xs[ab[1] + 1]) / 2 - centre), ab[1] - ab[0]),
+    )
+
+
+def _heads(
+    lines: list[TextLine], cut: list[list[_Segment]], first: int, xs: list[float]
+) -> list[int]:
+    """Lines just above a block that belong to it: column heads of one segment and headers
+    spanning columns, close above it."""
+    added: list[int] = []
+    below = lines[first]
+    for k in range(first - 1, max(first - 3, -1), -1):
+        line = lines[k]
+        gap = below.top - line.bottom
+        kinds = {_fits(seg, xs) for seg in cut[k]}
+        if "across" in kinds or gap < -1:
+            break
+        limit = _BLOCK_GAP if "spanning" in kinds else 0.8
+        if gap > limit * max(line.size, below.size):
+            break
+        added.append(k)
+        below = line
+    return sorted(added)
 
 
 def _row_bounds(
@@ -152,9 +203,13 @@ def _row_bounds(
     separating = [
         y for y in separating if not any(line.top + 1 < y < line.bottom - 1 for line in block)
     ]
-    groups = 1 + len(separating)
-    if len(separating) >= 2 and groups * 1.0 < len(block):
-        return [top - 0.5, *separating, bottom + 0.5], True
+    bounds = [top - 0.5, *separating, bottom + 0.5]
+    per_row = [
+        sum(1 for line in block if a < (line.top + line.bottom) / 2 < b)
+        for a, b in itertools.pairwise(bounds)
+    ]
+    if len(separating) >= 2 and max(per_row) <= 3 and len(per_row) < len(block):
+        return bounds, True
     ys = [top - 0.5]
     for upper, lower in itertools.pairwise(block):
         ys.append((upper.bottom + lower.top) / 2 if lower.top > upper.bottom else lower.top)
@@ -179,6 +234,7 @@ def _one_table(
     xs = [x0 - 0.5, *inner, x1 + 0.5]
     if len(xs) < 3:
         return None
+    indices = [*_heads(lines, cut, indices[0], xs), *indices]
     block = [lines[i] for i in indices]
     ys, by_rules = _row_bounds(block, hrules, x0, x1)
     crossing: set[tuple[int, int]] = set()
@@ -187,9 +243,8 @@ def _one_table(
         middle = (line.top + line.bottom) / 2
         row = max(0, min(len(ys) - 2, sum(1 for y in ys[1:-1] if y <= middle)))
         for seg in cut[i]:
-            for j, x in enumerate(xs[1:-1], start=1):
-                if seg.x0 < x < seg.x1:
-                    crossing.add((row, j))
+            first, last = _covers(seg, xs)
+            crossing.update((row, j) for j in range(first + 1, last + 1))
     rows, spans, _ = build_table(
         xs,
         ys,

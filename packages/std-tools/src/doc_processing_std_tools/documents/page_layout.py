@@ -141,11 +141,12 @@ class Layout:
 def _displayed(page: Any, raw: Any) -> tuple[Affine, float, float]:
     """The map from PDF user space to the displayed page (y down), and its size."""
     left, bottom, right, top = (ctypes.c_float() for _ in range(4))
-    if not raw.FPDFPage_GetCropBox(page, left, bottom, right, top):
-        if not raw.FPDFPage_GetMediaBox(page, left, bottom, right, top):
-            left.value, bottom.value = 0.0, 0.0
-            right.value = raw.FPDF_GetPageWidthF(page)
-            top.value = raw.FPDF_GetPageHeightF(page)
+    if not raw.FPDFPage_GetCropBox(page, left, bottom, right, top) and not (
+        raw.FPDFPage_GetMediaBox(page, left, bottom, right, top)
+    ):
+        left.value, bottom.value = 0.0, 0.0
+        right.value = raw.FPDF_GetPageWidthF(page)
+        top.value = raw.FPDF_GetPageHeightF(page)
     lo, bo = min(left.value, right.value), min(bottom.value, top.value)
     ro, to = max(left.value, right.value), max(bottom.value, top.value)
     width, height = ro - lo, to - bo
@@ -330,15 +331,18 @@ def _rules(page: Any, raw: Any, to_frame: Affine) -> list[Rule]:
                     elif dy >= 1.0 and dx <= dy * _SLOPE:
                         x = (fx0 + fx1) / 2
                         found.append(Rule(x, min(fy0, fy1), x, max(fy0, fy1)))
-            elif kind == raw.FPDF_PAGEOBJ_FORM and depth < _FORM_DEPTH:
-                if raw.FPDFPageObj_GetMatrix(obj, matrix):
-                    own: Affine = (matrix.a, matrix.b, matrix.c, matrix.d, matrix.e, matrix.f)
-                    inner = _compose(own, parent)
+            elif (
+                kind == raw.FPDF_PAGEOBJ_FORM
+                and depth < _FORM_DEPTH
+                and raw.FPDFPageObj_GetMatrix(obj, matrix)
+            ):
+                own: Affine = (matrix.a, matrix.b, matrix.c, matrix.d, matrix.e, matrix.f)
+                inner = _compose(own, parent)
 
-                    def child(i: int, form: Any = obj) -> Any:
-                        return raw.FPDFFormObj_GetObject(form, i)
+                def child(i: int, form: Any = obj) -> Any:
+                    return raw.FPDFFormObj_GetObject(form, i)
 
-                    walk(child, raw.FPDFFormObj_CountObjects(obj), inner, depth + 1)
+                walk(child, raw.FPDFFormObj_CountObjects(obj), inner, depth + 1)
 
     identity: Affine = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 

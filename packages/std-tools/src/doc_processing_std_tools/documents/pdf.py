@@ -14,8 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from ..errors import DocumentError, EncryptedDocumentError

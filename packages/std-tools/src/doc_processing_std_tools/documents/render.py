@@ -63,10 +63,11 @@ class Table:
 
     def spans_note(self) -> str:
         """The spanning cells, as ranges of grid positions ("B1:D1, A2:A3"), or ""."""
-        return ", ".join(
-            f"{cell_name(s.row, s.column)}:{cell_name(s.row + s.rows - 1, s.column + s.columns - 1)}"
-            for s in self.spans
-        )
+        names = []
+        for s in self.spans:
+            last = cell_name(s.row + s.rows - 1, s.column + s.columns - 1)
+            names.append(f"{cell_name(s.row, s.column)}:{last}")
+        return ", ".join(names)
 
 
 @dataclass(frozen=True, slots=True)
