@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .page_layout import Rule, TextLine, Word
 from .table_grid import FoundTable, build_table, drop_empty
 
-__all__ = ["aligned_tables", "rivers", "segments"]
+__all__ = ["aligned_tables", "prose_like", "rivers", "segments"]
 
 #: A gap between two words wider than this many times the line's height separates cells.
 _CELL_GAP = 0.55
@@ -26,8 +26,12 @@ _CELL_GAP = 0.55
 _BLOCK_GAP = 1.6
 #: Lines of one segment that a block may contain in a row (headers, cells of two lines).
 _SINGLE_RUN = 2
+#: A line of one segment wider than this share of the block ends it (a note, a title).
+_WIDE_LINE = 0.5
 #: A block whose cells hold more words than this on average is running text.
 _PROSE_WORDS = 4.5
+#: ... and so is one in which every column's cells hold more words than this.
+_WORDY_COLUMN = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +71,14 @@ def _blocks(lines: list[TextLine], cut: list[list[_Segment]]) -> list[list[int]]
             current.append(index)
             singles = []
         elif current:
-            singles.append(index)
-            if len(singles) > _SINGLE_RUN:
+            left = min(lines[i].x0 for i in current)
+            right = max(lines[i].x1 for i in current)
+            if line.x1 - line.x0 > _WIDE_LINE * (right - left) or len(singles) >= _SINGLE_RUN:
+                # A sentence across the block (a note, a title) or a run of such lines.
                 blocks.append(current)
                 current, singles = [], []
+            else:
+                singles.append(index)
     if current:
         blocks.append(current)
     return [b for b in blocks if sum(len(cut[i]) >= 2 for i in b) >= 2]
@@ -259,22 +267,34 @@ def _one_table(
     return _judged(table, by_rules)
 
 
+def prose_like(rows: list[list[str]]) -> bool:
+    """Whether cells read like running text cut into columns: every column wordy, many
+    words a cell, or most cells starting in the middle of a sentence."""
+    cells = [c for row in rows for c in row if c]
+    if not cells:
+        return True
+    if sum(len(c.split()) for c in cells) / len(cells) > _PROSE_WORDS:
+        return True
+    wordy = []
+    for c in range(len(rows[0])):
+        column = [row[c] for row in rows if row[c]]
+        if column:
+            wordy.append(sum(len(t.split()) for t in column) / len(column) > _WORDY_COLUMN)
+    if wordy and all(wordy):
+        return True
+    lower = sum(1 for c in cells if c[0].islower())
+    return lower > 0.5 * len(cells)
+
+
 def _judged(table: FoundTable, by_rules: bool) -> FoundTable | None:
     """The table with its confidence, or None when it does not look like a table."""
     rows = table.rows
-    if len(rows) < 2 or not rows or len(rows[0]) < 2:
+    if len(rows) < 2 or not rows or len(rows[0]) < 2 or prose_like(rows):
         return None
     cells = [c for row in rows for c in row if c]
-    if not cells:
-        return None
-    words = sum(len(c.split()) for c in cells) / len(cells)
-    if words > _PROSE_WORDS:
-        return None
     multi = sum(1 for row in rows if sum(1 for c in row if c) >= 2) / len(rows)
     filled = len(cells) / (len(rows) * len(rows[0]))
-    if multi < 0.5 or filled < 0.3:
-        return None
-    if len(rows[0]) == 2 and words > 3.0 and multi < 0.9:
+    if multi < 0.4 or filled < 0.3:
         return None
     confidence = 0.35 + 0.3 * multi + 0.25 * filled + (0.1 if by_rules else 0.0)
     table.confidence = round(min(confidence, 0.95), 2)

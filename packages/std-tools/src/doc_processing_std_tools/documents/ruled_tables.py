@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
-from .aligned_tables import rivers, segments
+from .aligned_tables import prose_like, rivers, segments
 from .page_layout import Rule, TextLine
 from .table_grid import FoundTable, build_table
 
@@ -202,6 +202,9 @@ def _one_grid(flat: list[Rule], upright: list[Rule], lines: list[TextLine]) -> F
     cells = len(rows) * len(rows[0]) - sum(s.rows * s.columns - 1 for s in spans)
     filled = sum(1 for row in rows for c in row if c)
     if filled < 2 or cells <= 0 or filled / cells < _MIN_FILLED:
+        return None
+    refined = len(xs) > len(ruled_x) or len(ys) > len(ruled_y)
+    if refined and prose_like(rows):
         return None
     used_rows = sum(1 for row in rows if any(row))
     used_cols = sum(1 for c in range(len(rows[0])) if any(row[c] for row in rows))
