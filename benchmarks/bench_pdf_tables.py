@@ -240,7 +240,12 @@ def _run(
         millis = (time.perf_counter() - start) * 1000
         score.add(name, found, expected, millis)
         if show and score.failures and score.failures[-1] == name:
-            print(f"  -- {name}: {len(found)} found, {len(expected)} expected")
+            one = Score()
+            one.add(name, found, expected, millis)
+            print(
+                f"  -- {name}: {len(found)} found, {len(expected)} expected, "
+                f"adjacency F1 {one.row()[2]:.3f}"
+            )
     return score
 
 
@@ -274,7 +279,7 @@ def main() -> None:
                 f"{'det P':>6} {'det R':>6} {'det F1':>6} {'ms/page':>8}"
             )
             for label, finder in finders.items():
-                score = _run(finder, cases, args.show and label == "extract_tables")
+                score = _run(finder, cases, args.show)
                 if score is None:
                     print(f"{label:22} not installed")
                     continue

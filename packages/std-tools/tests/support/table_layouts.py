@@ -65,13 +65,29 @@ def _number(rng: random.Random) -> str:
 
 
 def _grid(
-    rng: random.Random, rows: int, columns: int, *, span: bool = False, two_lines: bool = False
+    rng: random.Random,
+    rows: int,
+    columns: int,
+    *,
+    span: bool = False,
+    two_lines: bool = False,
+    sparse: bool = False,
+    two_line_header: bool = False,
 ) -> _Grid:
     heads = rng.sample(_HEADS, columns - 1)
+    if two_line_header:
+        heads = [
+            f"{head}\n({rng.choice(['EUR m', 'units', '% of total', 'thousands'])})"
+            for head in heads
+        ]
     header = ["Country", *heads]
     body = []
     for place in rng.sample(_PLACES, rows):
-        body.append([place, *(_number(rng) for _ in range(columns - 1))])
+        values = [_number(rng) for _ in range(columns - 1)]
+        if sparse:
+            values = [v if rng.random() < 0.7 else "" for v in values]
+            values[0] = values[0] or _number(rng)
+        body.append([place, *values])
     cells = [header, *body]
     spans: list[tuple[int, int, int, int]] = []
     if span:
@@ -84,17 +100,36 @@ def _grid(
     return _Grid(cells, spans)
 
 
-def _expected(grid: _Grid, continues: bool = False) -> Expected:
-    rows = [[" ".join(c.split("\n")) for c in row] for row in grid.cells]
+def _expected(grid: _Grid, continues: bool = False, *, by_lines: bool = False) -> Expected:
+    """The table as found: cells of several lines joined, or, where no rule separates the
+    rows (`by_lines`), each text line a row of its own."""
+    if not by_lines:
+        rows = [[" ".join(c.split("\n")) for c in row] for row in grid.cells]
+        return Expected(rows, list(grid.spans), continues)
+    rows = []
+    for row in grid.cells:
+        parts = [c.split("\n") for c in row]
+        for k in range(max(len(p) for p in parts)):
+            rows.append([p[k] if k < len(p) else "" for p in parts])
     return Expected(rows, list(grid.spans), continues)
 
 
 def _draw(
-    pdf: FPDF, grid: _Grid, x: float, y: float, rules: str, *, widths: list[float] | None = None
+    pdf: FPDF,
+    grid: _Grid,
+    x: float,
+    y: float,
+    rules: str,
+    *,
+    widths: list[float] | None = None,
+    size: float = _FONT,
+    gap: float = 3.0,
 ) -> tuple[float, list[float]]:
-    """Draw `grid` at (x, y) with `rules` ("all", "rows", "booktabs", "frame", "none");
-    returns the y below it and the column widths."""
-    pdf.set_font("helvetica", size=_FONT)
+    """Draw `grid` at (x, y) with `rules` ("all", "rows", "booktabs", "frame", "none"),
+    in a font of `size` points with `gap` mm added between columns; returns the y below
+    it and the column widths."""
+    pdf.set_font("helvetica", size=size)
+    line = _LINE * size / _FONT
     columns = len(grid.cells[0])
     spanned = {(r, c) for r, c, nr, nc in grid.spans for c in range(c, c + nc) for r in [r]}
     if widths is None:
@@ -106,7 +141,7 @@ def _draw(
                 if (r, c) not in spanned
                 for line in row[c].split("\n")
             ]
-            widths.append(max(pdf.get_string_width(t) for t in texts) + 2 * _PAD + 3)
+            widths.append(max(pdf.get_string_width(t) for t in texts) + 2 * _PAD + gap)
         for r, c, _nr, nc in grid.spans:
             need = pdf.get_string_width(grid.cells[r][c]) + 2 * _PAD
             have = sum(widths[c : c + nc])
@@ -115,7 +150,7 @@ def _draw(
     edges = [x]
     for w in widths:
         edges.append(edges[-1] + w)
-    heights = [max(len(c.split("\n")) for c in row) * _LINE + 1.5 for row in grid.cells]
+    heights = [max(len(c.split("\n")) for c in row) * line + 1.5 for row in grid.cells]
     tops = [y]
     for h in heights:
         tops.append(tops[-1] + h)
@@ -130,9 +165,9 @@ def _draw(
                 if (sr, sc) == (r, c):
                     width = sum(widths[c : c + nc])
                     align = "C"
-            for k, line in enumerate(text.split("\n")):
-                pdf.set_xy(edges[c] + _PAD, tops[r] + 0.75 + k * _LINE)
-                pdf.cell(width - 2 * _PAD, _LINE, line, align=align)
+            for k, text_line in enumerate(text.split("\n")):
+                pdf.set_xy(edges[c] + _PAD, tops[r] + 0.75 + k * line)
+                pdf.cell(width - 2 * _PAD, line, text_line, align=align)
     left, right, top, bottom = edges[0], edges[-1], tops[0], tops[-1]
     if rules in ("all", "rows"):
         for t in tops:
@@ -175,11 +210,33 @@ def _one(rules: str, **options: bool) -> Callable[[FPDF, random.Random], list[li
         y = _title(pdf, "Table 4: Figures by country", 20)
         y = _prose(pdf, rng, 20, y, 170, 3) + 6
         grid = _grid(rng, rng.randint(6, 12), rng.randint(3, 6), **options)
-        y, _ = _draw(pdf, grid, 20, y, rules)
+        size = rng.choice([7.0, 8.0, 9.0, 10.0])
+        gap = rng.choice([3.0, 4.0, 6.0, 9.0])
+        y, _ = _draw(pdf, grid, 20, y, rules, size=size, gap=gap)
         _prose(pdf, rng, 20, y + 8, 170, 4)
-        return [[_expected(grid)]]
+        return [[_expected(grid, by_lines=rules not in ("all", "rows"))]]
 
     return write
+
+
+def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A list of items and prices under headings of one cell, without rules."""
+    pdf.add_page()
+    y = _title(pdf, "Price list", 20)
+    rows: list[list[str]] = []
+    for heading in rng.sample(["Tools", "Paint", "Garden", "Timber", "Lighting"], 3):
+        rows.append([heading, ""])
+        for _ in range(rng.randint(3, 5)):
+            item = " ".join(rng.sample(["steel", "large", "oak", "outdoor", "white", "set"], 2))
+            rows.append(
+                [
+                    f"{item.capitalize()} {rng.choice(['hammer', 'brush', 'lamp', 'board', 'pot'])}",
+                    f"{rng.randint(2, 90)}.{rng.randint(0, 99):02d} EUR",
+                ]
+            )
+    grid = _Grid(rows)
+    _draw(pdf, grid, 20, y, "none", gap=60.0)
+    return [[_expected(grid)]]
 
 
 def _two_tables(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
@@ -273,6 +330,22 @@ def _framed_text(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[]]
 
 
+def _lined_text(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """Text in two columns over a grid of background lines."""
+    pdf.add_page()
+    _title(pdf, "Outreach", 20)
+    pdf.set_draw_color(200, 200, 200)
+    pdf.set_line_width(0.2)
+    for r in range(9):
+        pdf.line(15, 35 + r * 15, 195, 35 + r * 15)
+    for c in range(7):
+        pdf.line(15 + c * 30, 35, 15 + c * 30, 155)
+    pdf.set_draw_color(0, 0, 0)
+    _prose(pdf, rng, 20, 36, 80, 22)
+    _prose(pdf, rng, 110, 36, 80, 22)
+    return [[]]
+
+
 LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "ruled": _one("all"),
     "ruled_two_line_cells": _one("all", two_lines=True),
@@ -283,6 +356,10 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "framed_unruled_body": _one("frame"),
     "unruled": _one("none"),
     "unruled_spanning_header": _one("none", span=True),
+    "unruled_sparse": _one("none", sparse=True),
+    "unruled_two_line_header": _one("none", two_line_header=True),
+    "header_rules_two_line_cells": _one("booktabs", two_lines=True),
+    "price_list": _price_list,
     "two_tables": _two_tables,
     "rotated": _rotated,
     "continued_over_a_page": _continued,
@@ -294,6 +371,7 @@ NON_TABLES: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "bar_chart": _chart,
     "empty_ruled_form": _empty_form,
     "frame_around_text": _framed_text,
+    "text_over_a_grid": _lined_text,
 }
 """Pages that hold no table; a finder must return nothing for them."""
 

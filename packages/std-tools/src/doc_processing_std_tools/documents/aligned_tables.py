@@ -138,34 +138,55 @@ def _trim(indices: list[int], cut: list[list[_Segment]], xs: list[float]) -> lis
     return indices
 
 
+def _columns_of(seg: _Segment, xs: list[float]) -> tuple[int, int]:
+    """The first and last column a segment reaches into."""
+    first = max(0, sum(1 for x in xs[1:-1] if x <= seg.x0))
+    last = max(0, sum(1 for x in xs[1:-1] if x < seg.x1))
+    return first, last
+
+
+def _centred(seg: _Segment, xs: list[float]) -> tuple[int, int] | None:
+    """The columns (not the first) a segment is centred over, if it is centred over some
+    that include those it reaches into."""
+    first, last = _columns_of(seg, xs)
+    if first < 1:
+        return None
+    centre = (seg.x0 + seg.x1) / 2
+
+    def offset(ab: tuple[int, int]) -> float:
+        return abs((xs[ab[0]] + xs[ab[1] + 1]) / 2 - centre)
+
+    def width(ab: tuple[int, int]) -> float:
+        return xs[ab[1] + 1] - xs[ab[0]]
+
+    options = [(a, b) for a in range(1, first + 1) for b in range(last, len(xs) - 1)]
+    # The widest columns it is centred over, within what column edges inferred from
+    # text can tell; else the closest, when near enough.
+    close = [ab for ab in options if offset(ab) <= 0.06 * width(ab)]
+    if close:
+        return max(close, key=width)
+    best = min(options, key=lambda ab: (offset(ab), width(ab)))
+    return best if offset(best) <= 0.15 * width(best) else None
+
+
 def _fits(seg: _Segment, xs: list[float]) -> str:
     """How a segment sits on the columns `xs`: "inside" one column, "spanning" several
     (centred over them, not starting in the first), or "across" (a title or a note)."""
     if seg.x0 < xs[0] - 2 or seg.x1 > xs[-1] + 2:
         return "across"
-    first = max(0, sum(1 for x in xs[1:-1] if x <= seg.x0))
-    last = max(0, sum(1 for x in xs[1:-1] if x < seg.x1))
+    first, last = _columns_of(seg, xs)
     if first == last:
         return "inside"
-    middle = (xs[first] + xs[last + 1]) / 2
-    width = xs[last + 1] - xs[first]
-    centred = abs((seg.x0 + seg.x1) / 2 - middle) <= 0.2 * width
-    return "spanning" if first >= 1 and centred else "across"
+    return "spanning" if _centred(seg, xs) is not None else "across"
 
 
 def _covers(seg: _Segment, xs: list[float]) -> tuple[int, int]:
-    """The first and last column a segment covers: those it crosses into or, for a header
+    """The first and last column a segment covers: those it reaches into or, for a header
     centred over several columns, the columns it is centred over."""
-    first = max(0, sum(1 for x in xs[1:-1] if x <= seg.x0))
-    last = max(0, sum(1 for x in xs[1:-1] if x < seg.x1))
-    if first == last or _fits(seg, xs) != "spanning":
+    first, last = _columns_of(seg, xs)
+    if first == last:
         return first, last
-    centre = (seg.x0 + seg.x1) / 2
-    options = [(a, b) for a in range(1, first + 1) for b in range(last, len(xs) - 1)]
-    return min(
-        options,
-        key=lambda ab: (abs((xs[ab[0]] + xs[ab[1] + 1]) / 2 - centre), ab[1] - ab[0]),
-    )
+    return _centred(seg, xs) or (first, last)
 
 
 def _heads(
@@ -187,6 +208,25 @@ def _heads(
         added.append(k)
         below = line
     return sorted(added)
+
+
+def _tails(
+    lines: list[TextLine], cut: list[list[_Segment]], last: int, xs: list[float]
+) -> list[int]:
+    """Lines just below a block that belong to its last row: the further lines of its
+    cells, each inside one column and as close as the lines of one cell."""
+    added: list[int] = []
+    above = lines[last]
+    for k in range(last + 1, min(last + 3, len(lines))):
+        line = lines[k]
+        gap = line.top - above.bottom
+        if gap < -1 or gap > 0.5 * max(line.size, above.size):
+            break
+        if any(_fits(seg, xs) != "inside" for seg in cut[k]):
+            break
+        added.append(k)
+        above = line
+    return added
 
 
 def _row_bounds(
@@ -242,7 +282,11 @@ def _one_table(
     xs = [x0 - 0.5, *inner, x1 + 0.5]
     if len(xs) < 3:
         return None
-    indices = [*_heads(lines, cut, indices[0], xs), *indices]
+    indices = [
+        *_heads(lines, cut, indices[0], xs),
+        *indices,
+        *_tails(lines, cut, indices[-1], xs),
+    ]
     block = [lines[i] for i in indices]
     ys, by_rules = _row_bounds(block, hrules, x0, x1)
     crossing: set[tuple[int, int]] = set()
@@ -282,8 +326,11 @@ def prose_like(rows: list[list[str]]) -> bool:
             wordy.append(sum(len(t.split()) for t in column) / len(column) > _WORDY_COLUMN)
     if wordy and all(wordy):
         return True
-    lower = sum(1 for c in cells if c[0].islower())
-    return lower > 0.5 * len(cells)
+    # Cells of a table are names, figures and codes; text cut into pieces starts most of
+    # them in mid-sentence, and holds few figures.
+    lower = sum(1 for c in cells if c[0].islower()) / len(cells)
+    figures = sum(1 for c in cells if any(ch.isdigit() for ch in c)) / len(cells)
+    return lower > 0.5 or (lower > 0.3 and figures < 0.2)
 
 
 def _judged(table: FoundTable, by_rules: bool) -> FoundTable | None:

@@ -139,23 +139,30 @@ def _column_rivers(lines: list[TextLine], xs: list[float]) -> list[float]:
             if cut:
                 rows.append(cut)
                 several += len(cut) >= 2
-        if several >= 2 and len(rows) >= 3:
+        if several >= 2 and len(rows) >= 3 and several * 2 >= len(rows):
             size = sorted(line.size for line in lines)[len(lines) // 2]
             extra.extend(rivers(rows, a, b, size))
     return extra
 
 
 def _row_splits(lines: list[TextLine], xs: list[float], ys: list[float]) -> list[float]:
-    """Row boundaries between text lines, inside the grid rows where two or more lines
-    each fill two or more columns (an unruled body)."""
+    """Row boundaries between text lines, inside the grid rows that hold an unruled body:
+    where the grid has few rules for its lines (three lines or more a row on average) or
+    a grid row holds five lines or more that each fill two or more columns. Elsewhere
+    lines between two rules are one row (cells of several lines)."""
+    bands = [
+        [line for line in lines if a < (line.top + line.bottom) / 2 < b]
+        for a, b in itertools.pairwise(ys)
+    ]
+    used = [band for band in bands if band]
+    sparse = bool(used) and sum(len(b) for b in used) >= 3 * len(used)
     extra: list[float] = []
-    for a, b in itertools.pairwise(ys):
-        band = [line for line in lines if a < (line.top + line.bottom) / 2 < b]
+    for band in bands:
         rowlike = 0
         for line in band:
             columns = {sum(1 for x in xs[1:-1] if x < w.center) for w in line.words}
             rowlike += len(columns) >= 2
-        if rowlike >= 2:
+        if rowlike >= 2 and (sparse or rowlike >= 5):
             for upper, lower in itertools.pairwise(band):
                 extra.append((upper.bottom + lower.top) / 2)
     return extra
@@ -203,8 +210,7 @@ def _one_grid(flat: list[Rule], upright: list[Rule], lines: list[TextLine]) -> F
     filled = sum(1 for row in rows for c in row if c)
     if filled < 2 or cells <= 0 or filled / cells < _MIN_FILLED:
         return None
-    refined = len(xs) > len(ruled_x) or len(ys) > len(ruled_y)
-    if refined and prose_like(rows):
+    if prose_like(rows):
         return None
     used_rows = sum(1 for row in rows if any(row))
     used_cols = sum(1 for c in range(len(rows[0])) if any(row[c] for row in rows))
