@@ -28,6 +28,7 @@ _PLACES = [
     "Netherlands", "Poland", "Portugal", "Romania", "Slovakia", "Slovenia", "Spain",
     "Sweden", "Norway", "Iceland", "United Kingdom", "Czech Republic", "Cyprus", "Bulgaria",
 ]  # fmt: skip
+_GOODS = ["hammer", "brush", "lamp", "board", "pot"]
 _HEADS = ["Revenue", "Costs", "Staff", "Share %", "Change", "Exports", "Imports", "Total"]
 _TEXT = (
     "the report sets out how each region spent its budget over the year and what "
@@ -230,7 +231,7 @@ def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
             item = " ".join(rng.sample(["steel", "large", "oak", "outdoor", "white", "set"], 2))
             rows.append(
                 [
-                    f"{item.capitalize()} {rng.choice(['hammer', 'brush', 'lamp', 'board', 'pot'])}",
+                    f"{item.capitalize()} {rng.choice(_GOODS)}",
                     f"{rng.randint(2, 90)}.{rng.randint(0, 99):02d} EUR",
                 ]
             )

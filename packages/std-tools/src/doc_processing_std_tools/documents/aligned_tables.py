@@ -30,6 +30,8 @@ _SINGLE_RUN = 2
 _WIDE_LINE = 0.5
 #: A block whose cells hold more words than this on average is running text.
 _PROSE_WORDS = 4.5
+#: Cells needed before the way cells start says whether they are cut from running text.
+_PROSE_CELLS = 12
 #: ... and so is one in which every column's cells hold more words than this.
 _WORDY_COLUMN = 3.0
 
@@ -327,7 +329,9 @@ def prose_like(rows: list[list[str]]) -> bool:
     if wordy and all(wordy):
         return True
     # Cells of a table are names, figures and codes; text cut into pieces starts most of
-    # them in mid-sentence, and holds few figures.
+    # them in mid-sentence, and holds few figures (told apart on enough cells only).
+    if len(cells) < _PROSE_CELLS:
+        return False
     lower = sum(1 for c in cells if c[0].islower()) / len(cells)
     figures = sum(1 for c in cells if any(ch.isdigit() for ch in c)) / len(cells)
     return lower > 0.5 or (lower > 0.3 and figures < 0.2)

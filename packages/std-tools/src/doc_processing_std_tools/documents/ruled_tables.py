@@ -147,9 +147,10 @@ def _column_rivers(lines: list[TextLine], xs: list[float]) -> list[float]:
 
 def _row_splits(lines: list[TextLine], xs: list[float], ys: list[float]) -> list[float]:
     """Row boundaries between text lines, inside the grid rows that hold an unruled body:
-    where the grid has few rules for its lines (three lines or more a row on average) or
-    a grid row holds five lines or more that each fill two or more columns. Elsewhere
-    lines between two rules are one row (cells of several lines)."""
+    where two or more lines each start a record (text in the grid row's first column and
+    in another), and the grid has few rules for its lines (three lines or more a row on
+    average) or the grid row holds three records or more. Elsewhere the lines between two
+    rules are one row (cells of several lines)."""
     bands = [
         [line for line in lines if a < (line.top + line.bottom) / 2 < b]
         for a, b in itertools.pairwise(ys)
@@ -158,11 +159,12 @@ def _row_splits(lines: list[TextLine], xs: list[float], ys: list[float]) -> list
     sparse = bool(used) and sum(len(b) for b in used) >= 3 * len(used)
     extra: list[float] = []
     for band in bands:
-        rowlike = 0
-        for line in band:
-            columns = {sum(1 for x in xs[1:-1] if x < w.center) for w in line.words}
-            rowlike += len(columns) >= 2
-        if rowlike >= 2 and (sparse or rowlike >= 5):
+        columns = [{sum(1 for x in xs[1:-1] if x < w.center) for w in line.words} for line in band]
+        if not columns:
+            continue
+        key = min(min(c) for c in columns)
+        records = sum(1 for c in columns if key in c and len(c) >= 2)
+        if records >= 2 and (sparse or records >= 3):
             for upper, lower in itertools.pairwise(band):
                 extra.append((upper.bottom + lower.top) / 2)
     return extra
