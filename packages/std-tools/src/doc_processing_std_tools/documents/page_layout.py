@@ -11,7 +11,6 @@ page as a viewer shows it.
 from __future__ import annotations
 
 import ctypes
-import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -176,32 +175,36 @@ def _upright(direction: int, width: float, height: float) -> Affine:
 class _Char:
     text: str
     box: tuple[float, float, float, float]  # user space: left, bottom, right, top
-    origin: tuple[float, float]
     direction: int
 
 
 def _chars(textpage: Any, raw: Any, to_display: Affine) -> list[_Char]:
+    """The page's visible characters with their loose boxes (the font's full height, so
+    characters of one line share top and bottom) and reading direction."""
     count = raw.FPDFText_CountChars(textpage)
     rect = raw.FS_RECTF()
     matrix = raw.FS_MATRIX()
-    x, y = ctypes.c_double(), ctypes.c_double()
+    get_unicode = raw.FPDFText_GetUnicode
+    get_box = raw.FPDFText_GetLooseCharBox
+    get_matrix = raw.FPDFText_GetMatrix
+    la, lb, lc, ld = to_display[:4]
     found: list[_Char] = []
     for index in range(max(count, 0)):
-        code = raw.FPDFText_GetUnicode(textpage, index)
+        code = get_unicode(textpage, index)
         if code <= 32 or code == 0xA0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
             continue
-        if raw.FPDFText_IsGenerated(textpage, index) == 1:
+        if not get_box(textpage, index, rect):
             continue
-        if not raw.FPDFText_GetLooseCharBox(textpage, index, rect):
-            continue
-        raw.FPDFText_GetCharOrigin(textpage, index, x, y)
-        raw.FPDFText_GetMatrix(textpage, index, matrix)
-        ox, oy = apply(to_display, x.value, y.value)
-        dx, dy = apply(to_display, x.value + matrix.a, y.value + matrix.b)
-        angle = math.degrees(math.atan2(dy - oy, dx - ox)) % 360
-        direction = int(((angle + 45) % 360) // 90) * 90
-        box = (rect.left, min(rect.bottom, rect.top), rect.right, max(rect.bottom, rect.top))
-        found.append(_Char(chr(code), box, (x.value, y.value), direction))
+        get_matrix(textpage, index, matrix)
+        # The direction of the text's baseline on the displayed page (y down).
+        dx = la * matrix.a + lc * matrix.b
+        dy = lb * matrix.a + ld * matrix.b
+        flat = abs(dx) >= abs(dy)
+        direction = (0 if dx >= 0 else 180) if flat else (90 if dy > 0 else 270)
+        bottom, top = rect.bottom, rect.top
+        if bottom > top:
+            bottom, top = top, bottom
+        found.append(_Char(chr(code), (rect.left, bottom, rect.right, top), direction))
     return found
 
 
@@ -367,13 +370,20 @@ def read_layout(page: Any, textpage: Any) -> Layout:
     frame_w, frame_h = (height, width) if direction in (90, 270) else (width, height)
     main: list[tuple[str, float, float, float, float, float]] = []
     other = 0
+    a, b, c, d, e, f = to_frame
     for char in chars:
-        x0, top, x1, bottom = _box(to_frame, *char.box)
-        _ox, baseline = apply(to_frame, *char.origin)
-        if char.direction == direction:
-            main.append((char.text, x0, top, x1, bottom, baseline))
-        else:
+        if char.direction != direction:
             other += 1
+            continue
+        left, lower, right, upper = char.box
+        # The frame is the user space turned by quarter turns: two corners make the box.
+        xa, ya = a * left + c * lower + e, b * left + d * lower + f
+        xb, yb = a * right + c * upper + e, b * right + d * upper + f
+        x0, x1 = (xa, xb) if xa <= xb else (xb, xa)
+        top, bottom = (ya, yb) if ya <= yb else (yb, ya)
+        # The loose box's bottom stands in for the baseline: it lies the font's descent
+        # below it, the same for every character of a line.
+        main.append((char.text, x0, top, x1, bottom, bottom))
     lines = _words(main)
     return Layout(
         width=frame_w,

@@ -19,7 +19,14 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..errors import DocumentError, EncryptedDocumentError
-from .pdf_tables import PageTables, as_table, continues, page_tables, woven_text
+from .pdf_tables import (
+    PageTables,
+    as_table,
+    continues,
+    might_hold_tables,
+    page_tables,
+    woven_text,
+)
 from .reader import Part, TableBounds, TableFormat, Tables, table_chunks
 from .render import Chunk, Table
 from .selection import parse_ranges, spans
@@ -325,7 +332,7 @@ def read(document: Any, pages: list[int]) -> Iterator[Chunk]:
         if not page.text:
             empty = (_SCANNED_NOTE if page.has_images else _BLANK_NOTE).format(n=number)
             text = f"{empty}\n\n{text}" if text else empty
-        else:
+        elif might_hold_tables(document, number):
             found = _bounded(partial(page_tables, document, number), READ_TABLE_SECONDS)
             if found is None:
                 text += "\n\n" + _SLOW_NOTE.format(n=number, s=READ_TABLE_SECONDS)

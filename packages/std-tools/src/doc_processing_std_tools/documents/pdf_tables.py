@@ -14,7 +14,14 @@ from .render import Table, table_to_markdown
 from .table_finder import find_tables
 from .table_grid import FoundTable
 
-__all__ = ["PageTables", "as_table", "continues", "page_tables", "woven_text"]
+__all__ = [
+    "PageTables",
+    "as_table",
+    "continues",
+    "might_hold_tables",
+    "page_tables",
+    "woven_text",
+]
 
 #: Share of the frame's height below a table (or above one) in which only a running footer
 #: (or header) may stand for the table to run on over the page break.
@@ -52,6 +59,33 @@ def page_tables(document: Any, number: int) -> PageTables:
     finally:
         page.close()
     return PageTables(number, layout, find_tables(layout))
+
+
+def might_hold_tables(document: Any, number: int) -> bool:
+    """Whether page `number` could hold a table, judged cheaply from PDFium's runs of text
+    and the kinds of its objects: it draws lines or shapes, or two or more of its text
+    lines hold runs apart from each other. A page of plain running text does not."""
+    import pypdfium2.raw as raw  # type: ignore[import-untyped]
+
+    page = _page(document, number)
+    try:
+        for index in range(raw.FPDFPage_CountObjects(page.raw)):
+            kind = raw.FPDFPageObj_GetType(raw.FPDFPage_GetObject(page.raw, index))
+            if kind in (raw.FPDF_PAGEOBJ_PATH, raw.FPDF_PAGEOBJ_FORM):
+                return True
+        textpage = page.get_textpage()
+        try:
+            runs: dict[int, int] = {}
+            left, top, right, bottom = (ctypes.c_double() for _ in range(4))
+            for index in range(raw.FPDFText_CountRects(textpage.raw, 0, -1)):
+                raw.FPDFText_GetRect(textpage.raw, index, left, top, right, bottom)
+                line = round((top.value + bottom.value) / 4)
+                runs[line] = runs.get(line, 0) + 1
+            return sum(1 for n in runs.values() if n >= 2) >= 2
+        finally:
+            textpage.close()
+    finally:
+        page.close()
 
 
 def _lines_between(layout: Layout, top: float, bottom: float) -> int:
@@ -115,7 +149,7 @@ def as_table(found: FoundTable, page: PageTables, follows: int | None) -> Table:
 def woven_text(document: Any, page: PageTables) -> str:
     """The page's text with each table's text replaced by the table as Markdown, where
     the table's first character stands in PDFium's reading order."""
-    import pypdfium2.raw as raw  # type: ignore[import-untyped]
+    import pypdfium2.raw as raw
 
     boxes = [(t.box[0] - 1, t.box[1] - 1, t.box[2] + 1, t.box[3] + 1) for t in page.tables]
     rendered = [_markdown(t) for t in page.tables]
