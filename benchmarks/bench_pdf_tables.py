@@ -288,9 +288,10 @@ def main() -> None:
                 if score is None:
                     print(f"{label:22} not installed")
                     continue
-                p, r, f, dp, dr, df, ms = score.row()
+                p, r, f, dp, dr, df, ms, high = score.row()
                 print(
-                    f"{label:22} {p:6.3f} {r:6.3f} {f:6.3f} {dp:6.3f} {dr:6.3f} {df:6.3f} {ms:8.1f}"
+                    f"{label:22} {p:6.3f} {r:6.3f} {f:6.3f} {dp:6.3f} {dr:6.3f} {df:6.3f} "
+                    f"{ms:8.1f} {high:7.1f}"
                 )
 
 

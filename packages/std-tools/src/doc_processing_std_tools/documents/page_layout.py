@@ -213,12 +213,22 @@ def _words(chars: list[tuple[str, float, float, float, float, float]]) -> list[T
     direction, in the upright frame."""
     ordered = sorted(chars, key=lambda c: (c[5], c[1]))
     rows: list[list[tuple[str, float, float, float, float, float]]] = []
+    extents: list[list[float]] = []  # top and bottom of each row so far
     for char in ordered:
-        height = char[4] - char[2]
-        if rows and abs(char[5] - rows[-1][-1][5]) <= max(height * 0.3, 0.5):
-            rows[-1].append(char)
+        top, bottom = char[2], char[4]
+        height = bottom - top
+        for k in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
+            row_top, row_bottom = extents[k]
+            overlap = min(bottom, row_bottom) - max(top, row_top)
+            # A raised or lowered smaller character (a footnote mark) lies within its
+            # line; lines set close together overlap only a little.
+            if overlap >= 0.6 * max(min(height, row_bottom - row_top), 0.5):
+                rows[k].append(char)
+                extents[k] = [min(row_top, top), max(row_bottom, bottom)]
+                break
         else:
             rows.append([char])
+            extents.append([top, bottom])
     lines: list[TextLine] = []
     for row in rows:
         row.sort(key=lambda c: c[1])
@@ -240,7 +250,7 @@ def _words(chars: list[tuple[str, float, float, float, float, float]]) -> list[T
                 words,
                 top=min(w.top for w in words),
                 bottom=max(w.bottom for w in words),
-                baseline=sorted(w.baseline for w in words)[len(words) // 2],
+                baseline=sorted(w.baseline for w in words)[len(words) // 2],  # the median
                 size=max(w.size for w in words),
             )
         )
