@@ -10,7 +10,6 @@ empty form, a framed page) must give none.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
