@@ -17,14 +17,12 @@ import pytest
 from fpdf import FPDF
 from mcp import Client
 from mcp.types import TextContent
+from table_layouts import LAYOUTS, NON_TABLES, Expected, write_layout
 
 from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.documents.server import docs_server
 from doc_processing_std_tools.filesystem.operations import Workspace
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from table_layouts import LAYOUTS, NON_TABLES, Expected, write_layout
 
 
 @pytest.fixture
