@@ -21,9 +21,10 @@ Scores, per set:
   compared without whitespace; precision, recall and F1 over all pages;
 - detection: a found table matches an expected one when half their cell texts agree
   (F1 of the two multisets of cell texts); precision, recall and F1 of the matches;
-- milliseconds per page: the CPU time of this process (one core; each finder opens the
-  file itself), median and 90th percentile over the pages. Less noisy than wall time on
-  a shared machine, but not free of it.
+- milliseconds per page (each finder opens the file itself): the CPU time of this
+  process, median and 90th percentile over the pages (less noisy than wall time on a
+  shared machine, but blind to work done in other processes, which camelot does), and
+  the median wall time.
 
 Run by hand (camelot lives outside the project's locks; install it into the venv to
 compare: `.venv/bin/python -m pip install camelot-py`):
@@ -124,6 +125,7 @@ class Score:
     tables_found: int = 0
     tables_expected: int = 0
     millis: list[float] = field(default_factory=list)
+    walls: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
     def add(self, name: str, found: list[Grid], expected: list[Grid], millis: float) -> None:
@@ -151,14 +153,15 @@ class Score:
     def _f1(p: float, r: float) -> float:
         return 2 * p * r / (p + r) if p + r else 0.0
 
-    def row(self) -> tuple[float, float, float, float, float, float, float, float]:
+    def row(self) -> tuple[float, float, float, float, float, float, float, float, float]:
         p = self.correct / self.found if self.found else 0.0
         r = self.correct / self.expected if self.expected else 0.0
         dp = self.matched / self.tables_found if self.tables_found else 1.0
         dr = self.matched / self.tables_expected if self.tables_expected else 1.0
         ms = statistics.median(self.millis) if self.millis else 0.0
         high = sorted(self.millis)[int(len(self.millis) * 0.9)] if self.millis else 0.0
-        return p, r, self._f1(p, r), dp, dr, self._f1(dp, dr), ms, high
+        wall = statistics.median(self.walls) if self.walls else 0.0
+        return p, r, self._f1(p, r), dp, dr, self._f1(dp, dr), ms, high, wall
 
 
 def ours(path: Path, page: int) -> list[Grid]:
@@ -237,12 +240,13 @@ def _run(
 ) -> Score | None:
     score = Score()
     for name, path, page, expected in cases:
-        start = time.process_time()
+        start, wall = time.process_time(), time.perf_counter()
         try:
             found = finder(path, page)
         except ImportError:
             return None
         millis = (time.process_time() - start) * 1000
+        score.walls.append((time.perf_counter() - wall) * 1000)
         score.add(name, found, expected, millis)
         if show and score.failures and score.failures[-1] == name:
             one = Score()
@@ -281,17 +285,17 @@ def main() -> None:
             print(f"\n{title}: {len(cases)} pages, {sum(len(c[3]) for c in cases)} tables")
             print(
                 f"{'finder':22} {'adj P':>6} {'adj R':>6} {'adj F1':>6} "
-                f"{'det P':>6} {'det R':>6} {'det F1':>6} {'ms/page':>8} {'p90 ms':>7}"
+                f"{'det P':>6} {'det R':>6} {'det F1':>6} {'cpu ms':>7} {'p90':>6} {'wall ms':>7}"
             )
             for label, finder in finders.items():
                 score = _run(finder, cases, args.show)
                 if score is None:
                     print(f"{label:22} not installed")
                     continue
-                p, r, f, dp, dr, df, ms, high = score.row()
+                p, r, f, dp, dr, df, ms, high, wall = score.row()
                 print(
                     f"{label:22} {p:6.3f} {r:6.3f} {f:6.3f} {dp:6.3f} {dr:6.3f} {df:6.3f} "
-                    f"{ms:8.1f} {high:7.1f}"
+                    f"{ms:7.1f} {high:6.1f} {wall:7.1f}"
                 )
 
 
