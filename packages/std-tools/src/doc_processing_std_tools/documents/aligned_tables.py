@@ -305,7 +305,6 @@ def _one_table(
         block,
         vertical=lambda r, j: (r, j) not in crossing,
         horizontal=lambda i, c: True,
-        method="aligned",
     )
     table = drop_empty(
         FoundTable(rows, spans, (x0, block[0].top, x1, block[-1].bottom), "aligned", 0.0, xs)

@@ -205,9 +205,7 @@ def _one_grid(flat: list[Rule], upright: list[Rule], lines: list[TextLine]) -> F
             return _covered(along_y[i], xs[c], xs[c + 1], vertical=False)
         return True
 
-    rows, spans, _ = build_table(
-        xs, ys, text, vertical=vertical, horizontal=horizontal, method="ruled"
-    )
+    rows, spans, _ = build_table(xs, ys, text, vertical=vertical, horizontal=horizontal)
     cells = len(rows) * len(rows[0]) - sum(s.rows * s.columns - 1 for s in spans)
     filled = sum(1 for row in rows for c in row if c)
     if filled < 2 or cells <= 0 or filled / cells < _MIN_FILLED:

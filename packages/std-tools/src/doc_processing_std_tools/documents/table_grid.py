@@ -62,7 +62,6 @@ def build_table(
     *,
     vertical: Callable[[int, int], bool],
     horizontal: Callable[[int, int], bool],
-    method: Method,
 ) -> tuple[list[list[str]], list[Span], list[list[list[Word]]]]:
     """Rows of cell texts, the spanning cells, and the words of each grid position.
 
