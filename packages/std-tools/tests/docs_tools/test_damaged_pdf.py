@@ -1,8 +1,8 @@
 """A damaged PDF whose page tree loops gets the damaged-PDF message from every tool.
 
-PDFium opens such a file (its catalog is fine) and fails only when a page is loaded;
-pdfminer, under pdfplumber, finds no page at all. Both must end in the message any other
-damaged PDF gets, through a real MCP session.
+PDFium opens such a file (its catalog is fine) and fails only when a page is loaded, for
+its text or for its tables. That must end in the message any other damaged PDF gets,
+through a real MCP session.
 """
 
 from __future__ import annotations

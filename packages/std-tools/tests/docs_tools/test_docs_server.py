@@ -33,6 +33,7 @@ async def test_the_server_is_named_and_lists_the_four_tools() -> None:
     assert tools["extract_tables"].input_schema["properties"]["format"]["enum"] == [
         "markdown",
         "csv",
+        "json",
     ]
 
 

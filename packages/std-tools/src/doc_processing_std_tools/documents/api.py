@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import zipfile
 import zlib
@@ -19,7 +20,7 @@ from ..workspace import Workspace
 from .formats import reader_for
 from .pdf import PDF_TABLE_PAGES
 from .reader import Part, TableBounds, TableFormat
-from .render import assemble
+from .render import Chunk, assemble
 from .selection import spans
 from .source import Source, open_source
 
@@ -163,6 +164,32 @@ def _cut_note(bounds: TableBounds) -> str:
     return f"[tables not extracted: {'; '.join(parts)}; {advice}]"
 
 
+def _json_tables(
+    source: Source, chunks: Iterator[Chunk], limit: int, notes: Callable[[], list[str]]
+) -> str:
+    """The tables (one JSON object per chunk) as one JSON answer within `limit`: as many
+    whole tables as fit, and where to read on."""
+    tables: list[object] = []
+    used = 200
+    truncated = ""
+    for chunk in chunks:
+        if tables and used + len(chunk.text) > limit:
+            truncated = (
+                f"more tables follow; call extract_tables with pages="
+                f'"{chunk.restart}" and format="json" to read on'
+            )
+            break
+        used += len(chunk.text)
+        tables.append(json.loads(chunk.text))
+    payload: dict[str, object] = {"path": source.name, "count": len(tables), "tables": tables}
+    said = notes()
+    if said:
+        payload["notes"] = said
+    if truncated:
+        payload["truncated"] = truncated
+    return fit_json(payload, limit, hint="Pass pages to see fewer tables at a time.")
+
+
 def extract_tables(
     ws: Workspace,
     path: str,
@@ -171,22 +198,37 @@ def extract_tables(
     *,
     settings: Settings | None = None,
 ) -> str:
-    """The document's tables as Markdown or CSV, each labelled with where it was found.
+    """The document's tables as Markdown, CSV or JSON, each labelled with where it was
+    found.
 
     `pages` selects pages, sheets or sections as for `read_document`. A sheet (XLSX) or
-    the whole file (CSV) counts as one table. Without `pages`, a PDF is searched for
-    tables on its first `PDF_TABLE_PAGES` pages only (table detection is slow), and the
-    output says which `pages` value continues. Table detection on a PDF is bounded in
-    time per page (DPTTOOLS_TABLE_PAGE_SECONDS) and per call
-    (DPTTOOLS_TABLE_CALL_SECONDS); the output names the pages those bounds cut.
+    the whole file (CSV) counts as one table (and has no JSON form). A PDF's tables carry
+    their page, box, the method that found them and a confidence; their spanning cells
+    are listed. Without `pages`, a PDF is searched for tables on its first
+    `PDF_TABLE_PAGES` pages only, and the output says which `pages` value continues.
+    Table finding on a PDF is bounded in time per page (DPTTOOLS_TABLE_PAGE_SECONDS) and
+    per call (DPTTOOLS_TABLE_CALL_SECONDS); the output names the pages those bounds cut.
     """
-    if format not in ("markdown", "csv"):
-        raise InvalidArgumentError(f"format must be 'markdown' or 'csv', not {format!r}.")
-    style: TableFormat = "csv" if format == "csv" else "markdown"
+    if format not in ("markdown", "csv", "json"):
+        raise InvalidArgumentError(f"format must be 'markdown', 'csv' or 'json', not {format!r}.")
+    style: TableFormat = "csv" if format == "csv" else "json" if format == "json" else "markdown"
     current = _settings(settings)
     bounds = TableBounds(current.table_page_seconds, current.table_call_seconds)
     with _opened(ws, path, settings) as source, ExitStack() as stack:
         found = reader_for(source).tables(Part(source, pages, stack), style, bounds)
+        if style == "json":
+            if found.answer:
+                return fit_json(
+                    {"path": source.name, "count": 0, "tables": [], "notes": [found.answer]},
+                    ws.output_limit,
+                )
+            with _closed_after(found.chunks) as drawn:
+                return _json_tables(
+                    source,
+                    drawn,
+                    max(ws.output_limit - found.room - len(found.note), 0),
+                    lambda: [n for n in (_cut_note(bounds), found.note) if n],
+                )
         if found.answer:
             return found.answer
         with _closed_after(found.chunks) as drawn:

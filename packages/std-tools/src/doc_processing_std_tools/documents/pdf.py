@@ -1,8 +1,9 @@
-"""PDF through PDFium (pypdfium2) for text and metadata, pdfplumber for tables.
+"""PDF through PDFium (pypdfium2): text, metadata, and the geometry tables are found in.
 
 A page is read only when it is asked for, so an overview of a long PDF touches the first
-few pages and the document catalog, not the whole file. Table detection, which can take
-minutes on one densely ruled page, runs under a time bound per page and per call.
+few pages and the document catalog, not the whole file. Table finding (`pdf_tables`) runs
+under a time bound per page and per call, as a page can hold many thousands of ruling
+lines; `read_document` shows a page's tables as Markdown tables where they stand.
 """
 
 from __future__ import annotations
@@ -14,9 +15,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from ..errors import DocumentError, EncryptedDocumentError
+from .pdf_tables import (
+    PageTables,
+    as_table,
+    continues,
+    might_hold_tables,
+    page_tables,
+    woven_text,
+)
 from .reader import Part, TableBounds, TableFormat, Tables, table_chunks
 from .render import Chunk, Table
 from .selection import parse_ranges, spans
@@ -29,7 +39,6 @@ __all__ = [
     "TableBounds",
     "opened",
     "overview",
-    "page_count",
     "read",
     "search",
     "tables",
@@ -46,6 +55,14 @@ _SCANNED_NOTE = (
 )
 _BLANK_NOTE = "[page {n} has no text]"
 _DATE = re.compile(r"D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?")
+#: Seconds `read_document` spends finding the tables of one page before it shows the
+#: page as plain text.
+READ_TABLE_SECONDS = 2.0
+_SLOW_NOTE = (
+    "[the tables of page {n} are shown as plain text: finding them took longer than "
+    "{s:g} s; extract_tables with a larger DPTTOOLS_TABLE_PAGE_SECONDS finds them]"
+)
+T = TypeVar("T")
 
 
 # PDFium is not thread-safe, and the SDK runs tools in worker threads: one user at a time.
@@ -308,21 +325,21 @@ def overview(source: Source) -> dict[str, object]:
 
 def read(document: Any, pages: list[int]) -> Iterator[Chunk]:
     """Each selected page of `document` (from `opened`, and drawn inside its block) as
-    Markdown under a `## Page N` heading."""
+    Markdown under a `## Page N` heading, its tables as Markdown tables in reading order."""
     for number in pages:
         page = _page_text(document, number - 1)
         text = page.markdown
         if not page.text:
             empty = (_SCANNED_NOTE if page.has_images else _BLANK_NOTE).format(n=number)
             text = f"{empty}\n\n{text}" if text else empty
+        elif might_hold_tables(document, number):
+            found = _bounded(partial(page_tables, document, number), READ_TABLE_SECONDS)
+            if found is None:
+                text += "\n\n" + _SLOW_NOTE.format(n=number, s=READ_TABLE_SECONDS)
+            elif found.tables:
+                annotations = "\n".join(page.annotations)
+                text = "\n\n".join(p for p in (woven_text(document, found), annotations) if p)
         yield Chunk(restart=f"{number}-", text=f"## Page {number}\n\n{text}\n\n")
-
-
-def page_count(source: Source) -> int:
-    """The number of pages (opening the document, reading no page), for `tables`, which
-    reads the file through pdfplumber; `read` and `search` use `len()` of `opened`."""
-    with opened(source) as document:
-        return len(document)
 
 
 class _OutOfTime(BaseException):
@@ -337,10 +354,10 @@ _set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
 _set_async_exc.restype = ctypes.c_int
 
 
-def _detect(page: Any, seconds: float) -> list[list[list[str | None]]] | None:
-    """The tables pdfplumber detects on `page`, or None when that takes over `seconds`.
+def _bounded(work: Callable[[], T], seconds: float) -> T | None:
+    """What `work` (finding a page's tables) returns, or None when it takes over `seconds`.
 
-    pdfplumber is pure Python and cannot be stopped from outside, so a timer thread raises
+    Table finding runs in Python and cannot be stopped from outside, so a timer thread raises
     `_OutOfTime` into this thread (CPython's asynchronous exception, delivered between
     two bytecodes), and again every `_RETRY_SECONDS` until detection ends: one that lands
     in a finalizer (a `__del__` run by the garbage collector) is swallowed there. Once
@@ -364,7 +381,7 @@ def _detect(page: Any, seconds: float) -> list[list[list[str | None]]] | None:
     try:
         try:
             timer.start()
-            found: list[list[list[str | None]]] = page.extract_tables()
+            found = work()
         finally:
             while True:  # until the timer is off, even if a late exception lands here
                 try:
@@ -380,53 +397,35 @@ def _detect(page: Any, seconds: float) -> list[list[list[str | None]]] | None:
         return None
 
 
-def tables(source: Source, pages: list[int], bounds: TableBounds) -> Iterator[Table]:
-    """The ruled or aligned tables pdfplumber finds on the selected pages, within `bounds`.
+def tables(document: Any, pages: list[int], bounds: TableBounds) -> Iterator[Table]:
+    """The tables found on the selected pages of `document` (from `opened`, and drawn
+    inside its block), within `bounds`; a table that carries on the last one of the page
+    before says so.
 
-    A page whose detection takes longer than `bounds.page_seconds` is skipped and noted in
-    `bounds.slow_pages`; once `bounds.call_seconds` have passed, the page at hand and the
-    rest are noted in `bounds.unread_pages`. Call `page_count` first: it turns an
-    encrypted or damaged file into a clear error.
+    A page whose table finding takes longer than `bounds.page_seconds` is skipped and
+    noted in `bounds.slow_pages`; once `bounds.call_seconds` have passed, the page at hand
+    and the rest are noted in `bounds.unread_pages`.
     """
-    try:
-        import pdfplumber
-        from pdfminer.psparser import PSException
-        from pdfplumber.utils.exceptions import PdfminerException
-    except ImportError as exc:
-        raise missing_extra("PDF") from exc
-    number = 0
     deadline = time.monotonic() + bounds.call_seconds
-    try:
-        with source.file() as stream, pdfplumber.open(stream) as document:
-            for index, number in enumerate(pages):
-                if number > len(document.pages):
-                    # PDFium counted the page, pdfminer's stricter reading of the page tree
-                    # finds none there (a page list that contains itself, say).
-                    raise _damaged(source, f"the table reader finds no page {number}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    bounds.unread_pages.extend(pages[index:])
-                    return
-                page = document.pages[number - 1]
-                try:
-                    found_tables = _detect(page, min(bounds.page_seconds, left))
-                finally:
-                    page.close()
-                if found_tables is None:
-                    cut = bounds.slow_pages if bounds.page_seconds < left else bounds.unread_pages
-                    cut.append(number)
-                    continue
-                for found in found_tables:
-                    rows = [[cell or "" for cell in row] for row in found]
-                    if rows:
-                        yield Table(rows=rows, where=f"page {number}", restart=f"{number}-")
-    except (PSException, PdfminerException) as exc:
-        # PDFium opened the file; pdfminer, under pdfplumber, is stricter.
-        raise DocumentError(
-            f"{source.name!r}: the tables on page {number or 1} could not be read, as the "
-            f"PDF's content there is damaged ({type(exc).__name__}). read_document may still "
-            "show the page's text."
-        ) from None
+    count = 0
+    before: PageTables | None = None
+    for index, number in enumerate(pages):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            bounds.unread_pages.extend(pages[index:])
+            return
+        found = _bounded(partial(page_tables, document, number), min(bounds.page_seconds, left))
+        if found is None:
+            cut = bounds.slow_pages if bounds.page_seconds < left else bounds.unread_pages
+            cut.append(number)
+            before = None
+            continue
+        linked = before is not None and continues(before, found)
+        for position, table in enumerate(found.tables):
+            count += 1
+            follows = count - 1 if position == 0 and linked else None
+            yield as_table(table, found, follows)
+        before = found
 
 
 def search(
@@ -462,10 +461,10 @@ class PdfReader:
         return read(*self._opened(part))
 
     def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
-        """The tables pdfplumber detects on the selected pages, within `bounds`; without
-        `pages`, on the first `PDF_TABLE_PAGES` pages only, and the note says so."""
-        count = page_count(part.source)
-        numbers = parse_ranges(part.pages, count, "page")
+        """The tables found on the selected pages, within `bounds`; without `pages`, on
+        the first `PDF_TABLE_PAGES` pages only, and the note says so."""
+        document, numbers = self._opened(part)
+        count = len(document)
         note = ""
         if not part.pages.strip() and count > PDF_TABLE_PAGES:
             numbers = numbers[:PDF_TABLE_PAGES]
@@ -476,7 +475,7 @@ class PdfReader:
         # Kept free for the note on what `bounds` cut: it names at most every selected
         # page twice, in ranges, among a few hundred characters of words.
         room = 400 + 2 * len(spans(numbers)) if numbers else 0
-        return Tables(table_chunks(tables(part.source, numbers, bounds), style), note, room)
+        return Tables(table_chunks(tables(document, numbers, bounds), style), note, room)
 
     def search(
         self, part: Part, match: Callable[[str], bool], no_text: list[int]

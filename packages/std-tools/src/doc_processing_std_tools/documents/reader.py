@@ -10,6 +10,7 @@ the same for every format: the output limit, the markers, the JSON answer.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -26,9 +27,10 @@ __all__ = [
     "TableFormat",
     "Tables",
     "table_chunks",
+    "table_entry",
 ]
 
-TableFormat = Literal["markdown", "csv"]
+TableFormat = Literal["markdown", "csv", "json"]
 Matcher = Callable[[str], bool]
 """Whether a line or cell of text is a match."""
 
@@ -99,11 +101,30 @@ class Reader(Protocol):
         ...
 
 
+def table_entry(number: int, table: Table) -> dict[str, object]:
+    """A table's JSON form: its number, where it is, what the reader knows of it (page,
+    box, method, ...), its rows, and its spanning cells."""
+    entry: dict[str, object] = {"table": number, "where": table.where.split(",", 1)[0]}
+    entry.update(table.facts)
+    entry["rows"] = table.rows
+    entry["spans"] = [
+        {"row": s.row, "column": s.column, "rows": s.rows, "columns": s.columns}
+        for s in table.spans
+    ]
+    return entry
+
+
 def table_chunks(tables: Iterator[Table], style: TableFormat) -> Iterator[Chunk]:
-    """Found tables, numbered and labelled with where they are, in `style`."""
+    """Found tables, numbered and labelled with where they are, in `style`: Markdown or
+    CSV with the spanning cells named in the label (their text is in the cell's first
+    position, the rest is left empty), or one JSON object per line."""
     for number, table in enumerate(tables, start=1):
-        if style == "csv":
-            text = f"Table {number} ({table.where}):\n{table_to_csv(table.rows)}\n"
+        spans = table.spans_note()
+        label = table.where + (f"; spanning cells flattened: {spans}" if spans else "")
+        if style == "json":
+            text = json.dumps(table_entry(number, table), ensure_ascii=False) + "\n"
+        elif style == "csv":
+            text = f"Table {number} ({label}):\n{table_to_csv(table.rows)}\n"
         else:
-            text = f"### Table {number} ({table.where})\n\n{table_to_markdown(table.rows)}\n\n"
+            text = f"### Table {number} ({label})\n\n{table_to_markdown(table.rows)}\n\n"
         yield Chunk(table.restart, text)

@@ -11,13 +11,40 @@ from .._text import truncate
 
 __all__ = [
     "Chunk",
+    "Span",
     "Table",
     "assemble",
+    "cell_name",
     "markdown_row",
     "markdown_rule",
     "table_to_csv",
     "table_to_markdown",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A cell that covers more than one grid position: its top-left row and column
+    (from 0) and how many rows and columns it covers."""
+
+    row: int
+    column: int
+    rows: int
+    columns: int
+
+
+def _column_name(index: int) -> str:
+    name = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        name = chr(65 + rest) + name
+    return name
+
+
+def cell_name(row: int, column: int) -> str:
+    """A grid position (from 0) as a spreadsheet names it: column letters, row number."""
+    return f"{_column_name(column)}{row + 1}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +56,18 @@ class Table:
     """Where the table is, e.g. "page 3" or "section 2 (Totals)"."""
     restart: str
     """The `pages` value that reads on from this table's page or section, e.g. "3-"."""
+    spans: tuple[Span, ...] = ()
+    """Cells that cover several grid positions; their text is in the top-left position."""
+    facts: tuple[tuple[str, object], ...] = ()
+    """What the JSON form says of the table besides its rows: page, box, method, ..."""
+
+    def spans_note(self) -> str:
+        """The spanning cells, as ranges of grid positions ("B1:D1, A2:A3"), or ""."""
+        names = []
+        for s in self.spans:
+            last = cell_name(s.row + s.rows - 1, s.column + s.columns - 1)
+            names.append(f"{cell_name(s.row, s.column)}:{last}")
+        return ", ".join(names)
 
 
 @dataclass(frozen=True, slots=True)

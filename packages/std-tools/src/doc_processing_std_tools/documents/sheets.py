@@ -453,6 +453,7 @@ class XlsxReader:
 
     def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
         """Each selected sheet as one table."""
+        _no_json(style, "an XLSX sheet")
         return Tables(xlsx_rows(*self._selected(part), style))
 
     def search(
@@ -460,6 +461,15 @@ class XlsxReader:
     ) -> Iterator[dict[str, object]]:
         """Matching cells, with sheet and cell."""
         return xlsx_search(*self._selected(part), match)
+
+
+def _no_json(style: TableFormat, what: str) -> None:
+    """Refuse the JSON form for data that is one plain grid already."""
+    if style == "json":
+        raise InvalidArgumentError(
+            f"format='json' describes tables found in a page or section (PDF, DOCX, HTML, "
+            f"Markdown); {what} is one grid of cells already: use format='csv'."
+        )
 
 
 class CsvReader:
@@ -479,6 +489,7 @@ class CsvReader:
 
     def tables(self, part: Part, style: TableFormat, bounds: TableBounds) -> Tables:
         """The selected rows as one table."""
+        _no_json(style, "a CSV file")
         return Tables(csv_rows(*self._selected(part), style))
 
     def search(

@@ -157,13 +157,22 @@ def register_docs_tools(server: MCPServer) -> None:
         path: Annotated[str, Field(description=_PATH)],
         pages: Annotated[str, Field(description=_PAGES)] = "",
         format: Annotated[
-            Literal["markdown", "csv"], Field(description="Output format of the tables.")
+            Literal["markdown", "csv", "json"],
+            Field(
+                description=(
+                    "Output format of the tables; json lists each table's spanning cells "
+                    "(PDF, DOCX, HTML, Markdown)."
+                )
+            ),
         ] = "markdown",
     ) -> str:
-        """Extract the tables of a document as Markdown or CSV, each labelled with where
-        it was found (page, section or sheet). A sheet or a CSV file is one table. Table
-        detection on a PDF is bounded in time per page and per call; the answer names the
-        pages it had to leave out."""
+        """Extract the tables of a document as Markdown, CSV or JSON, each labelled with
+        where it was found (page, section or sheet). A sheet or a CSV file is one table.
+        A PDF table also gives its box on the page (points from the top-left corner), the
+        method that found it (ruled: drawn grid lines; aligned: lined-up text) and a
+        confidence, so a doubtful one can be checked against read_document. Table finding
+        on a PDF is bounded in time per page and per call; the answer names the pages it
+        had to leave out."""
         arguments = {"path": path, "pages": pages, "format": format}
         with tool_errors():
             return limited(await run_tool("extract_tables", arguments, get_settings()))

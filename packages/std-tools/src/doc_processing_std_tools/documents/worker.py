@@ -417,7 +417,7 @@ def _watch_parent(parent: int) -> None:
 
 def _preload() -> None:
     """Import the readers now, between calls, rather than inside the first call."""
-    for module in ("pypdfium2", "pdfplumber", "docx", "openpyxl"):
+    for module in ("pypdfium2", "docx", "openpyxl"):
         with contextlib.suppress(ImportError):
             __import__(module)
 
