@@ -41,6 +41,7 @@ from .result import RunResult, ToolCallRecord
 from .settings import AgentSettings
 from .skills import SkillsOptions, SkillsOutcome, SkillsToolset, append_catalog
 from .skills.extension import EXTENSION_TOOL_NAMES, listed_files
+from .skills.scope import SkillScope
 from .tools.base import RunTools
 from .tools.routing import ToolRoute, build_routes, call_route, visible_name
 
@@ -90,6 +91,10 @@ class RunPlan:
             budget=values.skills_catalog_budget,
             stale_after=values.skills_stale_after,
             lock=self.settings.skills_lock,
+            scope=SkillScope(
+                include=None if values.skills_include is None else tuple(values.skills_include),
+                exclude=tuple(values.skills_exclude or ()),
+            ),
         )
 
 

@@ -18,6 +18,7 @@ from mcp.types import CallToolResult
 
 from ..tools.routing import result_text
 from .ranking import SkillIndex
+from .scope import Needs, SkillScope, needs_from_metadata, parse_requires
 
 __all__ = [
     "ACTIVATION_TOOLS",
@@ -113,6 +114,9 @@ class SkillsCatalog:
         lines: each skill's ``<skill>`` line, by the description limit it was rendered
             with (0: in full), aligned with `skills`.
         index: the full-text index over the skills, built the first time it ranks.
+        requires: skill name -> the tools it needs, for every skill of the server that
+            declares any (std-tools' top-level ``requires``, kept when the list is cut,
+            and each listed entry's ``metadata`` ``requires-tools``).
     """
 
     skills: tuple[SkillEntry, ...]
@@ -120,6 +124,7 @@ class SkillsCatalog:
     diagnostics: tuple[Mapping[str, Any], ...] = ()
     count: int | None = None
     truncated: str | None = None
+    requires: Mapping[str, Needs] = field(default_factory=dict, compare=False, repr=False)
     rendered: dict[Any, Rendered] = field(default_factory=dict, compare=False, repr=False)
     lines: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
     index: SkillIndex = field(init=False, compare=False, repr=False)
@@ -183,6 +188,13 @@ class SkillsOutcome:
             digest or frontmatter) in this run, or in an earlier one while ``skills/list``
             lists the skill unchanged. No file of a rejected skill is read, and its line
             is left out of the catalog.
+        scope: the agent's ``skills_include`` / ``skills_exclude`` (None: no scope).
+        out_of_scope: the names of the skills known this run that the scope leaves out:
+            not in the block, not in list_skills or search_skills answers, and refused
+            by the toolkit when the model asks to load, read or run them.
+        missing_tools: the skills not offered because the agent lacks tools they need
+            (``requires-tools``, or an MCP server their ``agents/openai.yaml`` names):
+            skill name -> what is missing. They are held back like out-of-scope skills.
     """
 
     status: Status
@@ -200,6 +212,9 @@ class SkillsOutcome:
     ranking: Ranking | None = None
     stale_age: float | None = None
     rejected: dict[str, str] = field(default_factory=dict)
+    scope: SkillScope | None = None
+    out_of_scope: tuple[str, ...] = ()
+    missing_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def has_own_catalog(instructions: str | None) -> bool:
@@ -232,6 +247,12 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
     if not isinstance(payload, dict):
         raise CatalogReplyError("list_skills returned JSON without a 'skills' array")
     skills = _entries(payload.get("skills"), "list_skills")
+    requires = dict(parse_requires(payload.get("requires")))
+    for item in payload["skills"]:
+        needs = needs_from_metadata(item.get("metadata"))
+        if needs:
+            name = item["name"]
+            requires[name] = requires[name].merged(needs) if name in requires else needs
     raw_diagnostics = payload.get("diagnostics")
     diagnostics = tuple(
         d if isinstance(d, dict) else {"message": str(d)}
@@ -254,6 +275,7 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
         diagnostics=diagnostics,
         count=count if isinstance(count, int) and not isinstance(count, bool) else None,
         truncated=truncated if isinstance(truncated, str) else None,
+        requires=requires,
     )
 
 

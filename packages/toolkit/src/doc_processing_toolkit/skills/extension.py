@@ -28,7 +28,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 from xml.sax.saxutils import escape, quoteattr
@@ -368,6 +368,9 @@ class ExtensionSkillsSession:
         own: the tool names the wrapper answers.
         rejections: the skills of this server refused so far; a mismatch adds to it
             (default: a new, empty record).
+        refusal: skill name -> why this agent does not offer it (out of its scope, or
+            tools it needs are missing); such a skill is not listed and none of its files
+            is read. None: every skill is offered.
     """
 
     def __init__(
@@ -377,12 +380,14 @@ class ExtensionSkillsSession:
         catalog: ExtensionCatalog,
         own: frozenset[str],
         rejections: Rejections | None = None,
+        refusal: Callable[[str], str | None] | None = None,
     ) -> None:
         self.inner = inner
         self._server = server_name
         self._catalog = catalog
         self._own = own
         self._rejections = rejections if rejections is not None else Rejections()
+        self._refusal = refusal
 
     async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
         """The server's own tools (the wrapper's are offered by the skills step)."""
@@ -420,11 +425,14 @@ class ExtensionSkillsSession:
             return None
         return {f.uri: f.digest for f in owner.files.values()}
 
+    def _not_offered(self, skill: ExtensionSkill) -> str | None:
+        return None if self._refusal is None else self._refusal(skill.name)
+
     def _listing(self) -> str:
         lines = [
             f"{skill.name}\t{skill.uri}\t{skill.description}"
             for skill in self._catalog.skills
-            if self._rejections.reason(skill.uri) is None
+            if self._rejections.reason(skill.uri) is None and self._not_offered(skill) is None
         ]
         return "\n".join(lines) or f"server {self._server!r} lists no skills."
 
@@ -443,6 +451,9 @@ class ExtensionSkillsSession:
         )
 
     def _check_not_rejected(self, skill: ExtensionSkill) -> None:
+        held_back = self._not_offered(skill)
+        if held_back is not None:
+            raise _Refused(f"refused by the agent: {held_back}")
         reason = self._rejections.reason(skill.uri)
         if reason is not None:
             raise _Refused(
@@ -549,6 +560,7 @@ def offer_with_skill_tools(
     *,
     with_loaders: bool,
     rejections: Rejections | None = None,
+    refusal: Callable[[str], str | None] | None = None,
 ) -> ServerTools:
     """`source` with the wrapper's ``list_skills`` added and, `with_loaders`, its
     ``load_skill`` and ``load_skill_resource`` (each only when the server has no tool of
@@ -558,7 +570,9 @@ def offer_with_skill_tools(
     offered = (LIST_SKILLS, *_LOADERS) if with_loaders else (LIST_SKILLS,)
     added = tuple(tool for tool in offered if tool.name not in existing)
     own = frozenset(tool.name for tool in added)
-    session = ExtensionSkillsSession(source.session, source.server.name, catalog, own, rejections)
+    session = ExtensionSkillsSession(
+        source.session, source.server.name, catalog, own, rejections, refusal
+    )
     return ServerTools(
         server=source.server,
         session=session,

@@ -33,7 +33,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -65,12 +65,14 @@ from .entries import (
 )
 from .extension import (
     ExtensionCatalog,
+    ExtensionSkillsSession,
     Rejections,
     declares_extension,
     fetch_extension_catalog,
     offer_with_skill_tools,
 )
 from .lock import SkillsLock
+from .scope import AgentTools, Offered, SkillScope, guard_offers, needs_from_metadata
 
 __all__ = ["SkillsOptions", "SkillsToolset"]
 
@@ -95,6 +97,7 @@ class SkillsOptions:
             stand in for one that could not be fetched (None: never).
         lock: skills_lock, the skills accepted from extension servers (None: any that
             passes verification).
+        scope: skills_include and skills_exclude.
     """
 
     enabled: bool
@@ -102,6 +105,7 @@ class SkillsOptions:
     budget: int | None = None
     stale_after: float | None = None
     lock: SkillsLock | None = None
+    scope: SkillScope = field(default_factory=SkillScope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +212,23 @@ def _left_out_warning(
     )
 
 
+#: The most skills named in the INFO line about skills whose tools are missing.
+_NAMED_MISSING = 10
+
+
+def _log_missing(server: str, missing: dict[str, tuple[str, ...]]) -> None:
+    """The one INFO line of a run that holds back skills whose tools the agent lacks."""
+    named = [f"{name} (needs {', '.join(lacking)})" for name, lacking in missing.items()]
+    more = len(named) - _NAMED_MISSING
+    shown = "; ".join(named[:_NAMED_MISSING]) + (f"; and {more} more" if more > 0 else "")
+    logger.info(
+        "skills: server %r: %d skills are not offered because this agent lacks tools they need: %s",
+        server,
+        len(missing),
+        shown,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Shown:
     """The block of a run and what it shows of the catalog (see `SkillsOutcome`)."""
@@ -227,6 +248,7 @@ async def _show(
     options: SkillsOptions,
     request: str,
     notice: str | None,
+    offered: Offered,
 ) -> _Shown:
     """The block for a non-empty `catalog`: the whole catalog when every skill can be
     shown (within the budget), else the skills that best match `request`, with one
@@ -244,6 +266,8 @@ async def _show(
     if searchable and query:
         try:
             found = await _search(offer, query, options.timeout)
+            if offered.active:
+                found = tuple(hit for hit in found if offered.refusal(hit.name) is None)
             ranking = "search_skills"
         except _CatalogFailure as exc:
             failure = str(exc)
@@ -346,6 +370,7 @@ class SkillsToolset:
         self._held: dict[ToolServer, _Held] = {}
         self._good: dict[ToolServer, _Good] = {}
         self._rejections: dict[ToolServer, Rejections] = {}
+        self._kept: dict[ToolServer, tuple[SkillsCatalog, frozenset[str], SkillsCatalog]] = {}
 
     async def run_tools(
         self,
@@ -457,7 +482,12 @@ class SkillsToolset:
                     reason,
                 )
             skills = tuple(skill.entry() for skill in extension.skills)
-            catalog = SkillsCatalog(skills)
+            requires = {
+                skill.name: needs
+                for skill in extension.skills
+                if (needs := needs_from_metadata(skill.frontmatter.get("metadata")))
+            }
+            catalog = SkillsCatalog(skills, requires=requires)
             if held is not None and held.fetched.catalog.skills == skills:
                 # Unchanged: the same catalog object, so its rendered blocks and its
                 # index are reused instead of being made again.
@@ -471,6 +501,51 @@ class SkillsToolset:
     async def _apply(
         self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None, request: str
     ) -> tuple[RunTools, SkillsOutcome]:
+        """The skills step, then every skills server's session guarded so that the skills
+        not offered this run (`Offered`) never reach the model nor the server."""
+        tools, outcome, offered = await self._step(tools, options, early, request)
+        scope = options.scope if options.scope.limited else None
+        outcome = replace(outcome, scope=scope)
+        if offered is None:
+            offered = Offered(options.scope)
+        if not offered.active:
+            return tools, outcome
+        servers = guard_offers(
+            tools.servers,
+            offered.refusal,
+            guarded_already=lambda session: isinstance(session, ExtensionSkillsSession),
+        )
+        return replace(tools, servers=servers), outcome
+
+    def _offered(
+        self, server: ToolServer, catalog: SkillsCatalog, offered: Offered
+    ) -> tuple[SkillsCatalog, tuple[str, ...], dict[str, tuple[str, ...]]]:
+        """`catalog` without the skills `offered` holds back, the names out of scope and
+        the missing tools of the others held back. An unchanged outcome on an unchanged
+        catalog is the same catalog object as last run (its blocks and index kept)."""
+        if not offered.active:
+            return catalog, (), {}
+        out_of_scope = tuple(s.name for s in catalog.skills if not offered.scope.allows(s.name))
+        missing = {
+            s.name: lacking
+            for s in catalog.skills
+            if offered.scope.allows(s.name) and (lacking := offered.missing(s.name))
+        }
+        removed = frozenset(out_of_scope) | frozenset(missing)
+        if not removed:
+            return catalog, out_of_scope, missing
+        held = self._kept.get(server)
+        if held is not None and held[0] is catalog and held[1] == removed:
+            return held[2], out_of_scope, missing
+        kept = tuple(s for s in catalog.skills if s.name not in removed)
+        count = None if catalog.count is None else max(catalog.count - len(removed), len(kept))
+        filtered = replace(catalog, skills=kept, count=count, rendered={}, lines={})
+        self._kept[server] = (catalog, removed, filtered)
+        return filtered, out_of_scope, missing
+
+    async def _step(
+        self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None, request: str
+    ) -> tuple[RunTools, SkillsOutcome, Offered | None]:
         found = _find_source(tools.servers)
         self._last_source = found
         fetch: Fetch | None = None
@@ -484,7 +559,7 @@ class SkillsToolset:
             else:
                 early.cancel()
         if found is None:
-            return tools, SkillsOutcome(status="no_server")
+            return tools, SkillsOutcome(status="no_server"), None
         source, kind = found
         if fetch is None:
             fetch = self._fetch(source, kind, options.timeout)
@@ -501,7 +576,7 @@ class SkillsToolset:
                 )
                 logger.warning("%s", warning)
                 outcome = SkillsOutcome(status="failed", server=name, warning=warning, source=kind)
-                return replace(tools, warnings=(*tools.warnings, warning)), outcome
+                return replace(tools, warnings=(*tools.warnings, warning)), outcome, None
             fetched, stale_age = good.fetched, time.monotonic() - good.at
             warning = (
                 f"skills: auto-injection failed for server {name!r}: {exc}; injecting its last "
@@ -515,6 +590,10 @@ class SkillsToolset:
         catalog = fetched.catalog
         for diagnostic in catalog.diagnostics:
             logger.warning("skills: %s", describe_diagnostic(diagnostic))
+        offered = Offered(options.scope, catalog.requires, AgentTools.of(tools.servers))
+        catalog, out_of_scope, missing = self._offered(source.server, catalog, offered)
+        if missing:
+            _log_missing(name, missing)
         offer = source
         rejected: dict[str, str] = {}
         if fetched.extension is not None:
@@ -529,10 +608,11 @@ class SkillsToolset:
                 fetched.extension,
                 with_loaders=bool(catalog.skills),
                 rejections=rejections,
+                refusal=offered.refusal if offered.active else None,
             )
         if not catalog.skills:
-            offered = frozenset(t.name for t in offer.tools)
-            hidden = ACTIVATION_TOOLS & offered if kind == "tools" else frozenset()
+            listed = frozenset(t.name for t in offer.tools)
+            hidden = ACTIVATION_TOOLS & listed if kind == "tools" else frozenset()
             visible = tuple(t for t in offer.tools if t.name not in hidden)
             offer = replace(offer, tools=visible)
             outcome = SkillsOutcome(
@@ -542,6 +622,8 @@ class SkillsToolset:
                 diagnostics=catalog.diagnostics,
                 source=kind,
                 rejected=rejected,
+                out_of_scope=out_of_scope,
+                missing_tools=missing,
             )
         else:
             notice = None
@@ -551,7 +633,7 @@ class SkillsToolset:
                     f"this is the catalog read {stale_age:.0f} s ago, and it may be out of "
                     "date."
                 )
-            shown = await _show(catalog, offer, kind, options, request, notice)
+            shown = await _show(catalog, offer, kind, options, request, notice, offered)
             rendered = shown.rendered
             offer = replace(offer, instructions=rendered.block)
             outcome = SkillsOutcome(
@@ -569,6 +651,8 @@ class SkillsToolset:
                 total=shown.total,
                 ranking=shown.ranking,
                 rejected=rejected,
+                out_of_scope=out_of_scope,
+                missing_tools=missing,
             )
         servers = tuple(offer if s is source else s for s in tools.servers)
-        return replace(tools, servers=servers), outcome
+        return replace(tools, servers=servers), outcome, offered
