@@ -526,10 +526,12 @@ class SkillsToolset:
         if not offered.active:
             return catalog, (), {}
         out_of_scope = tuple(s.name for s in catalog.skills if not offered.scope.allows(s.name))
+        # Every skill whose needs are known, listed or not (a cut list still names them).
+        names = dict.fromkeys([*(s.name for s in catalog.skills), *catalog.requires])
         missing = {
-            s.name: lacking
-            for s in catalog.skills
-            if offered.scope.allows(s.name) and (lacking := offered.missing(s.name))
+            name: lacking
+            for name in names
+            if offered.scope.allows(name) and (lacking := offered.missing(name))
         }
         removed = frozenset(out_of_scope) | frozenset(missing)
         if not removed:
