@@ -261,7 +261,8 @@ async def test_a_skill_whose_tools_are_missing_is_not_offered_and_says_what_is_m
 async def test_a_skill_is_offered_once_the_server_it_needs_is_attached(
     std_tools: Callable[..., Any], tmp_path: Path
 ) -> None:
-    write_skill(tmp_path / "skills", "slack-poster", "Posts to Slack.", requires="slack:post_message")
+    root = tmp_path / "skills"
+    write_skill(root, "slack-poster", "Posts to Slack.", requires="slack:post_message")
     slack = MCPServer("slack")
 
     @slack.tool()
@@ -286,7 +287,7 @@ async def test_needs_hold_at_a_thousand_skills_where_the_listing_is_cut(
             f"---\nname: task-{index:04d}\ndescription: {filler}\n---\nbody\n", encoding="utf-8"
         )
     # Last by name, so the cut listing never shows it; its needs must still be known.
-    write_skill(root, "zz-slack-poster", "Posts a message to a Slack channel.", requires="slack:post")
+    write_skill(root, "zz-slack-poster", "Posts a message to Slack.", requires="slack:post")
     model = calls_then_answer(("load_skill", {"skill_name": "zz-slack-poster"}))
     async with Agent(model=model, tools=[std_tools()]) as agent:
         result = await agent.run("post a message to the Slack channel")
