@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ApprovalPolicy,
         ApprovalRecord,
         ApprovalRequest,
+        SkillApprovals,
     )
     from .cli_approval import TerminalApproval
     from .errors import (
@@ -88,6 +89,7 @@ __all__ = [
     "ProviderPart",
     "RunResult",
     "RunStartEvent",
+    "SkillApprovals",
     "TerminalApproval",
     "TestModel",
     "TextDeltaEvent",
@@ -119,6 +121,7 @@ _LAZY: dict[str, str] = {
     "ApprovalPolicy": ".approval",
     "ApprovalRecord": ".approval",
     "ApprovalRequest": ".approval",
+    "SkillApprovals": ".approval",
     "ConfigError": ".errors",
     "FinalResultEvent": ".events",
     "LocalFunctionSession": ".tools.local",

@@ -68,6 +68,7 @@ __all__ = [
     "declares_extension",
     "fetch_extension_catalog",
     "listed_files",
+    "listed_skill",
     "offer_with_skill_tools",
 ]
 
@@ -412,9 +413,12 @@ class ExtensionSkillsSession:
         except _Refused as exc:
             return _error(str(exc))
 
-    def listed_files(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
-        """The files, as listed (URI -> digest), of the skill a call of the wrapper's
-        `tool` with `arguments` would read; None when it reads none."""
+    def listed_skill(
+        self, tool: str, arguments: Mapping[str, Any]
+    ) -> tuple[str, dict[str, str]] | None:
+        """The skill a call of the wrapper's `tool` with `arguments` would read from: the
+        URI of its SKILL.md and its files as listed (URI -> digest); None when it reads
+        none."""
         uri = arguments.get("uri")
         if tool not in self._own or tool == "list_skills" or not isinstance(uri, str):
             return None
@@ -423,7 +427,13 @@ class ExtensionSkillsSession:
             owner = next((s for s in self._catalog.skills if uri in s.files), None)
         if owner is None or owner.dynamic:
             return None
-        return {f.uri: f.digest for f in owner.files.values()}
+        return owner.uri, {f.uri: f.digest for f in owner.files.values()}
+
+    def listed_files(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
+        """The files, as listed (URI -> digest), of the skill a call of the wrapper's
+        `tool` with `arguments` would read; None when it reads none."""
+        found = self.listed_skill(tool, arguments)
+        return None if found is None else found[1]
 
     def _not_offered(self, skill: ExtensionSkill) -> str | None:
         return None if self._refusal is None else self._refusal(skill.name)
@@ -543,6 +553,18 @@ class ExtensionSkillsSession:
             return json.dumps(
                 {"uri": uri, "size": len(data), "note": "binary file, not shown as text"}
             )
+
+
+def listed_skill(
+    session: Any, tool: str, arguments: Mapping[str, Any]
+) -> tuple[str, dict[str, str]] | None:
+    """For a call of the wrapper's ``load_skill`` or ``load_skill_resource`` through
+    `session`: the URI of the SKILL.md of the skill it reads and every file of that skill,
+    as listed (URI -> digest). None for any other call, and for a URI the listing does not
+    have."""
+    if not isinstance(session, ExtensionSkillsSession):
+        return None
+    return session.listed_skill(tool, arguments)
 
 
 def listed_files(session: Any, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:

@@ -329,15 +329,32 @@ class _EarlyFetch:
         return self._catalog
 
 
-def _find_source(servers: tuple[ServerTools, ...]) -> tuple[ServerTools, Source] | None:
-    """The seed's rule first (both tools on one server), then the extension."""
-    for offer in servers:
-        if {tool.name for tool in offer.tools} >= DETECTION_TOOLS:
-            return offer, "tools"
-    for offer in servers:
-        if declares_extension(offer.session):
-            return offer, "extension"
-    return None
+def _sources(servers: tuple[ServerTools, ...]) -> list[tuple[ServerTools, Source]]:
+    """Every server that serves skills, the source first: the seed's rule first (both
+    tools on one server), then the extension."""
+    found: list[tuple[ServerTools, Source]] = [
+        (offer, "tools") for offer in servers if {t.name for t in offer.tools} >= DETECTION_TOOLS
+    ]
+    found.extend((offer, "extension") for offer in servers if declares_extension(offer.session))
+    return found
+
+
+def _warn_unused_sources(source: ServerTools, others: list[tuple[ServerTools, Source]]) -> None:
+    """One WARNING per other server that serves skills: its skills are not offered, so a
+    skill it shares a name with the source's is dropped, never silently."""
+    for other, _ in others:
+        if other.server is source.server:
+            continue
+        logger.warning(
+            "skills: servers %r and %r both serve skills; the catalog comes from %r only, "
+            "so no skill of %r is offered, including any with the same name as a skill of "
+            "%r; attach one skills server per agent",
+            source.server.name,
+            other.server.name,
+            source.server.name,
+            other.server.name,
+            source.server.name,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,7 +565,10 @@ class SkillsToolset:
     async def _step(
         self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None, request: str
     ) -> tuple[RunTools, SkillsOutcome, Offered | None]:
-        found = _find_source(tools.servers)
+        sources = _sources(tools.servers)
+        found = sources[0] if sources else None
+        if found is not None:
+            _warn_unused_sources(found[0], sources[1:])
         self._last_source = found
         fetch: Fetch | None = None
         if early is not None:
