@@ -171,6 +171,10 @@ class ApprovalRecord:
         reason: the decision's reason (for a denial, what the model was told).
         decided_by: who decided: the policy's name (``deny``, ``module:function``,
             ``terminal``, ...) or what the policy itself reported.
+        policy_error: when the policy failed (raised, or returned something that is not
+            a decision) and the call was denied for it, the exception's class name; the
+            `reason` then holds the exception's text, which may quote the arguments, so
+            traces record it only when content capture is on.
     """
 
     call_id: str
@@ -180,6 +184,7 @@ class ApprovalRecord:
     approved: bool
     reason: str
     decided_by: str
+    policy_error: str | None = None
 
 
 def approve_all(request: ApprovalRequest) -> ApprovalDecision:
@@ -374,9 +379,11 @@ class ApprovalGate:
 
     async def decide(self, request: ApprovalRequest) -> ApprovalRecord:
         """Ask the policy about `request`; any failure of the policy is a denial."""
+        failure: str | None = None
         try:
             decision = _as_decision(await self._call_policy(request))
         except Exception as exc:
+            failure = type(exc).__name__
             logger.warning(
                 "approval policy %s failed on %r; the call is denied: %s: %s",
                 self.policy_name,
@@ -395,6 +402,7 @@ class ApprovalGate:
             approved=decision.approved,
             reason=decision.reason,
             decided_by=decision.decided_by or self.policy_name,
+            policy_error=failure,
         )
 
     async def _call_policy(self, request: ApprovalRequest) -> object:
