@@ -58,10 +58,10 @@ def add_skills_scope_flags(parser: argparse.ArgumentParser) -> None:
 def scope_overrides(options: argparse.Namespace) -> dict[str, Any]:
     """The Agent keywords that ``--skills-include`` / ``--skills-exclude`` set."""
     found: dict[str, Any] = {}
-    if options.skills_include is not None:
-        found["skills_include"] = list(options.skills_include)
-    if options.skills_exclude is not None:
-        found["skills_exclude"] = list(options.skills_exclude)
+    for key in ("skills_include", "skills_exclude"):
+        patterns = getattr(options, key, None)
+        if patterns is not None:
+            found[key] = list(patterns)
     return found
 
 
