@@ -20,9 +20,11 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
+from xml.sax.saxutils import unescape
 
 import anyio
 
@@ -75,6 +77,7 @@ def run_result_json(result: RunResult) -> dict[str, Any]:
 
 #: The longest ``skills:`` progress line; names that do not fit are counted instead.
 SKILLS_LINE_LIMIT = 299
+_BLOCK_NAME = re.compile(r'^  <skill name="([^"]*)"', re.MULTILINE)
 
 
 def _names_within(head: str, names: list[str], limit: int = SKILLS_LINE_LIMIT) -> str:
@@ -100,8 +103,11 @@ def _skills_line(skills: SkillsOutcome) -> str | None:
         head = f"skills: {len(names)} from {skills.server!r}{withheld}: "
         return _names_within(head, names)
     if skills.status == "injected":
-        left_out = set(skills.left_out)
-        shown = [skill.name for skill in skills.skills if skill.name not in left_out]
+        # In the block's order: the best match for the prompt first.
+        shown = [
+            unescape(name, {"&quot;": '"'})
+            for name in _BLOCK_NAME.findall(skills.prompt_block or "")
+        ]
         total = skills.total if skills.total is not None else "more"
         head = (
             f"skills: {len(shown)} of {total} from {skills.server!r} (the best match for the "
