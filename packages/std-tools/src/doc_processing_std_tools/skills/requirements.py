@@ -16,6 +16,7 @@ imports no MCP and reads no setting.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,6 +46,11 @@ def _servers(root: Path | None, folder: str) -> list[str]:
     if root is None or not folder:
         return []
     parts = [*folder.split("/"), *OPENAI_YAML]
+    try:
+        # One lstat for the many skills without the file; the read itself is confined.
+        os.lstat(root.joinpath(*parts))
+    except OSError:
+        return []
     data = read_plain(root, parts, limit=MAX_OPENAI_YAML)
     if data is None:
         return []
