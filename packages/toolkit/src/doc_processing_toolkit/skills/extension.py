@@ -67,7 +67,6 @@ __all__ = [
     "Rejections",
     "declares_extension",
     "fetch_extension_catalog",
-    "listed_files",
     "listed_skill",
     "offer_with_skill_tools",
 ]
@@ -429,12 +428,6 @@ class ExtensionSkillsSession:
             return None
         return owner.uri, {f.uri: f.digest for f in owner.files.values()}
 
-    def listed_files(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
-        """The files, as listed (URI -> digest), of the skill a call of the wrapper's
-        `tool` with `arguments` would read; None when it reads none."""
-        found = self.listed_skill(tool, arguments)
-        return None if found is None else found[1]
-
     def _not_offered(self, skill: ExtensionSkill) -> str | None:
         return None if self._refusal is None else self._refusal(skill.name)
 
@@ -565,15 +558,6 @@ def listed_skill(
     if not isinstance(session, ExtensionSkillsSession):
         return None
     return session.listed_skill(tool, arguments)
-
-
-def listed_files(session: Any, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
-    """For a call of the wrapper's ``load_skill`` or ``load_skill_resource`` through
-    `session`: every file of the skill it reads, as listed (URI -> digest). None for any
-    other call, and for a URI the listing does not have."""
-    if not isinstance(session, ExtensionSkillsSession):
-        return None
-    return session.listed_files(tool, arguments)
 
 
 def offer_with_skill_tools(

@@ -19,7 +19,14 @@ then, in this order:
    run's request: it asks the server's ``search_skills`` with the request when the server
    lists that tool (a failure only costs the search), ranks the rest with the catalog's
    own index (`ranking.SkillIndex`), and logs one WARNING that says how many skills the
-   block leaves out and why.
+   block leaves out and why (`selection`);
+5. holds back the skills this agent is not offered (`scope`): those outside
+   ``skills_include`` / ``skills_exclude`` and those needing tools the agent lacks this
+   run (one INFO line). They are left out of the block, and every skills server's session
+   is guarded so that they never reach the model nor the server.
+
+Every other server that serves skills gets one WARNING per run naming it and the source:
+its skills are not offered, same-named ones included.
 
 It keeps what must outlive a run: the server that was the source last time, so that for a
 server out of process the catalog call starts while the tool lists are still being
@@ -30,38 +37,26 @@ time to live. The agent keeps no skills state of its own.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
 
 import anyio
 
 from ..tools.base import RunTools, ServerTools, ToolServer, ToolSession
 from ..tools.connections import ConnectionPool
 from ..tools.routing import describe_error
-from .block import (
-    Selected,
-    render_for,
-    render_selected,
-)
 from .entries import (
     ACTIVATION_TOOLS,
     DETECTION_TOOLS,
     LOGGER_NAME,
-    SEARCH_TOOL,
     CatalogReplyError,
-    Ranking,
-    Rendered,
-    SkillEntry,
     SkillsCatalog,
     SkillsOutcome,
     Source,
     describe_diagnostic,
     has_own_catalog,
     parse_catalog,
-    parse_search,
 )
 from .extension import (
     ExtensionCatalog,
@@ -73,15 +68,11 @@ from .extension import (
 )
 from .lock import SkillsLock
 from .scope import AgentTools, Offered, SkillScope, guard_offers, needs_from_metadata
+from .selection import CatalogFailure, call_within, show
 
 __all__ = ["SkillsOptions", "SkillsToolset"]
 
 logger = logging.getLogger(LOGGER_NAME)
-
-#: The most skills asked of ``search_skills`` (the contract's upper bound).
-SEARCH_LIMIT = 50
-#: The most characters of the request sent to ``search_skills`` as its query.
-MAX_QUERY = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,99 +108,15 @@ class _Fetched:
 
 
 Fetch = Callable[[], Awaitable[_Fetched]]
-_T = TypeVar("_T")
-
-
-class _CatalogFailure(Exception):
-    """The catalog could not be had; the message says why (for the WARNING)."""
 
 
 def _tools_fetch(offer: ServerTools, timeout: float) -> Fetch:
     """The catalog call of a server that exposes the std-tools skills tools."""
 
     async def fetch() -> _Fetched:
-        return _Fetched(await _call(offer, "list_skills", {}, timeout, parse_catalog))
+        return _Fetched(await call_within(offer, "list_skills", {}, timeout, parse_catalog))
 
     return fetch
-
-
-async def _call(
-    offer: ServerTools,
-    tool: str,
-    arguments: dict[str, Any],
-    time_limit: float,
-    parse: Callable[[Any], _T],
-) -> _T:
-    """`tool`'s answer on `offer`, read by `parse`.
-
-    Raises:
-        _CatalogFailure: the call failed, timed out or answered something else; a broken
-            server must never take the run down.
-    """
-    try:
-        with anyio.fail_after(time_limit if math.isfinite(time_limit) else None):
-            result = await offer.session.call_tool(tool, arguments)
-        return parse(result)
-    except TimeoutError:
-        raise _CatalogFailure(f"{tool} did not answer within {time_limit:g} s") from None
-    except CatalogReplyError as exc:
-        raise _CatalogFailure(str(exc)) from None
-    except Exception as exc:
-        raise _CatalogFailure(f"{tool} raised {type(exc).__name__}: {exc}") from None
-
-
-def _query(request: str) -> str:
-    """The request as a ``search_skills`` query: stripped, at most `MAX_QUERY`
-    characters, cut at a space when it is longer."""
-    text = " ".join(request[: 4 * MAX_QUERY].split())
-    if len(text) > MAX_QUERY:
-        text = text[:MAX_QUERY].rsplit(" ", 1)[0]
-    return text
-
-
-async def _search(offer: ServerTools, query: str, time_limit: float) -> tuple[SkillEntry, ...]:
-    """The server's ``search_skills`` answer for `query`, best match first.
-
-    Raises:
-        _CatalogFailure: the call failed, timed out or answered something else.
-    """
-    arguments = {"query": query, "limit": SEARCH_LIMIT}
-    return await _call(offer, SEARCH_TOOL, arguments, time_limit, parse_search)
-
-
-def _left_out_warning(
-    server: str,
-    catalog: SkillsCatalog,
-    selected: Selected,
-    budget: int | None,
-    ranking: Ranking,
-    search_failure: str | None,
-) -> str:
-    """The one WARNING of a run whose block does not show every skill."""
-    reasons = []
-    if catalog.unlisted != 0:
-        of = str(catalog.count) if catalog.count is not None else "an unknown number of"
-        reasons.append(
-            f"its list_skills answer, cut at its output limit, listed {len(catalog.skills)} "
-            f"of {of} skills"
-        )
-    if selected.rendered.left_out:
-        reasons.append(f"the block is held to skills_catalog_budget={budget} characters")
-    shown = len(selected.skills) - len(selected.rendered.left_out)
-    if selected.total is None:
-        missing = f"an unknown number of its skills ({selected.left_out_count} known)"
-    else:
-        missing = f"{selected.left_out_count} of its {selected.total} skills"
-    if search_failure is not None:
-        how = f"{SEARCH_TOOL} failed ({search_failure}), so ranked by the toolkit's own index"
-    elif ranking == "search_skills":
-        how = f"ranked by its {SEARCH_TOOL}, then by the toolkit's own index"
-    else:
-        how = "ranked by the toolkit's own index"
-    return (
-        f"skills: server {server!r}: {missing} are not shown in the catalog block "
-        f"({'; '.join(reasons)}); it shows the {shown} that best match the request, {how}"
-    )
 
 
 #: The most skills named in the INFO line about skills whose tools are missing.
@@ -227,71 +134,6 @@ def _log_missing(server: str, missing: dict[str, tuple[str, ...]]) -> None:
         len(missing),
         shown,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Shown:
-    """The block of a run and what it shows of the catalog (see `SkillsOutcome`)."""
-
-    rendered: Rendered
-    skills: tuple[SkillEntry, ...]
-    left_out_count: int = 0
-    total: int | None = None
-    ranking: Ranking | None = None
-    warning: str | None = None
-
-
-async def _show(
-    catalog: SkillsCatalog,
-    offer: ServerTools,
-    kind: Source,
-    options: SkillsOptions,
-    request: str,
-    notice: str | None,
-    offered: Offered,
-) -> _Shown:
-    """The block for a non-empty `catalog`: the whole catalog when every skill can be
-    shown (within the budget), else the skills that best match `request`, with one
-    WARNING."""
-    name = offer.server.name
-    if catalog.unlisted == 0:
-        rendered = render_for(catalog, kind, name, options.budget, notice=notice)
-        if not rendered.left_out:
-            return _Shown(rendered, catalog.skills, total=len(catalog.skills))
-    searchable = kind == "tools" and any(t.name == SEARCH_TOOL for t in offer.tools)
-    query = _query(request)
-    found: tuple[SkillEntry, ...] = ()
-    failure: str | None = None
-    ranking: Ranking = "local"
-    if searchable and query:
-        try:
-            found = await _search(offer, query, options.timeout)
-            if offered.active:
-                found = tuple(hit for hit in found if offered.refusal(hit.name) is None)
-            ranking = "search_skills"
-        except _CatalogFailure as exc:
-            failure = str(exc)
-    selected = render_selected(
-        catalog,
-        kind,
-        name,
-        options.budget,
-        request=request,
-        found=found,
-        searchable=searchable,
-        notice=notice,
-    )
-    shown = _Shown(
-        selected.rendered,
-        selected.skills,
-        left_out_count=selected.left_out_count,
-        total=selected.total,
-    )
-    if not selected.left_out_count and selected.total is not None:
-        return shown  # the search found every skill the server's list lacked
-    warning = _left_out_warning(name, catalog, selected, options.budget, ranking, failure)
-    logger.warning("%s", warning)
-    return replace(shown, ranking=ranking, warning=warning)
 
 
 class _EarlyFetch:
@@ -325,7 +167,7 @@ class _EarlyFetch:
         if self._error is not None:
             raise self._error
         if self._catalog is None:
-            raise _CatalogFailure("the catalog call was cancelled before it answered")
+            raise CatalogFailure("the catalog call was cancelled before it answered")
         return self._catalog
 
 
@@ -487,11 +329,11 @@ class SkillsToolset:
             try:
                 extension = await fetch_extension_catalog(offer.session, timeout)
             except TimeoutError:
-                raise _CatalogFailure(f"skills/list did not answer within {timeout:g} s") from None
+                raise CatalogFailure(f"skills/list did not answer within {timeout:g} s") from None
             except CatalogReplyError as exc:
-                raise _CatalogFailure(str(exc)) from None
+                raise CatalogFailure(str(exc)) from None
             except Exception as exc:  # a broken server must never take the run down
-                raise _CatalogFailure(f"skills/list failed: {describe_error(exc)}") from None
+                raise CatalogFailure(f"skills/list failed: {describe_error(exc)}") from None
             for reason in extension.skipped:
                 logger.warning(
                     "skills: server %r: a skills/list entry was left out: %s",
@@ -589,7 +431,7 @@ class SkillsToolset:
         stale_age: float | None = None
         try:
             fetched = await fetch()
-        except _CatalogFailure as exc:
+        except CatalogFailure as exc:
             good = self._last_good(source.server, kind, options.stale_after)
             if good is None:
                 warning = (
@@ -655,7 +497,9 @@ class SkillsToolset:
                     f"this is the catalog read {stale_age:.0f} s ago, and it may be out of "
                     "date."
                 )
-            shown = await _show(catalog, offer, kind, options, request, notice, offered)
+            shown = await show(
+                catalog, offer, kind, options.budget, options.timeout, request, notice, offered
+            )
             rendered = shown.rendered
             offer = replace(offer, instructions=rendered.block)
             outcome = SkillsOutcome(
