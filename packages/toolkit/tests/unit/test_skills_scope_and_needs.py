@@ -335,3 +335,28 @@ async def test_the_default_budget_holds_a_large_catalog_and_null_lifts_it(
     assert whole.skills.left_out_count == 0
     loaded = Agent.from_config({"skills_catalog_budget": None})
     assert loaded.settings.values.skills_catalog_budget is None
+
+
+async def test_an_extension_skill_whose_tools_are_missing_is_refused_before_any_read() -> None:
+    server, extension = peer.build("ext", {"alpha": "The alpha task."})
+    uri = "skill://poster/SKILL.md"
+    extension.extra = [
+        {
+            "uri": uri,
+            "frontmatter": {
+                "name": "poster",
+                "description": "Posts to Slack.",
+                "metadata": {"requires-tools": "slack:post_message"},
+            },
+            "resources": [{"uri": uri, "digest": "sha256:" + "0" * 64, "size": 10}],
+        }
+    ]
+    model = calls_then_answer(("load_skill", {"uri": uri}), ("list_skills", {}))
+    async with Agent(model=model, tools=[server]) as agent:
+        result = await agent.run("post the news")
+    assert skill_names(result.skills.prompt_block) == ["alpha"]
+    assert result.skills.missing_tools == {"poster": ("slack:post_message",)}
+    refused, listing = result.tool_calls
+    assert refused.is_error and "(slack:post_message)" in refused.content
+    assert "poster" not in listing.content
+    assert extension.reads == []
