@@ -20,11 +20,9 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
-from xml.sax.saxutils import unescape
 
 import anyio
 
@@ -75,48 +73,10 @@ def run_result_json(result: RunResult) -> dict[str, Any]:
     return data
 
 
-#: The longest ``skills:`` progress line; names that do not fit are counted instead.
-SKILLS_LINE_LIMIT = 299
-_BLOCK_NAME = re.compile(r'^  <skill name="([^"]*)"', re.MULTILINE)
-
-
-def _names_within(head: str, names: list[str], limit: int = SKILLS_LINE_LIMIT) -> str:
-    """`head` followed by as many of `names` as fit in `limit` characters, then how many
-    more there are."""
-    line = head.rstrip(": ")
-    for index, name in enumerate(names):
-        rest = len(names) - index - 1
-        candidate = f"{line}{', ' if index else ': '}{name}"
-        if len(candidate) + len(f" and {rest} more" if rest else "") > limit:
-            return f"{line} and {len(names) - index} more" if index else line
-        line = candidate
-    return line
-
-
 def _skills_line(skills: SkillsOutcome) -> str | None:
-    """The ``skills:`` progress line (under 300 characters), or None when there is
-    nothing to say."""
-    unavailable = len(skills.missing_tools) + len(skills.out_of_scope)
-    withheld = f", {unavailable} not offered to this agent" if unavailable else ""
-    if skills.status == "injected" and skills.ranking is None:
-        names = [skill.name for skill in skills.skills]
-        head = f"skills: {len(names)} from {skills.server!r}{withheld}: "
-        return _names_within(head, names)
-    if skills.status == "injected":
-        # In the block's order: the best match for the prompt first.
-        shown = [
-            unescape(name, {"&quot;": '"'})
-            for name in _BLOCK_NAME.findall(skills.prompt_block or "")
-        ]
-        total = skills.total if skills.total is not None else "more"
-        head = (
-            f"skills: {len(shown)} of {total} from {skills.server!r} (the best match for the "
-            f"prompt; {skills.left_out_count} not shown{withheld}): "
-        )
-        return _names_within(head, shown)
-    if skills.status == "empty":
-        return f"skills: none yet in {skills.server!r}{withheld}"
-    return None
+    """The ``skills:`` progress line (`SkillsOutcome.progress_line`: under 300
+    characters), or None when there is nothing to say."""
+    return skills.progress_line()
 
 
 class _Waiting:

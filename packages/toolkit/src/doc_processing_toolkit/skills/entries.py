@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from xml.sax.saxutils import unescape
 
 from mcp.types import CallToolResult
 
@@ -141,6 +143,24 @@ class SkillsCatalog:
         return None if self.truncated is not None else 0
 
 
+#: The longest ``skills:`` progress line; names that do not fit are counted instead.
+PROGRESS_LINE_LIMIT = 299
+_BLOCK_NAME = re.compile(r'^  <skill name="([^"]*)"', re.MULTILINE)
+
+
+def _names_within(head: str, names: list[str], limit: int) -> str:
+    """`head` followed by as many of `names` as fit in `limit` characters, then how many
+    more there are."""
+    line = head
+    for index, name in enumerate(names):
+        rest = len(names) - index - 1
+        candidate = f"{line}{', ' if index else ': '}{name}"
+        if len(candidate) + len(f" and {rest} more" if rest else "") > limit:
+            return f"{line} and {len(names) - index} more" if index else line
+        line = candidate
+    return line
+
+
 Status = Literal["disabled", "own_catalog", "no_server", "injected", "stale", "empty", "failed"]
 Source = Literal["tools", "extension"]
 Ranking = Literal["search_skills", "local"]
@@ -215,6 +235,31 @@ class SkillsOutcome:
     scope: SkillScope | None = None
     out_of_scope: tuple[str, ...] = ()
     missing_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def progress_line(self, limit: int = PROGRESS_LINE_LIMIT) -> str | None:
+        """The step in one line of at most `limit` characters, as ``dpt-agent`` prints it
+        (``skills: 3 from 'kit': a, b, c``; the skills in the block's order, best match
+        first; names that do not fit counted), or None when there is nothing to say."""
+        held = len(self.missing_tools) + len(self.out_of_scope)
+        withheld = f", {held} not offered to this agent" if held else ""
+        if self.status == "injected" and self.ranking is None:
+            names = [skill.name for skill in self.skills]
+            head = f"skills: {len(names)} from {self.server!r}{withheld}"
+            return _names_within(head, names, limit)
+        if self.status == "injected":
+            shown = [
+                unescape(name, {"&quot;": '"'})
+                for name in _BLOCK_NAME.findall(self.prompt_block or "")
+            ]
+            total = self.total if self.total is not None else "more"
+            head = (
+                f"skills: {len(shown)} of {total} from {self.server!r} (the best match for "
+                f"the prompt; {self.left_out_count} not shown{withheld})"
+            )
+            return _names_within(head, shown, limit)
+        if self.status == "empty":
+            return f"skills: none yet in {self.server!r}{withheld}"
+        return None
 
 
 def has_own_catalog(instructions: str | None) -> bool:
