@@ -87,6 +87,24 @@ async def test_stemmed_words_find_the_skill(
     assert found["skills"][0]["name"] == expected
 
 
+async def test_a_word_finds_a_skill_whose_name_starts_with_it(skills: SkillsFolder) -> None:
+    fill(skills)
+    skills.write("slackbot-automation", description="Automates a bot for chat workspaces.")
+    for index in range(4):  # more words of the request than the Slack skill has
+        skills.write(f"channel-digest-{index}", description="Summarises a team channel each week.")
+    skills.write("invoice-checker", description="Checks one supplier invoice for errors.")
+    async with Client(skills_server) as client:
+        slack, _ = await search(client, query="post a message to our team Slack channel", limit=5)
+        invoices, _ = await search(client, query="check these invoices", limit=5)
+    assert isinstance(slack, dict) and isinstance(invoices, dict)
+    assert "slackbot-automation" in [skill["name"] for skill in slack["skills"]]
+    assert invoices["skills"][0]["name"] == "invoice-checker"
+
+
+def test_a_prefix_is_searched_for_long_words_only() -> None:
+    assert searching._match_expression(["slack", "pdf"]) == '"slack" OR "slack"* OR "pdf"'
+
+
 async def test_limit_bounds_the_answer_and_is_checked(skills: SkillsFolder) -> None:
     fill(skills)
     async with Client(skills_server) as client:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ApprovalPolicy,
         ApprovalRecord,
         ApprovalRequest,
+        SkillApprovals,
     )
     from .cli_approval import TerminalApproval
     from .errors import (
@@ -92,6 +93,7 @@ __all__ = [
     "RunPreview",
     "RunResult",
     "RunStartEvent",
+    "SkillApprovals",
     "TerminalApproval",
     "TestModel",
     "TextDeltaEvent",
@@ -123,6 +125,7 @@ _LAZY: dict[str, str] = {
     "ApprovalPolicy": ".approval",
     "ApprovalRecord": ".approval",
     "ApprovalRequest": ".approval",
+    "SkillApprovals": ".approval",
     "ConfigError": ".errors",
     "EvalError": ".errors",
     "FinalResultEvent": ".events",

@@ -41,7 +41,8 @@ from .models import Model, ModelRequest, TextDelta, ThinkingDelta
 from .result import RunResult, ToolCallRecord
 from .settings import AgentSettings
 from .skills import SkillsOptions, SkillsOutcome, SkillsToolset, append_catalog
-from .skills.extension import EXTENSION_TOOL_NAMES, listed_files
+from .skills.extension import EXTENSION_TOOL_NAMES, listed_skill
+from .skills.scope import SkillScope
 from .tools.base import RunTools
 from .tools.routing import ToolRoute, build_routes, call_route, visible_name
 
@@ -98,6 +99,10 @@ class RunPlan:
             budget=values.skills_catalog_budget,
             stale_after=values.skills_stale_after,
             lock=self.settings.skills_lock,
+            scope=SkillScope(
+                include=None if values.skills_include is None else tuple(values.skills_include),
+                exclude=tuple(values.skills_exclude or ()),
+            ),
         )
 
 
@@ -429,13 +434,15 @@ async def _decide(gate: ApprovalGate, call: ToolCallPart, setup: RunSetup) -> Ap
         return None
     if not gate.matches(route.name, route.server_tool):
         return None
+    skill = listed_skill(route.session, route.server_tool, call.arguments)
     request = ApprovalRequest(
         tool=route.name,
         server=route.server.name,
         server_tool=route.server_tool,
         arguments=copy.deepcopy(call.arguments),
         call_id=call.id,
-        skill_files=listed_files(route.session, route.server_tool, call.arguments),
+        skill_files=None if skill is None else skill[1],
+        skill_uri=None if skill is None else skill[0],
     )
     return await gate.decide(request)
 

@@ -393,9 +393,16 @@ class RunTrace:
         return ToolTrace(span, self.capture)
 
     def approval(self, record: ApprovalRecord) -> None:
-        """Add the approval gate's decision on one call as an event of the run's span."""
+        """Add the approval gate's decision on one call as an event of the run's span.
+
+        When the policy failed, its exception's text (which may quote the call's
+        arguments, a path for example) is content: without capture the event says only
+        that the policy failed and with which exception class."""
         if self.context is None or not self.span.is_recording():
             return
+        reason = record.reason
+        if record.policy_error is not None and not self.capture:
+            reason = f"the approval policy failed ({record.policy_error})"
         self.span.add_event(
             "doc_processing.approval",
             {
@@ -404,7 +411,7 @@ class RunTrace:
                 "doc_processing.tool.server": record.server,
                 "doc_processing.approval.approved": record.approved,
                 "doc_processing.approval.decided_by": record.decided_by,
-                "doc_processing.approval.reason": record.reason,
+                "doc_processing.approval.reason": reason,
             },
         )
 

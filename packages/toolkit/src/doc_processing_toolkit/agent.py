@@ -38,6 +38,7 @@ from .builder import SettingsBuilder
 from .config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_TURNS,
+    DEFAULT_SKILLS_CATALOG_BUDGET,
     DEFAULT_SKILLS_TIMEOUT,
     DEFAULT_TOOL_TIMEOUT,
     AgentConfig,
@@ -93,7 +94,8 @@ class Agent:
             (about four a token). Over it, descriptions are shortened evenly at a word
             boundary (marked ``…``), then the skills that best match the run's prompt are
             kept and the others left out, and the block says how many are not shown and
-            how to find them. None (the default): no limit.
+            how to find them. The default, 16,000 characters (about 4,000 tokens), holds
+            a catalog of a few dozen skills whole; None: no limit.
         skills_stale_after: when the catalog call fails, inject the last catalog fetched
             from the same server the same way, if it is at most this many seconds old,
             with a one-line notice that it may be out of date (``RunResult.skills.status``
@@ -109,6 +111,15 @@ class Agent:
             and its listed files match the locked digests; any other is rejected (see
             ``RunResult.skills.rejected``). Read when the agent is built. None (the
             default): no pinning.
+        skills_include: glob patterns (``*``, ``?``, ``[...]``, case-sensitive) over
+            skill names: only the skills one of them matches are offered to this agent.
+            None (the default): every skill.
+        skills_exclude: glob patterns over skill names: the skills one of them matches
+            are never offered to this agent (exclusion wins over inclusion). A skill not
+            offered is not in the catalog block, is removed from list_skills and
+            search_skills answers, and the toolkit refuses to load, read or run it with a
+            tool error that says why, without calling the server.
+            ``RunResult.skills`` records the scope and the skills it left out.
         name: the agent's name, for logs.
 
     Raises:
@@ -128,11 +139,13 @@ class Agent:
         tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         skills_timeout: float = DEFAULT_SKILLS_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        skills_catalog_budget: int | None = None,
+        skills_catalog_budget: int | None = DEFAULT_SKILLS_CATALOG_BUDGET,
         skills_stale_after: float | None = None,
         notify_unavailable_servers: bool = True,
         approval: ApprovalSetting | None = None,
         skills_lock: str | os.PathLike[str] | None = None,
+        skills_include: Sequence[str] | None = None,
+        skills_exclude: Sequence[str] | None = None,
         name: str | None = None,
     ) -> None:
         self.settings = AgentSettings.from_arguments(locals())

@@ -44,6 +44,7 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "ApprovalSetting",
+    "SkillApprovals",
     "approve_all",
     "check_pattern",
     "deny_all",
@@ -96,7 +97,10 @@ class ApprovalRequest:
             a server that serves the MCP Skills extension, every file of the skill the call
             reads as the server listed it (URI -> ``sha256:`` digest); None for any other
             call. A policy that remembers an approval for a skill keys it on this, so the
-            approval falls as soon as a file of the skill changes.
+            approval falls as soon as a file of the skill changes (see `skill_key` and
+            `SkillApprovals`).
+        skill_uri: with `skill_files`, the URI of the SKILL.md of the skill the call
+            reads; None for any other call.
     """
 
     tool: str
@@ -105,6 +109,16 @@ class ApprovalRequest:
     arguments: dict[str, Any]
     call_id: str
     skill_files: Mapping[str, str] | None = None
+    skill_uri: str | None = None
+
+    @property
+    def skill_key(self) -> tuple[str, str, frozenset[tuple[str, str]]] | None:
+        """What an approval of a skill is bound to: (server, the skill's URI, every one
+        of its files with its digest); None for a call that reads no skill. Two requests
+        with the same key read the same bytes from the same server."""
+        if self.skill_uri is None or self.skill_files is None:
+            return None
+        return (self.server, self.skill_uri, frozenset(self.skill_files.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +171,10 @@ class ApprovalRecord:
         reason: the decision's reason (for a denial, what the model was told).
         decided_by: who decided: the policy's name (``deny``, ``module:function``,
             ``terminal``, ...) or what the policy itself reported.
+        policy_error: when the policy failed (raised, or returned something that is not
+            a decision) and the call was denied for it, the exception's class name; the
+            `reason` then holds the exception's text, which may quote the arguments, so
+            traces record it only when content capture is on.
     """
 
     call_id: str
@@ -166,6 +184,7 @@ class ApprovalRecord:
     approved: bool
     reason: str
     decided_by: str
+    policy_error: str | None = None
 
 
 def approve_all(request: ApprovalRequest) -> ApprovalDecision:
@@ -360,9 +379,11 @@ class ApprovalGate:
 
     async def decide(self, request: ApprovalRequest) -> ApprovalRecord:
         """Ask the policy about `request`; any failure of the policy is a denial."""
+        failure: str | None = None
         try:
             decision = _as_decision(await self._call_policy(request))
         except Exception as exc:
+            failure = type(exc).__name__
             logger.warning(
                 "approval policy %s failed on %r; the call is denied: %s: %s",
                 self.policy_name,
@@ -381,6 +402,7 @@ class ApprovalGate:
             approved=decision.approved,
             reason=decision.reason,
             decided_by=decision.decided_by or self.policy_name,
+            policy_error=failure,
         )
 
     async def _call_policy(self, request: ApprovalRequest) -> object:
@@ -394,6 +416,53 @@ class ApprovalGate:
         if inspect.isawaitable(produced):
             produced = await produced
         return produced
+
+
+class SkillApprovals:
+    """A policy that asks `policy` once per skill and remembers its approvals, each bound
+    to the skill's whole identity: the server, the skill's URI and the complete set of
+    its files' digests (`ApprovalRequest.skill_key`).
+
+    A later call that reads the same skill with the same digests is approved without
+    asking. When any file of the skill is listed with another digest (or a file is added
+    or removed), the remembered approval is revoked and `policy` is asked again; a skill
+    of another server, or another skill, never shares an approval. Calls that read no
+    extension skill are always passed to `policy`. Denials are not remembered.
+
+    Args:
+        policy: the policy that decides (a callable or a name, as `ApprovalGate` takes).
+    """
+
+    def __init__(self, policy: ApprovalPolicy | str) -> None:
+        self._policy, self._name = _resolve_policy(policy)
+        self._approved: dict[tuple[str, str], frozenset[tuple[str, str]]] = {}
+
+    def approved(self, server: str, uri: str) -> frozenset[tuple[str, str]] | None:
+        """The digest set the skill at `uri` of `server` is approved with, if any."""
+        return self._approved.get((server, uri))
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Approve a remembered skill; else ask the policy (and remember an approval)."""
+        key = request.skill_key
+        if key is not None:
+            server, uri, digests = key
+            held = self._approved.get((server, uri))
+            if held == digests:
+                return ApprovalDecision.approve(
+                    f"skill {uri} of server {server!r} was approved before with these same "
+                    "file digests",
+                    decided_by=f"{self._name} (remembered)",
+                )
+            if held is not None:
+                del self._approved[(server, uri)]  # a digest changed: the approval falls
+                logger.info(
+                    "approval of skill %s of server %r revoked: its files changed", uri, server
+                )
+        gate = ApprovalGate(["*"], self._policy)
+        record = await gate.decide(request)
+        if key is not None and record.approved:
+            self._approved[(key[0], key[1])] = key[2]
+        return ApprovalDecision(record.approved, record.reason, record.decided_by)
 
 
 def _as_decision(value: object) -> ApprovalDecision:

@@ -29,7 +29,12 @@ import anyio
 from ._version import __version__
 from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from .cli_approval import TerminalApproval
-from .cli_batch import add_batch_parser, run_batch_command
+from .cli_batch import (
+    add_batch_parser,
+    add_skills_scope_flags,
+    run_batch_command,
+    scope_overrides,
+)
 from .cli_eval import add_eval_parser, run_eval_command
 from .errors import ConfigError, ToolkitError
 from .messages import ToolSpec
@@ -70,21 +75,9 @@ def run_result_json(result: RunResult) -> dict[str, Any]:
 
 
 def _skills_line(skills: SkillsOutcome) -> str | None:
-    """The ``skills:`` progress line, or None when there is nothing to say."""
-    if skills.status == "injected" and skills.ranking is None:
-        names = ", ".join(skill.name for skill in skills.skills)
-        return f"skills: {len(skills.skills)} from {skills.server!r}: {names}"
-    if skills.status == "injected":
-        left_out = set(skills.left_out)
-        shown = [skill.name for skill in skills.skills if skill.name not in left_out]
-        total = skills.total if skills.total is not None else "more"
-        return (
-            f"skills: {len(shown)} of {total} from {skills.server!r} (the best match for the "
-            f"prompt; {skills.left_out_count} not shown): {', '.join(shown)}"
-        )
-    if skills.status == "empty":
-        return f"skills: none yet in {skills.server!r}"
-    return None
+    """The ``skills:`` progress line (`SkillsOutcome.progress_line`: under 300
+    characters), or None when there is nothing to say."""
+    return skills.progress_line()
 
 
 class _Waiting:
@@ -307,9 +300,14 @@ def _dry_run_model() -> TestModel:
 
 
 async def dry_run(
-    agent: Agent, stand_in: TestModel, model: str, model_options: dict[str, Any]
+    agent: Agent,
+    stand_in: TestModel,
+    model: str,
+    model_options: dict[str, Any],
+    prompt: str = "",
 ) -> DryRun:
-    """Connect `agent`'s servers and set up one run exactly as `Agent.run` does, without
+    """Connect `agent`'s servers and set up one run of `prompt` exactly as `Agent.run`
+    does (the skills shown are those a run of `prompt` gets), without
     contacting `model`: `agent` runs on `stand_in` (see `_dry_run_model`), which answers
     at once, and its first request is what `model` would have received. `model` is
     set up with `model_options` (no request is sent); what stops it, a missing key for
@@ -330,7 +328,7 @@ async def dry_run(
         if close is not None:
             await close()
     async with agent:
-        result = await agent.run("(dry run)")
+        result = await agent.run(prompt or "(dry run)")
     request = stand_in.requests[0]
     return DryRun(
         model=model,
@@ -400,7 +398,10 @@ def _parser() -> argparse.ArgumentParser:
         "calls, results and warnings go to stderr.",
     )
     run.add_argument(
-        "prompt", nargs="?", help="the prompt; '-' reads it from stdin (not with --dry-run)"
+        "prompt",
+        nargs="?",
+        help="the prompt; '-' reads it from stdin (with --dry-run: the prompt whose "
+        "system prompt is shown, optional)",
     )
     run.add_argument("-c", "--config", help="agent YAML file (see the YAML configuration docs)")
     run.add_argument("-m", "--model", help="model, e.g. anthropic:claude-sonnet-5 or test")
@@ -435,8 +436,9 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run",
         action="store_true",
         help="connect the servers and print the tools and the system prompt (with the "
-        "injected skills); call no model",
+        "skills a run of PROMPT is shown); call no model",
     )
+    add_skills_scope_flags(run)
     run.add_argument("-q", "--quiet", action="store_true", help="print the answer only")
     run.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
@@ -478,7 +480,11 @@ def _build_agent(
             "the configuration file."
         )
     model_options = _model_options(options, config)
-    overrides: dict[str, Any] = {"model": model, "model_options": model_options}
+    overrides: dict[str, Any] = {
+        "model": model,
+        "model_options": model_options,
+        **scope_overrides(options),
+    }
     if stand_in is not None:
         overrides.update(model=stand_in, model_options={})
     if options.instructions is not None:
@@ -491,7 +497,7 @@ def _build_agent(
 
 
 def _run_command(options: argparse.Namespace) -> int:
-    prompt = "" if options.dry_run else _read_prompt(options.prompt)
+    prompt = _read_prompt(options.prompt) if options.prompt is not None else ""
     stand_in = _dry_run_model() if options.dry_run else None
     agent, model, model_options = _build_agent(options, stand_in)
     gate = agent.approval
@@ -505,7 +511,7 @@ def _run_command(options: argparse.Namespace) -> int:
                 "approve them\n"
             )
     if stand_in is not None:
-        plan = anyio.run(dry_run, agent, stand_in, model, model_options)
+        plan = anyio.run(dry_run, agent, stand_in, model, model_options, prompt)
         if options.json:
             _write_json(plan.to_json())
         else:

@@ -31,10 +31,39 @@ from .errors import ToolkitError
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["add_batch_parser", "run_batch_command"]
+__all__ = ["add_batch_parser", "add_skills_scope_flags", "run_batch_command", "scope_overrides"]
 
 #: Exit statuses.
 EXIT_OK, EXIT_ERROR, EXIT_ITEMS_FAILED, EXIT_INTERRUPTED = 0, 1, 3, 130
+
+
+def add_skills_scope_flags(parser: argparse.ArgumentParser) -> None:
+    """``--skills-include`` and ``--skills-exclude`` (each may be repeated), which replace
+    the configuration's ``skills_include`` / ``skills_exclude``."""
+    parser.add_argument(
+        "--skills-include",
+        action="append",
+        metavar="PATTERN",
+        help="offer only the skills whose name matches this glob (repeat for more "
+        "patterns; replaces the configured skills_include)",
+    )
+    parser.add_argument(
+        "--skills-exclude",
+        action="append",
+        metavar="PATTERN",
+        help="never offer the skills whose name matches this glob (repeat for more "
+        "patterns; replaces the configured skills_exclude)",
+    )
+
+
+def scope_overrides(options: argparse.Namespace) -> dict[str, Any]:
+    """The Agent keywords that ``--skills-include`` / ``--skills-exclude`` set."""
+    found: dict[str, Any] = {}
+    for key in ("skills_include", "skills_exclude"):
+        patterns = getattr(options, key, None)
+        if patterns is not None:
+            found[key] = list(patterns)
+    return found
 
 
 def add_batch_parser(commands: Any) -> None:
@@ -100,6 +129,7 @@ def add_batch_parser(commands: Any) -> None:
         help="approve every call the approval gate would ask about (a batch cannot ask; "
         "without this such calls are denied)",
     )
+    add_skills_scope_flags(batch)
     batch.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
     )
@@ -108,7 +138,7 @@ def add_batch_parser(commands: Any) -> None:
 def _build_agent(options: argparse.Namespace, err: TextIO) -> Agent:
     from .agent import Agent  # here, so that parsing the command line loads no MCP SDK
 
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = scope_overrides(options)
     if options.model:
         overrides["model"] = options.model
     if not options.config:

@@ -35,6 +35,7 @@ from .tools.transports import (
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_TURNS",
+    "DEFAULT_SKILLS_CATALOG_BUDGET",
     "DEFAULT_SKILLS_TIMEOUT",
     "DEFAULT_TOOL_TIMEOUT",
     "AgentConfig",
@@ -53,6 +54,9 @@ DEFAULT_SKILLS_TIMEOUT = 5.0
 """Seconds the skills catalog fetch may take on each run, unless configured."""
 DEFAULT_CONNECT_TIMEOUT = 30.0
 """Seconds a server may take to start and answer, unless configured."""
+DEFAULT_SKILLS_CATALOG_BUDGET = 16_000
+"""The most characters of the skill catalog block, unless configured (about 4,000
+tokens; ``None`` set explicitly means no limit)."""
 
 _TYPES = "mcp_command, mcp_script, mcp_http"
 _VARIABLE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -72,6 +76,19 @@ def _valid_pattern(pattern: str) -> str:
     if problem is not None:
         raise ValueError(f"{problem}; {VALID_PATTERN}")
     return pattern
+
+
+def _skill_pattern(pattern: str) -> str:
+    if not pattern or pattern != pattern.strip():
+        raise ValueError(
+            f"{pattern!r} is not a skill name pattern: it is empty or has whitespace around "
+            "it; give a skill name or a glob of one, such as 'pdf-*'"
+        )
+    return pattern
+
+
+SkillPatterns = list[Annotated[str, pydantic.AfterValidator(_skill_pattern)]]
+"""Glob patterns over skill names (``skills_include``, ``skills_exclude``)."""
 
 
 class ApprovalConfig(_Strict):
@@ -127,7 +144,8 @@ class AgentConfig(_Strict):
         default=DEFAULT_CONNECT_TIMEOUT, description="seconds a server may take to connect"
     )
     skills_catalog_budget: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="the most characters of the skill catalog block"
+        default=DEFAULT_SKILLS_CATALOG_BUDGET,
+        description="the most characters of the skill catalog block (null: no limit)",
     )
     skills_stale_after: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="seconds a last good catalog may stand in for a failed one"
@@ -142,6 +160,14 @@ class AgentConfig(_Strict):
     skills_lock: str | None = Field(
         default=None,
         description="a skills lock file; extension-served skills it does not pin are rejected",
+    )
+    skills_include: SkillPatterns | None = Field(
+        default=None,
+        description="glob patterns over skill names: only the skills one matches are offered",
+    )
+    skills_exclude: SkillPatterns | None = Field(
+        default=None,
+        description="glob patterns over skill names: the skills one matches are not offered",
     )
     name: str | None = Field(default=None, description="the agent's name, for logs")
 

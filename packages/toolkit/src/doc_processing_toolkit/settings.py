@@ -27,6 +27,7 @@ OBJECT_SETTINGS = ("model", "tools", "approval")
 are resolved here or by the tool loader, not by `AgentConfig`'s value checks."""
 
 _MAPPINGS = ("provider_kwargs", "model_options")
+_PATTERN_LISTS = ("skills_include", "skills_exclude")
 _PATHS = ("skills_lock",)
 
 
@@ -90,4 +91,6 @@ def _plain(name: str, value: Any) -> Any:
         return dict(value or {})
     if name in _PATHS and isinstance(value, os.PathLike):
         return os.fspath(value)
+    if name in _PATTERN_LISTS and isinstance(value, tuple | frozenset | set):
+        return list(value)
     return value

@@ -55,6 +55,8 @@ def test_building_gives_the_same_agent_as_the_constructor(
         "notify_unavailable_servers": False,
         "approval": {"tools": ["add"], "policy": "deny"},
         "skills_lock": None,
+        "skills_include": ["pdf-*", "invoice-*"],
+        "skills_exclude": ["pdf-legacy"],
         "name": "built",
     }
     # One declaration: the constructor's keywords and the builder's methods are the

@@ -689,6 +689,10 @@ async def test_a_catalog_asked_ahead_is_dropped_when_another_server_is_detected(
             # run, must be ignored (its failure included) and "second" asked instead.
             first.remove_tool("load_skill")
             first_fails[0] = True
+            # Two skills servers in the first run: one WARNING named both (never silent).
+            (both,) = [r.getMessage() for r in caplog.records if r.name == SKILLS_LOGGER]
+            assert "'first' and 'second' both serve skills" in both
+            caplog.clear()
             with caplog.at_level(logging.INFO, logger=SKILLS_LOGGER):
                 after = await agent.run("two")
     assert before.skills.server == "first"

@@ -564,10 +564,12 @@ async def test_the_cli_skills_line_says_how_many_are_shown(catalog: Catalog) -> 
     line = _skills_line(result.skills)
     shown = len(result.skills.skills)
     assert line is not None
+    first = (result.skills.prompt_block or "").split('<skill name="', 1)[1].split('"', 1)[0]
     assert line.startswith(
         f"skills: {shown} of 1000 from 'std_tools' (the best match for the prompt; "
-        f"{1000 - shown} not shown): skill-0000, "
+        f"{1000 - shown} not shown): {first}, "  # the block's order: best match first
     )
+    assert len(line) < 300
 
 
 def test_only_the_start_of_a_long_prompt_is_read() -> None:

@@ -151,6 +151,43 @@ async def test_failed_denied_and_unknown_calls_carry_their_error_type(
     assert decisions[1]["attributes"]["doc_processing.approval.reason"] == "no sums today"
 
 
+async def test_without_capture_a_failing_policy_s_exception_text_stays_out_of_the_span(
+    spans: SpanRecords,
+    make_server: Callable[..., MCPServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def policy(request: ApprovalRequest) -> bool:
+        raise PermissionError(f"cannot check {request.arguments['text']!r} under /srv/private")
+
+    steps = [{"call": "echo", "arguments": {"text": "/home/ann/secret-plan.txt"}}, {"reply": "Ok."}]
+    agent = Agent(
+        model=TestModel(steps),
+        tools=[make_server()],
+        approval={"tools": ["echo"], "policy": policy},
+        name="gated",
+    )
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    result = await agent.run("Echo the path.")
+    # The model and the run's record still say why the call was denied.
+    assert "secret-plan.txt" in result.approvals[0].reason
+    assert result.approvals[0].policy_error == "PermissionError"
+    (run,) = spans.named("invoke_agent gated")
+    (event,) = [e for e in run["events"] if e["name"] == "doc_processing.approval"]
+    assert event["attributes"]["doc_processing.approval.approved"] is False
+    assert event["attributes"]["doc_processing.approval.reason"] == (
+        "the approval policy failed (PermissionError)"
+    )
+    recorded = json.dumps([[r["attributes"], r["events"]] for r in spans.all()])
+    assert "secret-plan" not in recorded and "/srv/private" not in recorded
+
+    spans.exporter.clear()
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    await agent.run("Echo the path.")
+    (run,) = spans.named("invoke_agent gated")
+    (event,) = [e for e in run["events"] if e["name"] == "doc_processing.approval"]
+    assert "secret-plan.txt" in event["attributes"]["doc_processing.approval.reason"]
+
+
 async def test_a_streamed_run_is_traced_like_any_run(
     spans: SpanRecords, make_server: Callable[..., MCPServer]
 ) -> None:

@@ -19,6 +19,7 @@ from .. import _hidden
 from .._text import TRUNCATED_KEY, fit_json, wire_safe
 from .audience import Voice
 from .frontmatter import Diagnostic, Level
+from .requirements import requirements
 
 __all__ = [
     "EXCERPT_LENGTH",
@@ -187,7 +188,22 @@ class Catalog:
             payload["diagnostics"] = [d.to_payload() for d in self.diagnostics]
         if self.note is not None:
             payload["note"] = self.note
+        if self.requires:
+            payload["requires"] = self.requires
         return payload
+
+    @cached_property
+    def requires(self) -> dict[str, dict[str, list[str]]]:
+        """What each skill that declares needs needs (`requirements.requirements`), by
+        name: list_skills sends it whole as its top-level ``requires``, which is never cut
+        to fit the output limit (unlike each entry's ``metadata``), so a client learns
+        the needs of every skill, listed or not."""
+        found: dict[str, dict[str, list[str]]] = {}
+        for record in self.skills:
+            needs = requirements(record.metadata, record.root, record.folder)
+            if needs is not None:
+                found[shown(record.name)] = needs
+        return found
 
     @cached_property
     def json(self) -> str:

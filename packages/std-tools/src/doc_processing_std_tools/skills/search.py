@@ -3,7 +3,8 @@
 A model facing thousands of skills cannot be shown them all; it asks for the ones that fit
 its task instead. The index is SQLite's FTS5 (in the standard library's ``sqlite3``, so
 no dependency): BM25 ranking, a Porter stemmer over Unicode-aware tokens (so "invoices"
-finds "invoice" and "redacting" finds "redact"), and incremental updates, all in C. A
+finds "invoice" and "redacting" finds "redact"), prefix queries (so "slack" finds
+"slackbot"), and incremental updates, all in C. A
 hand-written scorer would need each of those re-invented and would be slower at 10,000
 skills; a separate search library would add a dependency for what SQLite already does.
 
@@ -20,7 +21,10 @@ and reaches only listed skills.
 A query is plain text, never FTS syntax: it is split into words, common words that say
 nothing about a task ("the", "please", "use") are dropped, each other word is quoted, and
 the words are joined with OR, so every skill sharing a word with the query is a candidate
-and the ranking puts those that share the rarest and most words first.
+and the ranking puts those that share the rarest and most words first. A word of at least
+`MIN_PREFIX` letters is also searched as the start of a word (``"slack"*``), so a word
+joined to another in a name ("slackbot", "pdfplumber") is found by its first part; the
+word itself still counts more, since it matches both terms.
 """
 
 from __future__ import annotations
@@ -88,10 +92,23 @@ def query_words(query: str) -> list[str]:
     return (telling or words)[:MAX_QUERY_WORDS]
 
 
+#: Words at least this long also match as the start of a longer word ("slack" finds
+#: "slackbot"); shorter ones would match too many unrelated words.
+MIN_PREFIX: Final = 4
+
+
 def _match_expression(words: list[str]) -> str:
     # Quoted, a word is a plain string to FTS5 (a quote inside is doubled); OR keeps every
-    # skill that has any of them.
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+    # skill that has any of them. A long enough word is also searched as a prefix (its
+    # stem, then anything): a skill with the word itself matches both and ranks above one
+    # whose word only starts with it.
+    terms = []
+    for word in words:
+        quoted = '"' + word.replace('"', '""') + '"'
+        terms.append(quoted)
+        if len(word) >= MIN_PREFIX:
+            terms.append(quoted + "*")
+    return " OR ".join(terms)
 
 
 class SkillSearch:

@@ -66,6 +66,11 @@ class SkillsListing(TypedDict, total=False):
     truncated: str
     """Present when the answer was cut to the output limit: what was left out and how to
     see it."""
+    requires: dict[str, dict[str, list[str]]]
+    """Present when a skill declares the tools it needs: skill name -> {"tools": names
+    from its metadata's requires-tools ("tool" or "server:tool"), "servers": MCP servers
+    its agents/openai.yaml depends on}, for every skill, listed or not (kept whole when
+    the answer is cut)."""
 
 
 @with_config(answer_config("query", "skills", "count"))

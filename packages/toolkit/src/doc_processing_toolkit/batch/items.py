@@ -71,7 +71,10 @@ class BatchItem:
             if "id" in data and isinstance(data["id"], str | int):
                 identity = id_identity(data["id"])
             else:
-                digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
+                # "surrogatepass": a JSON line may hold a lone surrogate ("\ud800"), which
+                # strict UTF-8 refuses; every other text hashes as it always did.
+                digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+                digest = digest[:20]
                 identity = f"sha256:{digest}"
             fields = dict(data)
             if isinstance(data.get("path"), str):

@@ -21,6 +21,7 @@ real file's mode, then is renamed over it in one step.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -45,6 +46,8 @@ logger = logging.getLogger(__name__)
 _RESULT_START = b'{"id": '
 _STATUSES = frozenset({"ok", "failed", "skipped"})
 _SHOWN_CHARS = 80
+#: How many times `ResultsFile.open` tries to lock a file that another batch replaces.
+_LOCK_TRIES = 5
 
 
 READER: ContextVar[Literal["python", "command line"]] = ContextVar(
@@ -148,6 +151,7 @@ class ResultsFile:
                     f"{_option('output')}."
                 )
         done: set[str] = set()
+        fd: int | None = None
         try:
             info = real.stat() if real.exists() else None
             if info is not None and not stat.S_ISREG(info.st_mode):
@@ -155,17 +159,72 @@ class ResultsFile:
                     f"the output file {name!r} is not a regular file; choose a file path "
                     f"for {_option('output')}."
                 )
-            if info is not None and info.st_size > 0:
-                data = real.read_bytes()
+            fd = self._open_locked(real)
+            info = os.fstat(fd)
+            if info.st_size > 0:
+                data = _read_all(fd)
                 if not self.resume:
                     raise BatchError(self._not_empty(name, data))
-                done = self._keep_ok_lines(real, data, info)
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-            self._fd = os.open(real, flags, 0o644)
+                done, content = self._keep_ok_lines(data)
+                if content != data:
+                    if info.st_nlink > 1:
+                        raise BatchError(
+                            f"the output file {name!r} has {info.st_nlink} hard links; "
+                            "resuming rewrites it by a rename, which would leave the other "
+                            "names with the old content. Copy it to a file of its own and "
+                            "resume into that."
+                        )
+                    fd = _replace(real, content, info, fd)
         except OSError as exc:
+            if fd is not None:
+                os.close(fd)
             raise BatchError(f"cannot open the output file {name!r}: {exc}") from None
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        self._fd = fd
         self._last_sync = time.monotonic()
         return done
+
+    def _open_locked(self, real: Path) -> int:
+        """The file at `real`, opened for appending (created when missing) and holding an
+        exclusive lock for as long as it stays open: one batch at a time writes a results
+        file, so two ``--resume`` runs never run the same items nor lose each other's
+        lines.
+
+        Raises:
+            BatchError: another batch holds the lock.
+            OSError: the file cannot be opened.
+        """
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        for _ in range(_LOCK_TRIES):
+            fd = os.open(real, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise BatchError(
+                    f"another batch is writing to the output file {str(self.path)!r} (it "
+                    "holds the file's lock); wait until it ends, then --resume (resume=True), "
+                    "or choose another --output (output=)."
+                ) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            # The lock holds the file that was opened; a batch that resumed meanwhile may
+            # have replaced the file at this path (its rewrite is a rename): then lock that.
+            try:
+                same = os.path.samestat(os.fstat(fd), real.stat())
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fd
+            os.close(fd)
+        raise BatchError(
+            f"the output file {str(self.path)!r} keeps being replaced while this batch opens "
+            "it; another batch is writing to it. Choose another --output (output=)."
+        )
 
     def _real_target(self) -> Path:
         """The file the results go to: the path itself, or where its links lead."""
@@ -202,7 +261,9 @@ class ResultsFile:
             f"{_option('output')}."
         )
 
-    def _keep_ok_lines(self, real: Path, data: bytes, info: os.stat_result) -> set[str]:
+    def _keep_ok_lines(self, data: bytes) -> tuple[set[str], bytes]:
+        """The ids recorded as ok in `data` and the content to keep: the first ok line of
+        each item (see `open`)."""
         lines = data.split(b"\n")
         last = lines.pop()  # b"" when the file ends with a newline
         if last and last.startswith(_RESULT_START) and not is_result_line(_parse(last)):
@@ -236,16 +297,7 @@ class ResultsFile:
             if record["status"] == "ok" and item_id not in done:
                 done.add(item_id)
                 kept.append(line + b"\n")
-        content = b"".join(kept)
-        if content != data:
-            if info.st_nlink > 1:
-                raise BatchError(
-                    f"the output file {str(self.path)!r} has {info.st_nlink} hard links; "
-                    "resuming rewrites it by a rename, which would leave the other names with "
-                    "the old content. Copy it to a file of its own and resume into that."
-                )
-            _replace(real, content, info)
-        return done
+        return done, b"".join(kept)
 
     def write(self, result: ItemResult) -> None:
         """Append `result` as one line.
@@ -255,8 +307,7 @@ class ResultsFile:
         """
         if self._fd is None:
             raise BatchError("the results file is not open; call open() first.")
-        line = json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n"
-        data = line.encode("utf-8")
+        data = _line(result.to_json())
         try:
             written = os.write(self._fd, data)
             while written < len(data):  # only for lines larger than the kernel takes at once
@@ -276,6 +327,16 @@ class ResultsFile:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    """`record` as one line of UTF-8 JSON. Text that UTF-8 cannot hold (a lone surrogate
+    such as ``"\ud800"``, which a JSON input line may carry) is written as a JSON escape
+    instead, so the line is valid JSON and reads back as the same text."""
+    try:
+        return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode("ascii")
 
 
 def result_identity(record: dict[str, Any]) -> str:
@@ -327,9 +388,21 @@ def _same_file_test(output: Path) -> Callable[[Path], bool]:
     return same
 
 
-def _replace(real: Path, content: bytes, info: os.stat_result) -> None:
+def _read_all(fd: int) -> bytes:
+    """Every byte of the open file `fd`, from its start."""
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _replace(real: Path, content: bytes, info: os.stat_result, held: int) -> int:
     """Swap the content of the regular file `real` for `content` in one rename: a
-    temporary file next to it, with its mode (and owner, where allowed), synced."""
+    temporary file next to it, with its mode (and owner, where allowed), synced, and
+    locked before the rename, so the file at `real` is never unlocked. Returns the new
+    file, open for appending with its lock; `held` (the old file, locked) is closed."""
     handle, temporary = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     try:
         with os.fdopen(handle, "wb") as file:
@@ -342,11 +415,20 @@ def _replace(real: Path, content: bytes, info: os.stat_result) -> None:
                 except OSError:
                     logger.debug("could not keep the owner of %s", real, exc_info=True)
             os.fsync(file.fileno())
-        Path(temporary).replace(real)
+        flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(temporary, flags | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            Path(temporary).replace(real)
+        except BaseException:
+            os.close(fd)
+            raise
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    os.close(held)
     _sync_folder(real.parent)
+    return fd
 
 
 def _sync_folder(folder: Path) -> None:

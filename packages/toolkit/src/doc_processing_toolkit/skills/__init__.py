@@ -5,6 +5,10 @@ source, fetches its catalog on every run, and offers it to the model as instruct
   outcome of a run;
 - `extension`: skills from an MCP Skills extension server (``skills/list``, and the
   wrapper's tools that read and check its files);
+- `selection`: what the block shows when not every skill can be (``search_skills`` and
+  the toolkit's own ranking);
+- `scope`: which skills one agent is offered (``skills_include`` / ``skills_exclude``,
+  the tools a skill needs) and the guard that holds the others back;
 - `toolset`: `SkillsToolset`, the wrapper (detection, the catalog call, the last good
   catalog, hiding or adding tools).
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from xml.sax.saxutils import unescape
 
 from mcp.types import CallToolResult
 
 from ..tools.routing import result_text
 from .ranking import SkillIndex
+from .scope import Needs, SkillScope, needs_from_metadata, parse_requires
 
 __all__ = [
     "ACTIVATION_TOOLS",
@@ -113,6 +116,9 @@ class SkillsCatalog:
         lines: each skill's ``<skill>`` line, by the description limit it was rendered
             with (0: in full), aligned with `skills`.
         index: the full-text index over the skills, built the first time it ranks.
+        requires: skill name -> the tools it needs, for every skill of the server that
+            declares any (std-tools' top-level ``requires``, kept when the list is cut,
+            and each listed entry's ``metadata`` ``requires-tools``).
     """
 
     skills: tuple[SkillEntry, ...]
@@ -120,6 +126,7 @@ class SkillsCatalog:
     diagnostics: tuple[Mapping[str, Any], ...] = ()
     count: int | None = None
     truncated: str | None = None
+    requires: Mapping[str, Needs] = field(default_factory=dict, compare=False, repr=False)
     rendered: dict[Any, Rendered] = field(default_factory=dict, compare=False, repr=False)
     lines: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
     index: SkillIndex = field(init=False, compare=False, repr=False)
@@ -134,6 +141,24 @@ class SkillsCatalog:
         if self.count is not None:
             return max(self.count - len(self.skills), 0)
         return None if self.truncated is not None else 0
+
+
+#: The longest ``skills:`` progress line; names that do not fit are counted instead.
+PROGRESS_LINE_LIMIT = 299
+_BLOCK_NAME = re.compile(r'^  <skill name="([^"]*)"', re.MULTILINE)
+
+
+def _names_within(head: str, names: list[str], limit: int) -> str:
+    """`head` followed by as many of `names` as fit in `limit` characters, then how many
+    more there are."""
+    line = head
+    for index, name in enumerate(names):
+        rest = len(names) - index - 1
+        candidate = f"{line}{', ' if index else ': '}{name}"
+        if len(candidate) + len(f" and {rest} more" if rest else "") > limit:
+            return f"{line} and {len(names) - index} more" if index else line
+        line = candidate
+    return line
 
 
 Status = Literal["disabled", "own_catalog", "no_server", "injected", "stale", "empty", "failed"]
@@ -183,6 +208,13 @@ class SkillsOutcome:
             digest or frontmatter) in this run, or in an earlier one while ``skills/list``
             lists the skill unchanged. No file of a rejected skill is read, and its line
             is left out of the catalog.
+        scope: the agent's ``skills_include`` / ``skills_exclude`` (None: no scope).
+        out_of_scope: the names of the skills known this run that the scope leaves out:
+            not in the block, not in list_skills or search_skills answers, and refused
+            by the toolkit when the model asks to load, read or run them.
+        missing_tools: the skills not offered because the agent lacks tools they need
+            (``requires-tools``, or an MCP server their ``agents/openai.yaml`` names):
+            skill name -> what is missing. They are held back like out-of-scope skills.
     """
 
     status: Status
@@ -200,6 +232,34 @@ class SkillsOutcome:
     ranking: Ranking | None = None
     stale_age: float | None = None
     rejected: dict[str, str] = field(default_factory=dict)
+    scope: SkillScope | None = None
+    out_of_scope: tuple[str, ...] = ()
+    missing_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def progress_line(self, limit: int = PROGRESS_LINE_LIMIT) -> str | None:
+        """The step in one line of at most `limit` characters, as ``dpt-agent`` prints it
+        (``skills: 3 from 'kit': a, b, c``; the skills in the block's order, best match
+        first; names that do not fit counted), or None when there is nothing to say."""
+        held = len(self.missing_tools) + len(self.out_of_scope)
+        withheld = f", {held} not offered to this agent" if held else ""
+        if self.status == "injected" and self.ranking is None:
+            names = [skill.name for skill in self.skills]
+            head = f"skills: {len(names)} from {self.server!r}{withheld}"
+            return _names_within(head, names, limit)
+        if self.status == "injected":
+            shown = [
+                unescape(name, {"&quot;": '"'})
+                for name in _BLOCK_NAME.findall(self.prompt_block or "")
+            ]
+            total = self.total if self.total is not None else "more"
+            head = (
+                f"skills: {len(shown)} of {total} from {self.server!r} (the best match for "
+                f"the prompt; {self.left_out_count} not shown{withheld})"
+            )
+            return _names_within(head, shown, limit)
+        if self.status == "empty":
+            return f"skills: none yet in {self.server!r}{withheld}"
+        return None
 
 
 def has_own_catalog(instructions: str | None) -> bool:
@@ -232,6 +292,12 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
     if not isinstance(payload, dict):
         raise CatalogReplyError("list_skills returned JSON without a 'skills' array")
     skills = _entries(payload.get("skills"), "list_skills")
+    requires = dict(parse_requires(payload.get("requires")))
+    for item in payload["skills"]:
+        needs = needs_from_metadata(item.get("metadata"))
+        if needs:
+            name = item["name"]
+            requires[name] = requires[name].merged(needs) if name in requires else needs
     raw_diagnostics = payload.get("diagnostics")
     diagnostics = tuple(
         d if isinstance(d, dict) else {"message": str(d)}
@@ -254,6 +320,7 @@ def _catalog_from_text(text: str) -> SkillsCatalog:
         diagnostics=diagnostics,
         count=count if isinstance(count, int) and not isinstance(count, bool) else None,
         truncated=truncated if isinstance(truncated, str) else None,
+        requires=requires,
     )
 
 

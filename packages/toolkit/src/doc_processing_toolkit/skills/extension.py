@@ -28,7 +28,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 from xml.sax.saxutils import escape, quoteattr
@@ -67,7 +67,7 @@ __all__ = [
     "Rejections",
     "declares_extension",
     "fetch_extension_catalog",
-    "listed_files",
+    "listed_skill",
     "offer_with_skill_tools",
 ]
 
@@ -368,6 +368,9 @@ class ExtensionSkillsSession:
         own: the tool names the wrapper answers.
         rejections: the skills of this server refused so far; a mismatch adds to it
             (default: a new, empty record).
+        refusal: skill name -> why this agent does not offer it (out of its scope, or
+            tools it needs are missing); such a skill is not listed and none of its files
+            is read. None: every skill is offered.
     """
 
     def __init__(
@@ -377,12 +380,14 @@ class ExtensionSkillsSession:
         catalog: ExtensionCatalog,
         own: frozenset[str],
         rejections: Rejections | None = None,
+        refusal: Callable[[str], str | None] | None = None,
     ) -> None:
         self.inner = inner
         self._server = server_name
         self._catalog = catalog
         self._own = own
         self._rejections = rejections if rejections is not None else Rejections()
+        self._refusal = refusal
 
     async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> ListToolsResult:
         """The server's own tools (the wrapper's are offered by the skills step)."""
@@ -407,9 +412,12 @@ class ExtensionSkillsSession:
         except _Refused as exc:
             return _error(str(exc))
 
-    def listed_files(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
-        """The files, as listed (URI -> digest), of the skill a call of the wrapper's
-        `tool` with `arguments` would read; None when it reads none."""
+    def listed_skill(
+        self, tool: str, arguments: Mapping[str, Any]
+    ) -> tuple[str, dict[str, str]] | None:
+        """The skill a call of the wrapper's `tool` with `arguments` would read from: the
+        URI of its SKILL.md and its files as listed (URI -> digest); None when it reads
+        none."""
         uri = arguments.get("uri")
         if tool not in self._own or tool == "list_skills" or not isinstance(uri, str):
             return None
@@ -418,13 +426,16 @@ class ExtensionSkillsSession:
             owner = next((s for s in self._catalog.skills if uri in s.files), None)
         if owner is None or owner.dynamic:
             return None
-        return {f.uri: f.digest for f in owner.files.values()}
+        return owner.uri, {f.uri: f.digest for f in owner.files.values()}
+
+    def _not_offered(self, skill: ExtensionSkill) -> str | None:
+        return None if self._refusal is None else self._refusal(skill.name)
 
     def _listing(self) -> str:
         lines = [
             f"{skill.name}\t{skill.uri}\t{skill.description}"
             for skill in self._catalog.skills
-            if self._rejections.reason(skill.uri) is None
+            if self._rejections.reason(skill.uri) is None and self._not_offered(skill) is None
         ]
         return "\n".join(lines) or f"server {self._server!r} lists no skills."
 
@@ -443,6 +454,9 @@ class ExtensionSkillsSession:
         )
 
     def _check_not_rejected(self, skill: ExtensionSkill) -> None:
+        held_back = self._not_offered(skill)
+        if held_back is not None:
+            raise _Refused(f"refused by the agent: {held_back}")
         reason = self._rejections.reason(skill.uri)
         if reason is not None:
             raise _Refused(
@@ -534,13 +548,16 @@ class ExtensionSkillsSession:
             )
 
 
-def listed_files(session: Any, tool: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
+def listed_skill(
+    session: Any, tool: str, arguments: Mapping[str, Any]
+) -> tuple[str, dict[str, str]] | None:
     """For a call of the wrapper's ``load_skill`` or ``load_skill_resource`` through
-    `session`: every file of the skill it reads, as listed (URI -> digest). None for any
-    other call, and for a URI the listing does not have."""
+    `session`: the URI of the SKILL.md of the skill it reads and every file of that skill,
+    as listed (URI -> digest). None for any other call, and for a URI the listing does not
+    have."""
     if not isinstance(session, ExtensionSkillsSession):
         return None
-    return session.listed_files(tool, arguments)
+    return session.listed_skill(tool, arguments)
 
 
 def offer_with_skill_tools(
@@ -549,6 +566,7 @@ def offer_with_skill_tools(
     *,
     with_loaders: bool,
     rejections: Rejections | None = None,
+    refusal: Callable[[str], str | None] | None = None,
 ) -> ServerTools:
     """`source` with the wrapper's ``list_skills`` added and, `with_loaders`, its
     ``load_skill`` and ``load_skill_resource`` (each only when the server has no tool of
@@ -558,7 +576,9 @@ def offer_with_skill_tools(
     offered = (LIST_SKILLS, *_LOADERS) if with_loaders else (LIST_SKILLS,)
     added = tuple(tool for tool in offered if tool.name not in existing)
     own = frozenset(tool.name for tool in added)
-    session = ExtensionSkillsSession(source.session, source.server.name, catalog, own, rejections)
+    session = ExtensionSkillsSession(
+        source.session, source.server.name, catalog, own, rejections, refusal
+    )
     return ServerTools(
         server=source.server,
         session=session,

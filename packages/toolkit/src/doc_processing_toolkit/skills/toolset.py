@@ -19,7 +19,14 @@ then, in this order:
    run's request: it asks the server's ``search_skills`` with the request when the server
    lists that tool (a failure only costs the search), ranks the rest with the catalog's
    own index (`ranking.SkillIndex`), and logs one WARNING that says how many skills the
-   block leaves out and why.
+   block leaves out and why (`selection`);
+5. holds back the skills this agent is not offered (`scope`): those outside
+   ``skills_include`` / ``skills_exclude`` and those needing tools the agent lacks this
+   run (one INFO line). They are left out of the block, and every skills server's session
+   is guarded so that they never reach the model nor the server.
+
+Every other server that serves skills gets one WARNING per run naming it and the source:
+its skills are not offered, same-named ones included.
 
 It keeps what must outlive a run: the server that was the source last time, so that for a
 server out of process the catalog call starts while the tool lists are still being
@@ -30,56 +37,42 @@ time to live. The agent keeps no skills state of its own.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
 
 import anyio
 
 from ..tools.base import RunTools, ServerTools, ToolServer, ToolSession
 from ..tools.connections import ConnectionPool
 from ..tools.routing import describe_error
-from .block import (
-    Selected,
-    render_for,
-    render_selected,
-)
 from .entries import (
     ACTIVATION_TOOLS,
     DETECTION_TOOLS,
     LOGGER_NAME,
-    SEARCH_TOOL,
     CatalogReplyError,
-    Ranking,
-    Rendered,
-    SkillEntry,
     SkillsCatalog,
     SkillsOutcome,
     Source,
     describe_diagnostic,
     has_own_catalog,
     parse_catalog,
-    parse_search,
 )
 from .extension import (
     ExtensionCatalog,
+    ExtensionSkillsSession,
     Rejections,
     declares_extension,
     fetch_extension_catalog,
     offer_with_skill_tools,
 )
 from .lock import SkillsLock
+from .scope import AgentTools, Offered, SkillScope, guard_offers, needs_from_metadata
+from .selection import CatalogFailure, call_within, show
 
 __all__ = ["SkillsOptions", "SkillsToolset"]
 
 logger = logging.getLogger(LOGGER_NAME)
-
-#: The most skills asked of ``search_skills`` (the contract's upper bound).
-SEARCH_LIMIT = 50
-#: The most characters of the request sent to ``search_skills`` as its query.
-MAX_QUERY = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +88,7 @@ class SkillsOptions:
             stand in for one that could not be fetched (None: never).
         lock: skills_lock, the skills accepted from extension servers (None: any that
             passes verification).
+        scope: skills_include and skills_exclude.
     """
 
     enabled: bool
@@ -102,6 +96,7 @@ class SkillsOptions:
     budget: int | None = None
     stale_after: float | None = None
     lock: SkillsLock | None = None
+    scope: SkillScope = field(default_factory=SkillScope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,161 +108,32 @@ class _Fetched:
 
 
 Fetch = Callable[[], Awaitable[_Fetched]]
-_T = TypeVar("_T")
-
-
-class _CatalogFailure(Exception):
-    """The catalog could not be had; the message says why (for the WARNING)."""
 
 
 def _tools_fetch(offer: ServerTools, timeout: float) -> Fetch:
     """The catalog call of a server that exposes the std-tools skills tools."""
 
     async def fetch() -> _Fetched:
-        return _Fetched(await _call(offer, "list_skills", {}, timeout, parse_catalog))
+        return _Fetched(await call_within(offer, "list_skills", {}, timeout, parse_catalog))
 
     return fetch
 
 
-async def _call(
-    offer: ServerTools,
-    tool: str,
-    arguments: dict[str, Any],
-    time_limit: float,
-    parse: Callable[[Any], _T],
-) -> _T:
-    """`tool`'s answer on `offer`, read by `parse`.
-
-    Raises:
-        _CatalogFailure: the call failed, timed out or answered something else; a broken
-            server must never take the run down.
-    """
-    try:
-        with anyio.fail_after(time_limit if math.isfinite(time_limit) else None):
-            result = await offer.session.call_tool(tool, arguments)
-        return parse(result)
-    except TimeoutError:
-        raise _CatalogFailure(f"{tool} did not answer within {time_limit:g} s") from None
-    except CatalogReplyError as exc:
-        raise _CatalogFailure(str(exc)) from None
-    except Exception as exc:
-        raise _CatalogFailure(f"{tool} raised {type(exc).__name__}: {exc}") from None
+#: The most skills named in the INFO line about skills whose tools are missing.
+_NAMED_MISSING = 10
 
 
-def _query(request: str) -> str:
-    """The request as a ``search_skills`` query: stripped, at most `MAX_QUERY`
-    characters, cut at a space when it is longer."""
-    text = " ".join(request[: 4 * MAX_QUERY].split())
-    if len(text) > MAX_QUERY:
-        text = text[:MAX_QUERY].rsplit(" ", 1)[0]
-    return text
-
-
-async def _search(offer: ServerTools, query: str, time_limit: float) -> tuple[SkillEntry, ...]:
-    """The server's ``search_skills`` answer for `query`, best match first.
-
-    Raises:
-        _CatalogFailure: the call failed, timed out or answered something else.
-    """
-    arguments = {"query": query, "limit": SEARCH_LIMIT}
-    return await _call(offer, SEARCH_TOOL, arguments, time_limit, parse_search)
-
-
-def _left_out_warning(
-    server: str,
-    catalog: SkillsCatalog,
-    selected: Selected,
-    budget: int | None,
-    ranking: Ranking,
-    search_failure: str | None,
-) -> str:
-    """The one WARNING of a run whose block does not show every skill."""
-    reasons = []
-    if catalog.unlisted != 0:
-        of = str(catalog.count) if catalog.count is not None else "an unknown number of"
-        reasons.append(
-            f"its list_skills answer, cut at its output limit, listed {len(catalog.skills)} "
-            f"of {of} skills"
-        )
-    if selected.rendered.left_out:
-        reasons.append(f"the block is held to skills_catalog_budget={budget} characters")
-    shown = len(selected.skills) - len(selected.rendered.left_out)
-    if selected.total is None:
-        missing = f"an unknown number of its skills ({selected.left_out_count} known)"
-    else:
-        missing = f"{selected.left_out_count} of its {selected.total} skills"
-    if search_failure is not None:
-        how = f"{SEARCH_TOOL} failed ({search_failure}), so ranked by the toolkit's own index"
-    elif ranking == "search_skills":
-        how = f"ranked by its {SEARCH_TOOL}, then by the toolkit's own index"
-    else:
-        how = "ranked by the toolkit's own index"
-    return (
-        f"skills: server {server!r}: {missing} are not shown in the catalog block "
-        f"({'; '.join(reasons)}); it shows the {shown} that best match the request, {how}"
+def _log_missing(server: str, missing: dict[str, tuple[str, ...]]) -> None:
+    """The one INFO line of a run that holds back skills whose tools the agent lacks."""
+    named = [f"{name} (needs {', '.join(lacking)})" for name, lacking in missing.items()]
+    more = len(named) - _NAMED_MISSING
+    shown = "; ".join(named[:_NAMED_MISSING]) + (f"; and {more} more" if more > 0 else "")
+    logger.info(
+        "skills: server %r: %d skills are not offered because this agent lacks tools they need: %s",
+        server,
+        len(missing),
+        shown,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Shown:
-    """The block of a run and what it shows of the catalog (see `SkillsOutcome`)."""
-
-    rendered: Rendered
-    skills: tuple[SkillEntry, ...]
-    left_out_count: int = 0
-    total: int | None = None
-    ranking: Ranking | None = None
-    warning: str | None = None
-
-
-async def _show(
-    catalog: SkillsCatalog,
-    offer: ServerTools,
-    kind: Source,
-    options: SkillsOptions,
-    request: str,
-    notice: str | None,
-) -> _Shown:
-    """The block for a non-empty `catalog`: the whole catalog when every skill can be
-    shown (within the budget), else the skills that best match `request`, with one
-    WARNING."""
-    name = offer.server.name
-    if catalog.unlisted == 0:
-        rendered = render_for(catalog, kind, name, options.budget, notice=notice)
-        if not rendered.left_out:
-            return _Shown(rendered, catalog.skills, total=len(catalog.skills))
-    searchable = kind == "tools" and any(t.name == SEARCH_TOOL for t in offer.tools)
-    query = _query(request)
-    found: tuple[SkillEntry, ...] = ()
-    failure: str | None = None
-    ranking: Ranking = "local"
-    if searchable and query:
-        try:
-            found = await _search(offer, query, options.timeout)
-            ranking = "search_skills"
-        except _CatalogFailure as exc:
-            failure = str(exc)
-    selected = render_selected(
-        catalog,
-        kind,
-        name,
-        options.budget,
-        request=request,
-        found=found,
-        searchable=searchable,
-        notice=notice,
-    )
-    shown = _Shown(
-        selected.rendered,
-        selected.skills,
-        left_out_count=selected.left_out_count,
-        total=selected.total,
-    )
-    if not selected.left_out_count and selected.total is not None:
-        return shown  # the search found every skill the server's list lacked
-    warning = _left_out_warning(name, catalog, selected, options.budget, ranking, failure)
-    logger.warning("%s", warning)
-    return replace(shown, ranking=ranking, warning=warning)
 
 
 class _EarlyFetch:
@@ -301,19 +167,36 @@ class _EarlyFetch:
         if self._error is not None:
             raise self._error
         if self._catalog is None:
-            raise _CatalogFailure("the catalog call was cancelled before it answered")
+            raise CatalogFailure("the catalog call was cancelled before it answered")
         return self._catalog
 
 
-def _find_source(servers: tuple[ServerTools, ...]) -> tuple[ServerTools, Source] | None:
-    """The seed's rule first (both tools on one server), then the extension."""
-    for offer in servers:
-        if {tool.name for tool in offer.tools} >= DETECTION_TOOLS:
-            return offer, "tools"
-    for offer in servers:
-        if declares_extension(offer.session):
-            return offer, "extension"
-    return None
+def _sources(servers: tuple[ServerTools, ...]) -> list[tuple[ServerTools, Source]]:
+    """Every server that serves skills, the source first: the seed's rule first (both
+    tools on one server), then the extension."""
+    found: list[tuple[ServerTools, Source]] = [
+        (offer, "tools") for offer in servers if {t.name for t in offer.tools} >= DETECTION_TOOLS
+    ]
+    found.extend((offer, "extension") for offer in servers if declares_extension(offer.session))
+    return found
+
+
+def _warn_unused_sources(source: ServerTools, others: list[tuple[ServerTools, Source]]) -> None:
+    """One WARNING per other server that serves skills: its skills are not offered, so a
+    skill it shares a name with the source's is dropped, never silently."""
+    for other, _ in others:
+        if other.server is source.server:
+            continue
+        logger.warning(
+            "skills: servers %r and %r both serve skills; the catalog comes from %r only, "
+            "so no skill of %r is offered, including any with the same name as a skill of "
+            "%r; attach one skills server per agent",
+            source.server.name,
+            other.server.name,
+            source.server.name,
+            other.server.name,
+            source.server.name,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +229,7 @@ class SkillsToolset:
         self._held: dict[ToolServer, _Held] = {}
         self._good: dict[ToolServer, _Good] = {}
         self._rejections: dict[ToolServer, Rejections] = {}
+        self._kept: dict[ToolServer, tuple[SkillsCatalog, frozenset[str], SkillsCatalog]] = {}
 
     async def run_tools(
         self,
@@ -445,11 +329,11 @@ class SkillsToolset:
             try:
                 extension = await fetch_extension_catalog(offer.session, timeout)
             except TimeoutError:
-                raise _CatalogFailure(f"skills/list did not answer within {timeout:g} s") from None
+                raise CatalogFailure(f"skills/list did not answer within {timeout:g} s") from None
             except CatalogReplyError as exc:
-                raise _CatalogFailure(str(exc)) from None
+                raise CatalogFailure(str(exc)) from None
             except Exception as exc:  # a broken server must never take the run down
-                raise _CatalogFailure(f"skills/list failed: {describe_error(exc)}") from None
+                raise CatalogFailure(f"skills/list failed: {describe_error(exc)}") from None
             for reason in extension.skipped:
                 logger.warning(
                     "skills: server %r: a skills/list entry was left out: %s",
@@ -457,7 +341,12 @@ class SkillsToolset:
                     reason,
                 )
             skills = tuple(skill.entry() for skill in extension.skills)
-            catalog = SkillsCatalog(skills)
+            requires = {
+                skill.name: needs
+                for skill in extension.skills
+                if (needs := needs_from_metadata(skill.frontmatter.get("metadata")))
+            }
+            catalog = SkillsCatalog(skills, requires=requires)
             if held is not None and held.fetched.catalog.skills == skills:
                 # Unchanged: the same catalog object, so its rendered blocks and its
                 # index are reused instead of being made again.
@@ -471,7 +360,57 @@ class SkillsToolset:
     async def _apply(
         self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None, request: str
     ) -> tuple[RunTools, SkillsOutcome]:
-        found = _find_source(tools.servers)
+        """The skills step, then every skills server's session guarded so that the skills
+        not offered this run (`Offered`) never reach the model nor the server."""
+        tools, outcome, offered = await self._step(tools, options, early, request)
+        scope = options.scope if options.scope.limited else None
+        outcome = replace(outcome, scope=scope)
+        if offered is None:
+            offered = Offered(options.scope)
+        if not offered.active:
+            return tools, outcome
+        servers = guard_offers(
+            tools.servers,
+            offered.refusal,
+            guarded_already=lambda session: isinstance(session, ExtensionSkillsSession),
+        )
+        return replace(tools, servers=servers), outcome
+
+    def _offered(
+        self, server: ToolServer, catalog: SkillsCatalog, offered: Offered
+    ) -> tuple[SkillsCatalog, tuple[str, ...], dict[str, tuple[str, ...]]]:
+        """`catalog` without the skills `offered` holds back, the names out of scope and
+        the missing tools of the others held back. An unchanged outcome on an unchanged
+        catalog is the same catalog object as last run (its blocks and index kept)."""
+        if not offered.active:
+            return catalog, (), {}
+        out_of_scope = tuple(s.name for s in catalog.skills if not offered.scope.allows(s.name))
+        # Every skill whose needs are known, listed or not (a cut list still names them).
+        names = dict.fromkeys([*(s.name for s in catalog.skills), *catalog.requires])
+        missing = {
+            name: lacking
+            for name in names
+            if offered.scope.allows(name) and (lacking := offered.missing(name))
+        }
+        removed = frozenset(out_of_scope) | frozenset(missing)
+        if not removed:
+            return catalog, out_of_scope, missing
+        held = self._kept.get(server)
+        if held is not None and held[0] is catalog and held[1] == removed:
+            return held[2], out_of_scope, missing
+        kept = tuple(s for s in catalog.skills if s.name not in removed)
+        count = None if catalog.count is None else max(catalog.count - len(removed), len(kept))
+        filtered = replace(catalog, skills=kept, count=count, rendered={}, lines={})
+        self._kept[server] = (catalog, removed, filtered)
+        return filtered, out_of_scope, missing
+
+    async def _step(
+        self, tools: RunTools, options: SkillsOptions, early: _EarlyFetch | None, request: str
+    ) -> tuple[RunTools, SkillsOutcome, Offered | None]:
+        sources = _sources(tools.servers)
+        found = sources[0] if sources else None
+        if found is not None:
+            _warn_unused_sources(found[0], sources[1:])
         self._last_source = found
         fetch: Fetch | None = None
         if early is not None:
@@ -484,7 +423,7 @@ class SkillsToolset:
             else:
                 early.cancel()
         if found is None:
-            return tools, SkillsOutcome(status="no_server")
+            return tools, SkillsOutcome(status="no_server"), None
         source, kind = found
         if fetch is None:
             fetch = self._fetch(source, kind, options.timeout)
@@ -492,7 +431,7 @@ class SkillsToolset:
         stale_age: float | None = None
         try:
             fetched = await fetch()
-        except _CatalogFailure as exc:
+        except CatalogFailure as exc:
             good = self._last_good(source.server, kind, options.stale_after)
             if good is None:
                 warning = (
@@ -501,7 +440,7 @@ class SkillsToolset:
                 )
                 logger.warning("%s", warning)
                 outcome = SkillsOutcome(status="failed", server=name, warning=warning, source=kind)
-                return replace(tools, warnings=(*tools.warnings, warning)), outcome
+                return replace(tools, warnings=(*tools.warnings, warning)), outcome, None
             fetched, stale_age = good.fetched, time.monotonic() - good.at
             warning = (
                 f"skills: auto-injection failed for server {name!r}: {exc}; injecting its last "
@@ -515,6 +454,10 @@ class SkillsToolset:
         catalog = fetched.catalog
         for diagnostic in catalog.diagnostics:
             logger.warning("skills: %s", describe_diagnostic(diagnostic))
+        offered = Offered(options.scope, catalog.requires, AgentTools.of(tools.servers))
+        catalog, out_of_scope, missing = self._offered(source.server, catalog, offered)
+        if missing:
+            _log_missing(name, missing)
         offer = source
         rejected: dict[str, str] = {}
         if fetched.extension is not None:
@@ -529,10 +472,11 @@ class SkillsToolset:
                 fetched.extension,
                 with_loaders=bool(catalog.skills),
                 rejections=rejections,
+                refusal=offered.refusal if offered.active else None,
             )
         if not catalog.skills:
-            offered = frozenset(t.name for t in offer.tools)
-            hidden = ACTIVATION_TOOLS & offered if kind == "tools" else frozenset()
+            listed = frozenset(t.name for t in offer.tools)
+            hidden = ACTIVATION_TOOLS & listed if kind == "tools" else frozenset()
             visible = tuple(t for t in offer.tools if t.name not in hidden)
             offer = replace(offer, tools=visible)
             outcome = SkillsOutcome(
@@ -542,6 +486,8 @@ class SkillsToolset:
                 diagnostics=catalog.diagnostics,
                 source=kind,
                 rejected=rejected,
+                out_of_scope=out_of_scope,
+                missing_tools=missing,
             )
         else:
             notice = None
@@ -551,7 +497,9 @@ class SkillsToolset:
                     f"this is the catalog read {stale_age:.0f} s ago, and it may be out of "
                     "date."
                 )
-            shown = await _show(catalog, offer, kind, options, request, notice)
+            shown = await show(
+                catalog, offer, kind, options.budget, options.timeout, request, notice, offered
+            )
             rendered = shown.rendered
             offer = replace(offer, instructions=rendered.block)
             outcome = SkillsOutcome(
@@ -569,6 +517,8 @@ class SkillsToolset:
                 total=shown.total,
                 ranking=shown.ranking,
                 rejected=rejected,
+                out_of_scope=out_of_scope,
+                missing_tools=missing,
             )
         servers = tuple(offer if s is source else s for s in tools.servers)
-        return replace(tools, servers=servers), outcome
+        return replace(tools, servers=servers), outcome, offered
