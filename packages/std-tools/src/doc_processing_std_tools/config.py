@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from ._script_settings import SCRIPT_DEFAULTS, positive_int, script_fields
+from .change_policy import HIDDEN_PATTERNS, applied_classes, held_setting, hidden_setting
 from .errors import ConfigError
 from .skills.sandbox import PROTECTED_PATHS
 
@@ -55,6 +56,11 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_DOC_WORKERS": "2",
     "DPTTOOLS_TABLE_PAGE_SECONDS": "10",
     "DPTTOOLS_TABLE_CALL_SECONDS": "30",
+    # What scripts and the file tools may change (see change_policy.py).
+    "DPTTOOLS_SCRIPT_APPLY": "",
+    "DPTTOOLS_SCRIPT_HOLD": "",
+    "DPTTOOLS_SCRIPT_HIDDEN": "",
+    "DPTTOOLS_WRITE_ALLOW": "",
 }
 
 
@@ -127,6 +133,16 @@ class Settings:
     when no workspace was given (neither ``--workspace`` nor DPTTOOLS_WORKSPACE_DIR) and
     the working folder, the default workspace, is the file system's root or the home
     folder, which would open the whole disk."""
+
+    # What scripts and the file tools may change (change_policy.ChangePolicy).
+    script_apply: tuple[str, ...] = ()
+    """Held-back classes a script's changes are applied in anyway (DPTTOOLS_SCRIPT_APPLY)."""
+    script_hold: tuple[str, ...] = ()
+    """More path patterns whose changes by scripts are held back (DPTTOOLS_SCRIPT_HOLD)."""
+    script_hidden: tuple[str, ...] = HIDDEN_PATTERNS
+    """Secret path patterns scripts do not see (DPTTOOLS_SCRIPT_HIDDEN)."""
+    write_allow: tuple[str, ...] = ()
+    """Held-back classes write_file and edit_file may change (DPTTOOLS_WRITE_ALLOW)."""
 
     @property
     def skill_roots(self) -> tuple[Path, ...]:
@@ -292,6 +308,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         table_call_seconds=_positive_number(
             "DPTTOOLS_TABLE_CALL_SECONDS", raw("DPTTOOLS_TABLE_CALL_SECONDS")
         ),
+        # What scripts and the file tools may change.
+        script_apply=applied_classes(raw("DPTTOOLS_SCRIPT_APPLY")),
+        script_hold=held_setting(raw("DPTTOOLS_SCRIPT_HOLD")),
+        script_hidden=hidden_setting(raw("DPTTOOLS_SCRIPT_HIDDEN")),
+        write_allow=applied_classes(raw("DPTTOOLS_WRITE_ALLOW"), "DPTTOOLS_WRITE_ALLOW"),
     )
 
 
