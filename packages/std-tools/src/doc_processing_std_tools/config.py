@@ -22,7 +22,6 @@ import platformdirs
 from ._script_settings import SCRIPT_DEFAULTS, positive_int, script_fields
 from .change_policy import HIDDEN_PATTERNS, applied_classes, held_setting, hidden_setting
 from .errors import ConfigError
-from .skills.sandbox import PROTECTED_PATHS
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -96,8 +95,12 @@ class Settings:
     """Open file descriptors a script process may hold."""
     script_max_processes: int = 64
     """Processes a script may add to those its user already runs."""
-    script_protected: tuple[str, ...] = PROTECTED_PATHS
-    """Workspace paths a script under bubblewrap may not change (DPTTOOLS_SCRIPT_PROTECTED)."""
+    script_max_changed_files: int = 1000
+    """Files one script call may create, change or delete (DPTTOOLS_SCRIPT_MAX_CHANGED_FILES)."""
+    script_max_changed_mb: int = 256
+    """MiB of content one script call may write (DPTTOOLS_SCRIPT_MAX_CHANGED_MB)."""
+    script_max_calls: int = 4
+    """Script calls running at once; more wait their turn (DPTTOOLS_SCRIPT_MAX_CALLS)."""
     script_user: str = "nobody"
     """The user scripts run as when the server runs as root (DPTTOOLS_SCRIPT_USER)."""
     script_visible: tuple[Path, ...] = ()

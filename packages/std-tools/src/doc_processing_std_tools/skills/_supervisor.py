@@ -42,18 +42,46 @@ What it does:
    ``moved``), the CPU seconds it used, and how many leftover processes it had to kill.
 """
 
+# pathlib is not imported here, to start fast.
+# ruff: noqa: PTH101, PTH102, PTH112, PTH116, PTH118
+
 from __future__ import annotations
 
 import ctypes
 import os
 import resource
 import signal
+import stat
 import sys
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_KILL = 5
+_CLONE_NEWUSER = 0x10000000
+_MS_RDONLY = 1
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_MS_REC = 16384
+_MNT_DETACH = 2
+_AT_FDCWD = -100
+_AT_EMPTY_PATH = 0x1000
+_OPEN_TREE_CLONE = 1
+_OPEN_TREE_CLOEXEC = 0o2000000
+_MOVE_MOUNT_F_EMPTY_PATH = 4
+_MOUNT_ATTR_RDONLY = 1
+_MOUNT_ATTR_IDMAP = 0x00100000
+# The same numbers on every architecture (the new mount API is in the common table).
+_SYS_OPEN_TREE = 428
+_SYS_MOVE_MOUNT = 429
+_SYS_MOUNT_SETATTR = 442
+_CAP_VERSION_3 = 0x20080522
 _LIMITS = {
     "as": resource.RLIMIT_AS,
     "cpu": resource.RLIMIT_CPU,
@@ -85,6 +113,276 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
+def _libc() -> ctypes.CDLL:
+    if not _LIBC:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        _LIBC.append(libc)
+    return _LIBC[0]
+
+
+def _checked(result: int, what: str) -> int:
+    """`result` of a C call, or OSError naming `what` when it failed."""
+    if result < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+    return result
+
+
+def _mount(source: str, target: str, kind: str | None, flags: int, data: str = "") -> None:
+    _checked(
+        _libc().mount(
+            source.encode(),
+            target.encode(),
+            kind.encode() if kind else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        f"mount {kind or 'bind'} on {target}",
+    )
+
+
+def _detach(target: str) -> None:
+    _checked(_libc().umount2(target.encode(), _MNT_DETACH), f"detach {target}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+def _mapping_namespace(disk: tuple[int, int], shown: tuple[int, int]) -> int:
+    """A user namespace (its descriptor) that maps the on-disk owner `disk` (uid, gid) to
+    `shown`: what an idmapped mount made with it shows that owner as."""
+    ready_read, ready_write = os.pipe()
+    done_read, done_write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the forked child
+        try:
+            os.close(ready_read)
+            os.close(done_write)
+            _checked(_libc().unshare(_CLONE_NEWUSER), "new user namespace")
+            os.write(ready_write, b"1")
+            os.read(done_read, 1)
+        finally:
+            os._exit(0)
+    os.close(ready_write)
+    os.close(done_read)
+    try:
+        if os.read(ready_read, 1) != b"1":
+            raise OSError("the helper process could not make a user namespace")
+        for name, text in (
+            ("uid_map", f"{disk[0]} {shown[0]} 1\n"),
+            ("setgroups", "deny"),
+            ("gid_map", f"{disk[1]} {shown[1]} 1\n"),
+        ):
+            with open(f"/proc/{child}/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+        return os.open(f"/proc/{child}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(ready_read)
+        os.close(done_write)
+        os.waitpid(child, 0)
+
+
+def _idmapped_bind(source: str, target: str, namespace: int) -> None:
+    """Bind `source` at `target`, read-only, with the owners `namespace` maps."""
+    libc = _libc()
+    tree = _checked(
+        libc.syscall(
+            _SYS_OPEN_TREE, _AT_FDCWD, source.encode(), _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC
+        ),
+        f"clone the mount of {source}",
+    )
+    try:
+        attr = _MountAttr(_MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY, 0, 0, namespace)
+        _checked(
+            libc.syscall(
+                _SYS_MOUNT_SETATTR,
+                tree,
+                b"",
+                _AT_EMPTY_PATH,
+                ctypes.byref(attr),
+                ctypes.sizeof(attr),
+            ),
+            f"map the owners of {source}",
+        )
+        _checked(
+            libc.syscall(
+                _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH
+            ),
+            f"attach {source} at {target}",
+        )
+    finally:
+        os.close(tree)
+
+
+def _read_plan(fd: int) -> dict[str, object]:
+    import json
+
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    plan: dict[str, object] = json.loads(b"".join(chunks))
+    return plan
+
+
+def _whiteouts(mask: str, lower: str, hidden: list[str]) -> None:
+    """Make the layer above the workspace that hides each of `hidden` (relative paths):
+    a whiteout (a 0:0 character device) in folders with the owner and mode the
+    workspace's own folders show."""
+    for rel in hidden:
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            made = os.path.join(mask, folder)
+            if os.path.isdir(made):
+                continue
+            info = os.stat(os.path.join(lower, folder), follow_symlinks=False)
+            os.mkdir(made, 0o700)
+            os.chown(made, info.st_uid, info.st_gid)
+            os.chmod(made, stat.S_IMODE(info.st_mode))
+        os.mknod(os.path.join(mask, rel), stat.S_IFCHR | 0o600, 0)
+
+
+def _set_up_view(plan: dict[str, object], stage_fd: int) -> None:
+    """Build the script's view (see the module docstring), then confine the process to a
+    root that is not its mount namespace's own, where no user namespace can be made."""
+    owner = plan.get("map")
+    shown = (int(owner[0]), int(owner[1])) if isinstance(owner, list) else None
+    namespaces: dict[tuple[int, int], int] = {}
+
+    def mapped_bind(source: str, target: str) -> bool:
+        """An idmapped read-only bind showing `source`'s owner as the script's user;
+        False where the file system cannot map owners (then nothing was mounted)."""
+        assert shown is not None
+        disk = os.stat(source)
+        key = (disk.st_uid, disk.st_gid)
+        if key not in namespaces:
+            namespaces[key] = _mapping_namespace(key, shown)
+        try:
+            _idmapped_bind(source, target, namespaces[key])
+        except OSError as exc:
+            if exc.errno in (22, 95):  # EINVAL, EOPNOTSUPP: no idmapped mounts there
+                return False
+            raise
+        return True
+
+    workspace = plan.get("workspace")
+    upper_fd = None
+    detach: list[str] = []
+    if isinstance(workspace, str):
+        stage = str(plan["stage"])
+        lower = workspace
+        if shown is not None and mapped_bind(workspace, str(plan["lower"])):
+            lower = str(plan["lower"])
+            detach.append(lower)
+        writable = bool(plan.get("writable"))
+        hidden = [str(rel) for rel in plan.get("hidden", [])]  # type: ignore[attr-defined]
+        options = ""
+        if writable or hidden:
+            _mount("stage", stage, "tmpfs", _MS_NOSUID | _MS_NODEV, str(plan["tmpfs"]))
+            detach.append(stage)
+            mask = os.path.join(stage, "mask")
+            os.mkdir(mask, 0o700)
+            _whiteouts(mask, lower, hidden)
+            layers = f"{mask}:{lower}" if hidden else lower
+            options = f"lowerdir={layers}"
+        if writable:
+            upper, work = os.path.join(stage, "upper"), os.path.join(stage, "work")
+            for folder in (upper, work):
+                os.mkdir(folder, 0o700)
+            top = os.stat(lower)
+            os.chown(upper, top.st_uid, top.st_gid)
+            os.chmod(upper, stat.S_IMODE(top.st_mode))
+            options += f",upperdir={upper},workdir={work},redirect_dir=off"
+            if shown is None:
+                options += ",userxattr"
+            upper_fd = os.open(upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        elif not hidden:
+            options = ""
+        if options:
+            _mount("overlay", workspace, "overlay", _MS_NOSUID | _MS_NODEV, options)
+        elif lower != workspace:
+            _mount(lower, workspace, None, _MS_BIND | _MS_REC)
+    for source, target, mapped in plan.get("keep", []):  # type: ignore[attr-defined]
+        if not (mapped and shown is not None and mapped_bind(source, target)):
+            _mount(source, target, None, _MS_BIND | _MS_REC)
+            _mount("", target, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID)
+        detach.append(str(source))
+    import socket
+
+    with socket.socket(fileno=stage_fd) as channel:
+        socket.send_fds(channel, [b"upper"], [] if upper_fd is None else [upper_fd])
+    if upper_fd is not None:
+        os.close(upper_fd)
+    for namespace in namespaces.values():
+        os.close(namespace)
+    for target in detach:
+        _detach(target)
+    _confine_root(str(plan["root"]))
+
+
+def _confine_root(root: str) -> None:
+    """Move into a copy of the file system tree mounted at `root` (a folder of it): the
+    process's root is then not its mount namespace's own, and the kernel refuses to make
+    a user namespace from such a root (nested user namespaces are off)."""
+    _mount("/", root, None, _MS_BIND | _MS_REC)
+    os.chdir(root)
+    os.chroot(".")
+    os.chdir("/")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _set_capabilities(keep: int = 0) -> None:
+    """Keep only the capabilities in the bit mask `keep` (effective and permitted), none
+    inheritable or ambient."""
+    libc = _libc()
+    _checked(libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient")
+    data = (_CapData * 2)()
+    data[0].effective = data[0].permitted = keep & 0xFFFFFFFF
+    data[1].effective = data[1].permitted = keep >> 32
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    _checked(libc.capset(ctypes.byref(header), data), "set capabilities")
+
+
+def _drop_bounding_set() -> None:
+    """Empty the bounding set: no later exec can gain a capability, not even as root."""
+    libc = _libc()
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            if ctypes.get_errno() == 22:  # EINVAL: past the last capability
+                return
+            _checked(-1, f"drop capability {cap} from the bounding set")
+
+
+def _no_capabilities_left() -> None:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            name, _, value = line.partition(":")
+            if name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") and int(value, 16):
+                raise OSError(f"the script would keep capabilities ({name} {value.strip()})")
+
+
 def _set_limit(kind: int, value: int) -> None:
     """Lower a limit to `value` (never above the hard limit already in force)."""
     _soft, hard = resource.getrlimit(kind)
@@ -114,19 +412,26 @@ def _drop_to(uid: int, gid: int) -> None:
     raise OSError("root could be regained after the user switch")
 
 
-def _exec_script(command: list[str], limits: dict[str, int], user: tuple[int, int] | None) -> None:
+def _exec_script(
+    command: list[str], limits: dict[str, int], user: tuple[int, int] | None, view: bool
+) -> None:
     """In the forked child: restore default signals, set the limits and no-new-privileges,
-    leave root, exec the script."""
+    leave root (and, in a view, every capability bubblewrap left), exec the script."""
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         for signum in (signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(signum, signal.SIG_DFL)
         for name, value in limits.items():
             _set_limit(_LIMITS[name], value)
+        if view:
+            _drop_bounding_set()
         if not _prctl(_PR_SET_NO_NEW_PRIVS, 1):
             raise OSError("no-new-privileges could not be set")
         if user is not None:
             _drop_to(*user)
+        if view:
+            _set_capabilities(0)
+            _no_capabilities_left()
         if os.geteuid() == 0 or os.getuid() == 0:
             raise OSError("a skill script never runs as root")
         os.execv(command[0], command)
@@ -200,9 +505,20 @@ def main(argv: list[str]) -> int:
     folder_fd = settings.pop("folder_fd", None)
     uid, gid = settings.pop("uid", None), settings.pop("gid", None)
     user = (int(uid), int(gid)) if uid is not None and gid is not None else None
+    view, stage = settings.pop("view", None), settings.pop("stage", None)
+    workdir = settings.pop("workdir", None)
     limits = {name: int(value) for name, value in settings.items()}
     command = argv[4:]
     os.set_inheritable(status_fd, False)
+    if view is not None and stage is not None:
+        try:
+            _set_up_view(_read_plan(int(view)), int(stage))
+            if workdir is not None:
+                os.chdir(bytes.fromhex(workdir))
+        except OSError as exc:
+            reason = " ".join(str(exc).split())
+            _report(status_fd, {"stopped": "view", "reason": reason})
+            return 0
     if folder_fd is not None:
         os.fchdir(int(folder_fd))
         os.close(int(folder_fd))
@@ -217,7 +533,10 @@ def main(argv: list[str]) -> int:
         return 0  # the server died before the death signal was set up
     child = os.fork()
     if child == 0:
-        _exec_script(command, limits, user)
+        _exec_script(command, limits, user, view is not None)
+    if view is not None:
+        # What this process still needs: as root, the right to signal the script's user.
+        _set_capabilities(1 << _CAP_KILL if user is not None else 0)
     signal.setitimer(signal.ITIMER_REAL, time_limit)
     try:
         while True:
@@ -240,7 +559,7 @@ def main(argv: list[str]) -> int:
 
 def _in_folder(folder: str) -> bool:
     """True when the working directory is the folder `folder` (``DEV:INO``) names."""
-    here = os.stat(".")  # noqa: PTH116 - pathlib is not imported here, to start fast
+    here = os.stat(".")
     return f"{here.st_dev}:{here.st_ino}" == folder
 
 

@@ -48,10 +48,12 @@ timeout, the server kills its process group and every process carrying the run i
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -63,12 +65,14 @@ from pathlib import Path
 from typing import Final, Literal
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from .. import _io
 from .._notices import notice
 from .._tracing import note_script
 from ..access import WRITE, current_scopes
+from ..change_policy import ChangePolicy
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
 from ._containment import (
@@ -84,14 +88,13 @@ from ._containment import (
 )
 from ._script_call import (
     IN_FLIGHT,
-    as_user,
     memory_note,
     no_read_only_workspace,
     open_group,
     start_call,
     sweep_call,
 )
-from ._script_output import TEMP_FILES, Capture, describe_end, read_status
+from ._script_output import Capture, describe_end, read_status
 from ._script_process import (
     BASE_ENV_NAMES,
     BOOTSTRAP,
@@ -102,8 +105,9 @@ from ._script_process import (
     script_environment,
     source_descriptor,
 )
+from ._staging import Changes, apply_changes, hidden_paths
 from .sandbox import (
-    PROTECTED_PATHS,
+    SandboxUnavailableError,
     announce_sandbox,
     bwrap_command,
     hidden_path_note,
@@ -184,15 +188,18 @@ class ScriptPolicy:
     """Processes of the whole call (a per-call cgroup's pids.max), and the processes the
     script may add to those its user runs (RLIMIT_NPROC)."""
     workspace_writable: bool = True
-    """False for a call whose token lacks the ``write`` scope: bubblewrap binds the
-    workspace read-only, and without bubblewrap the script does not run (nothing else
+    """False for a call whose token lacks the ``write`` scope: the script's view of the
+    workspace is read-only, and without bubblewrap the script does not run (nothing else
     could keep it from writing). Set per call from the request (`for_this_call`)."""
-    protected: tuple[str, ...] = PROTECTED_PATHS
-    """Paths in the workspace bubblewrap keeps read-only although it is writable (those
-    that exist when the run starts; DPTTOOLS_SCRIPT_PROTECTED)."""
-    skill_roots: tuple[Path, ...] = ()
-    """Skills folders in the workspace, kept read-only under bubblewrap all the same
-    (`from_settings` keeps only those inside it)."""
+    changes: ChangePolicy = field(default_factory=ChangePolicy)
+    """Which of a script's changes to the workspace are applied, and which secrets in it
+    scripts do not see (DPTTOOLS_SCRIPT_APPLY, _HOLD, _HIDDEN)."""
+    max_changed_files: int = 1000
+    """Files one call may create, change or delete (DPTTOOLS_SCRIPT_MAX_CHANGED_FILES)."""
+    max_changed_mb: int = 256
+    """MiB of content one call may write (DPTTOOLS_SCRIPT_MAX_CHANGED_MB)."""
+    max_calls: int = 4
+    """Script calls running at once; more wait their turn (DPTTOOLS_SCRIPT_MAX_CALLS)."""
     user: str = "nobody"
     """The user scripts run as when the server runs as root (never root itself)."""
     visible: tuple[Path, ...] = ()
@@ -220,15 +227,12 @@ class ScriptPolicy:
             max_file_size_mb=settings.script_max_file_size_mb,
             max_open_files=settings.script_max_open_files,
             max_processes=settings.script_max_processes,
-            protected=settings.script_protected,
+            changes=ChangePolicy.from_settings(settings),
+            max_changed_files=settings.script_max_changed_files,
+            max_changed_mb=settings.script_max_changed_mb,
+            max_calls=settings.script_max_calls,
             user=settings.script_user,
             visible=settings.script_visible,
-            skill_roots=tuple(
-                root
-                for root in settings.skill_roots
-                if settings.script_workspace is not None
-                and root.is_relative_to(settings.script_workspace)
-            ),
         )
 
 
@@ -247,10 +251,21 @@ class ScriptResult:
     """True when the timeout killed the script."""
     sandboxed: bool = field(default=False, compare=False)
     """True when the script ran under bubblewrap."""
+    changes: Changes | None = field(default=None, compare=False)
+    """What became of the script's changes to the workspace (under bubblewrap with a
+    writable workspace), or None."""
 
-    def to_payload(self) -> dict[str, str | int]:
-        """The JSON object `execute_skill_script` returns."""
-        return {"stdout": self.stdout, "stderr": self.stderr, "exit_code": self.exit_code}
+    def to_payload(self, room: int = 4000) -> dict[str, object]:
+        """The JSON object `execute_skill_script` returns; the lists of changed paths take
+        about `room` characters at most."""
+        payload: dict[str, object] = {
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "exit_code": self.exit_code,
+        }
+        if self.changes is not None:
+            payload["changes"] = self.changes.to_payload(room)
+        return payload
 
 
 def split_args(args: str) -> list[str]:
@@ -307,6 +322,8 @@ class _Launch:
     """Descriptors the supervisor (or bubblewrap) inherits, besides the status pipe."""
     close_after: tuple[int, ...] = ()
     """Descriptors made for the start (the code, /etc/passwd, /etc/group): closed after."""
+    stage: int | None = None
+    """The server's end of the channel the supervisor sends the staging layer through."""
 
 
 def _prepare(
@@ -320,28 +337,28 @@ def _prepare(
 
     Raises:
         SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
-        ConfigError: the script's user cannot reach the interpreter or the script.
+        ConfigError: without bubblewrap, the script's user cannot reach the interpreter
+            or the script.
     """
-    run_as = (user.uid, user.gid) if user is not None else None
-    if user is not None:
-        # Before bubblewrap is probed as that user, whose failure would say less.
-        check_reachable(user, interpreter_paths())
     announce_sandbox(policy.sandbox, policy.user)
-    bwrap = use_bwrap(policy.sandbox, run_as)
+    bwrap = use_bwrap(policy.sandbox)
     if bwrap is None and not policy.workspace_writable:
         raise no_read_only_workspace(policy)
     if user is not None and bwrap is None:
+        # Without bubblewrap the script's user looks the paths up itself.
+        check_reachable(user, interpreter_paths())
         check_open_folder(user, script.folder.fd, script.folder.path)
     limits = limits_for(policy, time_limit, user.uid if user is not None else os.getuid())
     folder = os.fstat(script.folder.fd)
     settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
+    if user is not None:
+        settings.update(uid=user.uid, gid=user.gid)
     if bwrap is None:
         # The supervisor enters the folder by this descriptor. Never under bubblewrap: a
         # descriptor of a host folder would lead out of the sandbox's file system.
         settings["folder_fd"] = script.folder.fd
         home = tempfile.mkdtemp(prefix="dpt-script-")
         if user is not None:
-            settings.update(uid=user.uid, gid=user.gid)
             os.chown(home, user.uid, user.gid)
         source_fd = source_descriptor(script.source)
         return _Launch(
@@ -354,27 +371,87 @@ def _prepare(
         bind_path, bind_fd = Path(os.path.realpath(skill_dir)), None
     else:
         bind_path, bind_fd = script.folder.path, script.folder.fd
+    workspace = policy.workspace
+    hidden = (
+        hidden_paths(workspace, policy.changes)
+        if workspace is not None and workspace.is_dir()
+        else []
+    )
+    changed_bytes = policy.max_changed_mb << 20
     etc_fds = [source_descriptor(content) for content in etc_files(user)]
-    prefix = bwrap_command(
+    call = bwrap_command(
         bwrap,
         skill_dir=bind_path,
         skill_dir_fd=bind_fd,
         workdir=script.folder.path,
-        workspace=policy.workspace,
+        workspace=workspace,
         network=policy.network,
-        temp_size_bytes=limits["fsize"] * TEMP_FILES,
+        temp_size_bytes=limits["fsize"],
         also_readable=[_SUPERVISOR.parent],
         workspace_writable=policy.workspace_writable,
-        protected=policy.protected,
-        skill_roots=policy.skill_roots,
         visible=policy.visible,
         etc_data=list(zip(etc_fds, ("/etc/passwd", "/etc/group"), strict=True)),
+        as_root=os.geteuid() == 0,
+        script_ids=(user.uid, user.gid) if user is not None else None,
+        hidden=hidden,
+        # Room for the limits, for folders copied up, and for each small file's page.
+        stage_bytes=changed_bytes + policy.max_changed_files * 4096 + (8 << 20),
+        stage_files=policy.max_changed_files * 2 + 256,
     )
+    plan_fd = source_descriptor(json.dumps(call.view_plan).encode())
+    stage_server, stage_supervisor = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stage_fd = stage_supervisor.detach()
+    server_end = stage_server.detach()
+    settings.update(view=plan_fd, stage=stage_fd, workdir=os.fsencode(script.folder.path).hex())
     # bubblewrap binds the skill's folder from its descriptor, then closes it.
     bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
     source_fd = source_descriptor(script.source)
-    made = (source_fd, *etc_fds)
-    return _Launch(limits, prefix, None, source_fd, settings, (*bound, *made), made)
+    made = (source_fd, plan_fd, stage_fd, *etc_fds)
+    return _Launch(
+        limits, call.prefix, None, source_fd, settings, (*bound, *made), made, server_end
+    )
+
+
+def _apply_layer(layer: int, policy: ScriptPolicy) -> Changes:
+    """Apply the call's changes in `layer` by the policy (see `_staging`); close it."""
+    try:
+        assert policy.workspace is not None
+        changes = apply_changes(
+            layer,
+            policy.workspace,
+            policy.changes,
+            max_files=policy.max_changed_files,
+            max_bytes=policy.max_changed_mb << 20,
+        )
+    finally:
+        os.close(layer)
+    logger.info("skill script changes to the workspace: %s", changes.summary())
+    for path, why in changes.held:
+        logger.info("held back: %s", why if path in why else f"{path}: {why}")
+    return changes
+
+
+def _received_layer(stage: int) -> int | None:
+    """The staging layer's descriptor the supervisor sent, or None (it sent none: the
+    view failed, or the workspace is read-only)."""
+    with socket.socket(fileno=stage) as channel:
+        channel.setblocking(False)
+        try:
+            _message, fds, _flags, _address = socket.recv_fds(channel, 16, 1)
+        except (BlockingIOError, OSError):
+            return None
+    return fds[0] if fds else None
+
+
+_LIMITER: list[tuple[object, int, anyio.CapacityLimiter]] = []
+
+
+def _call_limiter(size: int) -> anyio.CapacityLimiter:
+    """The limiter of concurrent script calls of this event loop (DPTTOOLS_SCRIPT_MAX_CALLS)."""
+    token = anyio.lowlevel.current_token()
+    if not _LIMITER or _LIMITER[0][0] is not token or _LIMITER[0][1] != size:
+        _LIMITER[:] = [(token, size, anyio.CapacityLimiter(size))]
+    return _LIMITER[0][2]
 
 
 async def run_script(
@@ -424,6 +501,19 @@ async def _run_checked(
 ) -> ScriptResult:
     """`run_script` for a script already opened; the descriptors stay its caller's."""
     policy = (policy or ScriptPolicy()).for_this_call()
+    async with _call_limiter(policy.max_calls):
+        return await _run_now(script, argv, time_limit, output_limit, policy, skill_dir)
+
+
+async def _run_now(
+    script: ScriptFile,
+    argv: list[str],
+    time_limit: float,
+    output_limit: int,
+    policy: ScriptPolicy,
+    skill_dir: Path | None,
+) -> ScriptResult:
+    """`_run_checked` once the call's turn has come."""
     contain_server()
     user = script_user(policy.user)
     # The first call also probes bubblewrap (a short subprocess): off the event loop.
@@ -435,6 +525,7 @@ async def _run_checked(
     began, began_ticks = time.time(), call_start_ticks()
     call_group = open_group(run_id, policy)
     env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
+    layer: int | None = None
     settings: dict[str, float | str] = {"time_limit": time_limit, **launch.settings}
     if not sandboxed:
         settings["parent"] = os.getpid()
@@ -449,6 +540,7 @@ async def _run_checked(
         ",".join(f"{name}={value}" for name, value in settings.items()),
         "--",
         sys.executable,
+        "-B",
         "-c",
         BOOTSTRAP,
         str(launch.source_fd),
@@ -464,12 +556,10 @@ async def _run_checked(
     out = Capture(output_limit)
     err = Capture(output_limit)
     drained = anyio.Event()
-    # Under bubblewrap, bubblewrap itself starts as the script's user (see sandbox.py).
-    run_as = as_user(user) if sandboxed else {}
+    # bubblewrap starts as the server's user, which opens every path (see sandbox.py);
+    # the supervisor drops to the script's user. Without it the supervisor drops too.
     try:
-        process = await start_call(
-            command, env, (status_write, *launch.pass_fds), run_as, call_group
-        )
+        process = await start_call(command, env, (status_write, *launch.pass_fds), call_group)
     finally:
         os.close(status_write)
         for fd in launch.close_after:
@@ -519,6 +609,19 @@ async def _run_checked(
             )
         if temp_home is not None:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp_home, ignore_errors=True))
+        if launch.stage is not None:
+            # Every process of the call has ended: the layer holds all it changed.
+            layer = _received_layer(launch.stage)
+    changes = None
+    if layer is not None:
+        changes = await anyio.to_thread.run_sync(_apply_layer, layer, policy)
+    if status.get("stopped") == "view":
+        raise SandboxUnavailableError(
+            "bubblewrap started, but the script's view of the workspace could not be built "
+            f"({status.get('reason', 'no reason given')}); nothing ran. Check that the kernel "
+            "allows overlayfs and tmpfs mounts in the sandbox (Linux 5.11 or later), or "
+            "set DPTTOOLS_SCRIPT_SANDBOX=none to run scripts without bubblewrap."
+        )
     if left:
         logger.warning("killed %d process(es) skill script %s left behind", left, script.path)
     memory = memory_note(call_group, policy)
@@ -544,7 +647,9 @@ async def _run_checked(
             )
         stderr = f"{stderr}\n{message}" if stderr else message
         note_script(-1, sandboxed)
-        return ScriptResult(stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed)
+        return ScriptResult(
+            stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed, changes=changes
+        )
     # Exactly this report, with nothing of a run after it (the supervisor adds
     # ``subreaper`` and ``killed`` to every report of a script it started).
     if status == {"stopped": "moved"}:
@@ -564,7 +669,9 @@ async def _run_checked(
             message = "Stopped: the run was ended from outside (SIGTERM to its supervisor)."
         stderr = f"{stderr}\n{message}" if stderr else message
         note_script(-1, sandboxed, message)
-        return ScriptResult(stdout, stderr, -1, timed_out=timed_out, sandboxed=sandboxed)
+        return ScriptResult(
+            stdout, stderr, -1, timed_out=timed_out, sandboxed=sandboxed, changes=changes
+        )
     code = status.get("exit_code")
     signum = status.get("signal")
     exit_code = int(code) if isinstance(code, int) else -int(signum or 1)
@@ -583,4 +690,4 @@ async def _run_checked(
     if status.get("killed"):
         logger.debug("killed %s process(es) the skill script left running", status["killed"])
     note_script(exit_code, sandboxed, ending)
-    return ScriptResult(stdout, stderr, exit_code, sandboxed=sandboxed)
+    return ScriptResult(stdout, stderr, exit_code, sandboxed=sandboxed, changes=changes)
