@@ -168,6 +168,8 @@ def _mapping_namespace(disk: tuple[int, int], shown: tuple[int, int]) -> int:
         try:
             os.close(ready_read)
             os.close(done_write)
+            # The parent opens this process's namespace through /proc.
+            _prctl(_PR_SET_DUMPABLE, 1)
             _checked(_libc().unshare(_CLONE_NEWUSER), "new user namespace")
             os.write(ready_write, b"1")
             os.read(done_read, 1)
