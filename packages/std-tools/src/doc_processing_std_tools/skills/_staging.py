@@ -107,7 +107,9 @@ class _Entry:
     """(descriptor of its folder in the layer, its name) for a write; the descriptor
     stays open until the changes are applied."""
     keep: frozenset[str] = frozenset()
-    """For ``clear``: the names the layer holds in that folder (everything else goes)."""
+    """For ``clear``: the names the layer holds in that folder (everything else goes);
+    for ``mkdir``: the same, so that an empty new folder is made at once and one with
+    content only when something in it is applied."""
 
 
 def _kind(mode: int) -> Kind:
@@ -200,11 +202,12 @@ def _scan(
                 child = os.open(name, _DIR_FLAGS, dir_fd=upper_fd)
                 held.append(child)
                 there = _lstat(workspace_fd, rel)
+                with os.scandir(child) as listing:
+                    inside = frozenset(e.name for e in listing)
                 if there is None or not stat.S_ISDIR(there.st_mode):
-                    yield _Entry("mkdir", rel, "dir", stat.S_IMODE(mode))
+                    yield _Entry("mkdir", rel, "dir", stat.S_IMODE(mode), keep=inside)
                 elif _opaque(child):
-                    with os.scandir(child) as listing:
-                        yield _Entry("clear", rel, "dir", keep=frozenset(e.name for e in listing))
+                    yield _Entry("clear", rel, "dir", keep=inside)
                 yield from _scan(child, workspace_fd, rel, held)
                 continue
             if stat.S_ISREG(mode):
@@ -232,6 +235,8 @@ class _Applier:
         self.fd = workspace_fd
         self.policy = policy
         self.changes = Changes()
+        self.pending: dict[PurePosixPath, int] = {}
+        """New folders made once something in them is applied (folder -> mode)."""
         top = os.fstat(workspace_fd)
         self.owner = (top.st_uid, top.st_gid) if os.geteuid() == 0 else None
 
@@ -266,6 +271,10 @@ class _Applier:
         if why is not None:
             self.hold(rel, why)
             return
+        if entry.action == "mkdir" and entry.keep:
+            self.pending[rel] = entry.mode or 0o755
+            return
+        self.make_parents(rel)
         parent = _open_parent(self.fd, rel)
         if parent is None:
             self.hold(rel, f"{rel}: its folder is not in the workspace (it was held back)")
@@ -286,6 +295,13 @@ class _Applier:
             self.write(parent, rel, entry, there)
         finally:
             os.close(parent)
+
+    def make_parents(self, rel: PurePosixPath) -> None:
+        """Make the new folders above `rel` that wait for content."""
+        for folder in reversed(rel.parents):
+            mode = self.pending.pop(folder, None)
+            if mode is not None:
+                self.apply(_Entry("mkdir", folder, "dir", mode))
 
     def open_folder(self, rel: PurePosixPath) -> int | None:
         parent = _open_parent(self.fd, rel)
