@@ -79,7 +79,7 @@ def test_a_link_to_a_held_back_file_is_judged_by_its_target(ws: Workspace, root:
     (root / "notes.md").symlink_to("AGENTS.md")
     (root / ".git").mkdir()
     (root / "vcs").symlink_to(".git")
-    with pytest.raises(ChangeRefusedError, match="AGENTS.md"):
+    with pytest.raises(ChangeRefusedError, match=r"AGENTS\.md"):
         ops.write_file(ws, "notes.md", "planted")
     with pytest.raises(ChangeRefusedError, match=r"\.git"):
         ops.write_file(ws, "vcs/config", "[core]\n\tfsmonitor = touch /tmp/x\n")
