@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPLICABLE_CLASSES",
     "CLASSES",
+    "FILE_TOOLS_POLICY",
     "HELD_PATTERNS",
     "HIDDEN_PATTERNS",
     "WRITABLE_CLASSES",
@@ -538,6 +539,10 @@ def _protected_files(settings: Settings) -> tuple[Path, ...]:
         if path is not None:
             found.append(path.absolute())
     return tuple(found)
+
+
+FILE_TOOLS_POLICY: Final = ChangePolicy(hide=(), variable="DPTTOOLS_WRITE_ALLOW")
+"""The file tools' policy before settings add the skills folders, lock and index."""
 
 
 def announce_policy(policy: ChangePolicy, logger: logging.Logger | None = None) -> None:
