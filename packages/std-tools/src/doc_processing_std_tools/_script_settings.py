@@ -137,7 +137,7 @@ def script_fields(raw: Callable[[str], str], env: Mapping[str, str]) -> dict[str
 
     if env.get("DPTTOOLS_SCRIPT_PROTECTED", "").strip():
         raise ConfigError(
-            "DPTTOOLS_SCRIPT_PROTECTED is no longer read: a script's changes to the workspace "
+            "DPTTOOLS_SCRIPT_PROTECTED is not a setting: a script's changes to the workspace "
             "are staged and applied by the change policy, which holds back version-control, "
             "agent, build and skills files by itself. Move the extra paths to "
             "DPTTOOLS_SCRIPT_HOLD (same format: names or relative paths, commas between) and "

@@ -29,7 +29,17 @@ ALLOWED_NAME = "DPT_TEST_ALLOWED_SETTING"
 DUMP = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 #: Every name a script may receive without an allow-list (bubblewrap sets PWD to the
 #: script's folder).
-MINIMAL = {*BASE_ENV_NAMES, "HOME", "TMPDIR", RUN_ID_VARIABLE, "DPTTOOLS_WORKSPACE_DIR", "PWD"}
+MINIMAL = {
+    *BASE_ENV_NAMES,
+    "HOME",
+    "TMPDIR",
+    RUN_ID_VARIABLE,
+    "DPTTOOLS_WORKSPACE_DIR",
+    "PWD",
+    # Bytecode off: none written, none shipped next to a source used.
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONPYCACHEPREFIX",
+}
 WARNING = "WITHOUT the bubblewrap sandbox"
 
 

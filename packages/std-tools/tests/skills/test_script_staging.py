@@ -71,10 +71,18 @@ def workspace(private: Path) -> Path:
     return root
 
 
+_NUMBERS: list[int] = []
+
+
+def next_number() -> int:
+    _NUMBERS.append(len(_NUMBERS))
+    return _NUMBERS[-1]
+
+
 async def run(
     private: Path, workspace: Path, code: str, args: list[str] | None = None, **policy: object
 ) -> ScriptResult:
-    folder = skill(private / "skills", code, f"attack-{len(list(private.glob('skills/*')))}")
+    folder = skill(private / "skills", code, f"attack-{next_number()}")
     settings = ScriptPolicy(
         sandbox="bwrap",
         workspace=workspace,
@@ -99,12 +107,16 @@ def snapshot(root: Path) -> dict[str, tuple[int, bytes | str]]:
             path = Path(folder, name)
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
-                found[str(path.relative_to(root))] = (info.st_mode, os.readlink(path))
+                found[str(path.relative_to(root))] = (info.st_mode, str(path.readlink()))
             elif stat.S_ISREG(info.st_mode):
                 found[str(path.relative_to(root))] = (info.st_mode, path.read_bytes())
             else:
                 found[str(path.relative_to(root))] = (info.st_mode, b"")
     return found
+
+
+def owner(path: Path) -> int:
+    return path.stat().st_uid
 
 
 def held(result: ScriptResult) -> dict[str, str]:
@@ -173,12 +185,16 @@ async def test_agent_build_vcs_skills_and_bytecode_files_are_held_back(
     after = snapshot(workspace)
     del after["out"], after["out/report.txt"]
     assert after == before
-    payload = result.to_payload()
+    payload = result.to_payload(room=100_000)
     changes = payload["changes"]
     assert isinstance(changes, dict)
     assert changes["applied"] == 2 and changes["held_back"] == len(reasons) >= len(PLANTED)
     assert {"path": "AGENTS.md", "why": reasons["AGENTS.md"]} in changes["held_back_paths"]
     json.dumps(payload)
+    # Within a small output limit the lists are cut and say how many were left out.
+    small = result.to_payload(room=200)["changes"]
+    assert isinstance(small, dict)
+    assert small["held_back_left_out"] + len(small["held_back_paths"]) == len(reasons)
 
 
 READER = """\
@@ -348,8 +364,8 @@ async def test_tmp_and_dev_shm_are_bounded(private: Path, workspace: Path) -> No
     result = await run(private, workspace, TEMPS, max_file_size_mb=16)
     assert result.exit_code == 0, result.stderr
     sizes = dict(line.split() for line in result.stdout.splitlines())
-    # Together they hold the largest file allowed (16 MiB): three quarters and a quarter.
-    assert int(sizes["/tmp"]) <= 12 and int(sizes["/dev/shm"]) <= 4
+    # /tmp holds the largest file allowed (16 MiB), /dev/shm a quarter of that.
+    assert 0 < int(sizes["/tmp"]) <= 16 and 0 < int(sizes["/dev/shm"]) <= 4
 
 
 NESTED = """\
@@ -399,9 +415,8 @@ async def test_edits_deletions_and_a_folder_made_again_are_applied_as_the_worksp
     # The folder was emptied as far as the script could see it: its hidden secret stays.
     assert not (workspace / "config" / "app.toml").exists()
     assert (workspace / "config" / ".env.production").exists()
-    owner = workspace.stat().st_uid
     for rel in ("notes.txt", "config/new.toml"):
-        assert (workspace / rel).stat().st_uid == owner
+        assert owner(workspace / rel) == owner(workspace)
     assert result.changes is not None
     assert {"notes.txt", "config/new.toml", "-config/app.toml"} <= set(result.changes.applied)
     assert "old.txt" not in result.changes.applied
@@ -422,11 +437,11 @@ async def test_as_root_a_root_owned_private_workspace_gets_the_scripts_output(
 ) -> None:
     # Neither the skills nor the workspace can be looked up by the script's user: both
     # lie in a folder of mode 0700 owned by root, and the workspace is root's.
-    assert stat.S_IMODE(private.stat().st_mode) == 0o700
-    assert workspace.stat().st_uid == 0
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o700  # noqa: PTH116
+    assert owner(workspace) == 0
     result = await run(private, workspace, PLANTER, ["out.txt"])
     assert result.exit_code == 0, result.stderr
-    assert (workspace / "out.txt").stat().st_uid == 0
+    assert owner(workspace / "out.txt") == 0
     assert result.changes is not None and result.changes.applied == ["out.txt"]
 
 
@@ -441,7 +456,8 @@ async def test_a_shipped_pyc_is_never_used_and_no_bytecode_is_written(
     import py_compile
 
     folder = skill(
-        private / "skills", "import helper, sys\nprint(helper.VALUE, sys.flags.dont_write_bytecode)\n"
+        private / "skills",
+        "import helper, sys\nprint(helper.VALUE, sys.flags.dont_write_bytecode)\n",
     )
     helper = folder / "scripts" / "helper.py"
     helper.write_text(HELPER_GOOD, encoding="utf-8")

@@ -79,8 +79,9 @@ def describe_end(
         )
     if "[Errno 28] No space left on device" in err_tail:
         return (
-            "Stopped: no space left. Under bubblewrap /tmp and /dev/shm together hold "
-            f"{policy.max_file_size_mb} MiB (DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB), and one call "
+            "Stopped: no space left. Under bubblewrap /tmp holds "
+            f"{policy.max_file_size_mb} MiB (DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB) and /dev/shm a "
+            "quarter of that, and one call "
             f"may change {policy.max_changed_files} files and {policy.max_changed_mb} MiB in "
             "the workspace (DPTTOOLS_SCRIPT_MAX_CHANGED_FILES, DPTTOOLS_SCRIPT_MAX_CHANGED_MB)."
         )

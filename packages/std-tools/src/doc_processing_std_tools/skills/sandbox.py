@@ -430,8 +430,8 @@ def bwrap_command(
     The script sees only what is listed here (an allow-list over an empty root): the
     system folders and /etc pieces (`system_binds`), the Python installation and
     virtual environment, the `also_readable` folders (the supervisor's) and the
-    `visible` ones (DPTTOOLS_SCRIPT_VISIBLE), read-only; a fresh, bounded /tmp and
-    /dev/shm (together `temp_size_bytes`), a small /dev and a fresh /proc; `skill_dir`
+    `visible` ones (DPTTOOLS_SCRIPT_VISIBLE), read-only; a fresh /tmp bounded to
+    `temp_size_bytes` and a /dev/shm to a quarter of it, a small /dev and a fresh /proc; `skill_dir`
     read-only, and `workspace` (when given) as its view: the workspace below, read-only,
     with the `hidden` paths (relative) taken out, and, when `workspace_writable`, a
     layer above it on a tmpfs of `stage_bytes` bytes and `stage_files` files where every
@@ -451,11 +451,10 @@ def bwrap_command(
     args = [status.bwrap, *system_binds(network)]
     for fd, dest in etc_data:
         args += ["--ro-bind-data", str(fd), dest]
-    shm = temp_size_bytes // 4
-    args += _device_nodes(shm, status.tmpfs_size)
+    args += _device_nodes(max(temp_size_bytes // 4, 1 << 20), status.tmpfs_size)
     args += ["--proc", "/proc", "--perms", "01777"]
     if status.tmpfs_size:
-        args += ["--size", str(temp_size_bytes - shm)]
+        args += ["--size", str(temp_size_bytes)]
     args += ["--tmpfs", "/tmp"]
     made.add(Path("/tmp"))
     # After the fresh /tmp: a later mount covers an earlier one, and a virtual

@@ -263,7 +263,9 @@ class ScriptResult:
             "stderr": self.stderr,
             "exit_code": self.exit_code,
         }
-        if self.changes is not None:
+        if self.changes is not None and (
+            self.changes.applied or self.changes.held or self.changes.refused
+        ):
             payload["changes"] = self.changes.to_payload(room)
         return payload
 
