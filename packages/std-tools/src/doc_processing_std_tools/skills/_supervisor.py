@@ -33,7 +33,9 @@ What it does:
    no-new-privileges (``PR_SET_NO_NEW_PRIVS``: a set-user-ID file it runs gains nothing,
    and every process of the script carries the flag, which the server's sweep looks
    for), drops to ``uid``/``gid`` when given (supplementary groups, group, user, in that
-   order, each checked), refuses to go on as root, and execs CMD.
+   order, each checked), refuses to go on as root, installs the system-call filter that
+   keeps the script from making set-user-ID or set-group-ID files (`_seccomp`), and
+   execs CMD.
 6. Waits for the script to end, the time limit, or SIGTERM, then kills every process
    left in its subtree and reaps them until it has no child left: only then is the run
    over, and nothing the script started is running.
@@ -436,10 +438,22 @@ def _exec_script(
             _no_capabilities_left()
         if os.geteuid() == 0 or os.getuid() == 0:
             raise OSError("a skill script never runs as root")
+        _deny_setid_files()
         os.execv(command[0], command)
     except BaseException as exc:  # the child must never return to the supervisor's code
         os.write(2, f"could not start the script: {exc}\n".encode())
     os._exit(127)
+
+
+def _deny_setid_files() -> None:
+    """Install the system-call filter that keeps the script from making a set-user-ID or
+    set-group-ID file (`_seccomp`, loaded from this file's folder: the package is not on
+    the path of this interpreter). On a machine the filter does not know, nothing is
+    installed (the documentation says so); a filter the kernel refuses stops the start."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
+    import _seccomp  # type: ignore[import-not-found]
+
+    _seccomp.install()
 
 
 def _own_children() -> list[int] | None:
