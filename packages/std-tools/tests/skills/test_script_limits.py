@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.skills.sandbox import sandbox_status
 from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
@@ -13,7 +14,7 @@ from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
 pytestmark = pytest.mark.anyio
 
 MODES = [
-    pytest.param("none", id="none"),
+    pytest.param("none", id="none", marks=without_bwrap_as_root),
     pytest.param(
         "bwrap",
         id="bwrap",

@@ -26,7 +26,7 @@ import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
-from script_user_access import give_to_script_user
+from script_user_access import give_to_script_user, without_bwrap_as_root
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
@@ -43,7 +43,7 @@ needs_bwrap = pytest.mark.skipif(
 
 #: The modes the process tests run under: always without, and with bubblewrap.
 MODES = [
-    pytest.param("none", id="none"),
+    pytest.param("none", id="none", marks=without_bwrap_as_root),
     pytest.param("bwrap", id="bwrap", marks=needs_bwrap),
 ]
 

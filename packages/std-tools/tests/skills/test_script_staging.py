@@ -260,7 +260,10 @@ ws = os.environ["DPTTOOLS_WORKSPACE_DIR"]
 def made(name, mode):
     path = os.path.join(ws, name)
     open(path, "w").write("x\\n")
-    os.chmod(path, mode)
+    try:
+        os.chmod(path, mode)
+    except PermissionError:  # the system-call filter refuses set-ID modes
+        os.chmod(path, mode & 0o777)
 made("setuid", 0o4755)
 made("setgid", 0o2644)
 made("open-to-all", 0o666)

@@ -31,7 +31,7 @@ import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
-from script_user_access import SCRIPT_USER, give_to_script_user, runs_as_root
+from script_user_access import SCRIPT_USER, give_to_script_user, runs_as_root, without_bwrap_as_root
 
 from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.errors import ConfigError
@@ -52,7 +52,7 @@ needs_cgroup = pytest.mark.skipif(
 )
 
 MODES = [
-    pytest.param("none", id="none"),
+    pytest.param("none", id="none", marks=without_bwrap_as_root),
     pytest.param("bwrap", id="bwrap", marks=needs_bwrap),
 ]
 #: Who the server runs as: this test's user, and (as root) the scripts' user as well.

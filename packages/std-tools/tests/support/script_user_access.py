@@ -130,3 +130,32 @@ def reach_tmp_folders(request: pytest.FixtureRequest) -> None:
         tmp_path: Path = request.getfixturevalue("tmp_path")
         open_paths([tmp_path])
         tmp_path.chmod(0o777)
+
+
+def interpreter_out_of_reach() -> str | None:
+    """As root: why the scripts' user cannot start the interpreter without bubblewrap
+    (it lies under a private folder, such as a pyenv in root's home), or None. Under
+    bubblewrap the server opens every path itself, so this never matters there."""
+    if not runs_as_root():
+        return None
+    from doc_processing_std_tools.skills._containment import (
+        interpreter_paths,
+        reach_problem,
+        script_user,
+    )
+
+    user = script_user(SCRIPT_USER)
+    return None if user is None else reach_problem(user, interpreter_paths())
+
+
+_OUT_OF_REACH = interpreter_out_of_reach()
+
+without_bwrap_as_root = pytest.mark.skipif(
+    _OUT_OF_REACH is not None,
+    reason=(
+        "without bubblewrap a root server's scripts run as the script user, which must "
+        f"reach the interpreter itself: {_OUT_OF_REACH}"
+    ),
+)
+"""For a test that runs scripts without bubblewrap: skipped as root when the scripts'
+user cannot reach this interpreter (the tests never open folders outside their own)."""

@@ -684,9 +684,13 @@ async def _run_now(
             stderr = f"{stderr}\n{ending}" if stderr else ending
             notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
         else:
-            note = permission_note(err.tail, user)
-            if sandboxed:
-                note = hidden_path_note(err.tail, launch.prefix, script.folder.path) or note
+            # Under bubblewrap the script writes its own view of the workspace, so a
+            # refused write is not a matter of the workspace's owner.
+            note = (
+                hidden_path_note(err.tail, launch.prefix, script.folder.path)
+                if sandboxed
+                else permission_note(err.tail, user)
+            )
             if note:
                 stderr = stderr.rstrip("\n") + "\n" + note
     if status.get("killed"):
