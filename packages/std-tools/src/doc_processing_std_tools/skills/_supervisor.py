@@ -307,9 +307,10 @@ def _set_up_view(plan: dict[str, object], stage_fd: int) -> None:
             top = os.stat(lower)
             os.chown(upper, top.st_uid, top.st_gid)
             os.chmod(upper, stat.S_IMODE(top.st_mode))
-            options += f",upperdir={upper},workdir={work},redirect_dir=off"
-            if shown is None:
-                options += ",userxattr"
+            options += f",upperdir={upper},workdir={work}"
+            # A folder renamed in the view is copied, never recorded as a redirect
+            # (``userxattr``, which a user namespace needs, implies as much).
+            options += ",redirect_dir=off" if shown is not None else ",userxattr"
             upper_fd = os.open(upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         elif not hidden:
             options = ""

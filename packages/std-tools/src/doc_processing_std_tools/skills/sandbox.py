@@ -182,19 +182,19 @@ def mount(source, target, kind, data):
 mount("probe", "/tmp", "tmpfs", "size=1m")
 for name in ("lower", "upper", "work", "view"):
     os.mkdir("/tmp/" + name)
-extra = "" if sys.argv[1] == "root" else ",userxattr"
+extra = ",redirect_dir=off" if sys.argv[1] == "root" else ",userxattr"
 mount("probe", "/tmp/view", "overlay",
-      "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work,redirect_dir=off" + extra)
+      "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work" + extra)
 """
 
 
 def _explain(detail: str, as_root: bool) -> str:
     """What bubblewrap's own last line of error means here, and what to do."""
     lowered = detail.lower()
-    if "mounting overlay" in lowered:
+    if "mounting overlay" in lowered or "mounting tmpfs" in lowered:
         return (
-            f"{detail}; scripts see the workspace through an overlay, which needs a kernel "
-            "that allows overlayfs in a user namespace (Linux 5.11 or later)"
+            f"{detail}; scripts see the workspace through an overlay on a tmpfs, which "
+            "needs a kernel that allows both in a user namespace (Linux 5.11 or later)"
         )
     if "namespace" in lowered or "operation not permitted" in lowered:
         if as_root:
@@ -222,7 +222,9 @@ def sandbox_status() -> SandboxStatus:
             None, f"bubblewrap is not installed (no bwrap on PATH); {INSTALL_HINT}"
         )
     as_root = os.geteuid() == 0
-    probe = [found, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    # No --dev: bubblewrap would then run the command in a nested user namespace, which
+    # may not mount anything (the script's sandbox makes its own small /dev instead).
+    probe = [found, "--ro-bind", "/", "/", "--proc", "/proc"]
     probe += [*_namespaces(network=False, as_root=as_root), "--"]
     probe += [sys.executable, "-I", "-S", "-c", _PROBE_CODE, "root" if as_root else "user"]
     try:
@@ -388,7 +390,7 @@ def _device_nodes(shm_bytes: int, tmpfs_size: bool) -> list[str]:
     standard streams, and a bounded /dev/shm; /dev itself read-only. (bubblewrap's own
     ``--dev`` would make the supervisor's user namespace a nested one, which may not
     mount the script's view.)"""
-    args = ["--perms", "0755", "--size", "65536", "--tmpfs", "/dev"]
+    args = ["--perms", "0755", *(["--size", "65536"] if tmpfs_size else []), "--tmpfs", "/dev"]
     for name in ("null", "zero", "full", "random", "urandom", "tty"):
         if Path("/dev", name).exists():
             args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
