@@ -6,14 +6,26 @@ sandbox is on), where SETTINGS is ``name=value`` pairs joined by commas: ``time_
 ``parent`` (the server's pid, left out under bubblewrap), ``folder`` (``DEV:INO``, the
 device and inode of the script's folder as the server checked it), ``folder_fd`` (an open
 descriptor of that folder, passed without bubblewrap only), ``uid`` and ``gid`` (the user
-the script runs as, when the supervisor runs as root without bubblewrap) and one per
+the script runs as, when the supervisor runs as root), under bubblewrap ``view`` (a
+descriptor holding the view's plan, JSON), ``stage`` (a socket to send the server the
+staging layer through) and ``workdir`` (the script's folder, hex-encoded), and one per
 resource limit (``as``, ``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a
-few standard modules only (no json or pathlib, and their imports), so it starts fast
-without the site packages, and it never writes to standard output or error, which belong
-to the script.
+few standard modules only (json and socket only under bubblewrap, no pathlib), so it
+starts fast without the site packages, and it never writes to standard output or error,
+which belong to the script.
 
 What it does:
 
+0. Under bubblewrap, builds the script's view while it still holds the capabilities
+   bubblewrap gave it (`_set_up_view`): a tmpfs bounded by the limits on changes holds
+   the upper layer and a layer of whiteouts hiding the secrets; as root the workspace
+   and the skill are bound through idmapped mounts that show their owner as the
+   scripts' user; the overlay goes over the workspace, the read-only folders inside it
+   are bound again over it; the upper layer's descriptor goes to the server; the
+   staging mounts are detached; then it moves into a copy of the tree mounted on a
+   folder of it, whose root is not the mount namespace's own, so that no user namespace
+   can be made from it. Any failure is reported as ``stopped=view`` with a ``reason``,
+   and nothing runs.
 1. Makes itself not dumpable (``PR_SET_DUMPABLE`` 0), so that a script running as the
    same user cannot open its descriptors through ``/proc`` and write a false report into
    the status pipe (only a process with ``CAP_SYS_PTRACE`` still could, and scripts never
@@ -33,7 +45,9 @@ What it does:
    no-new-privileges (``PR_SET_NO_NEW_PRIVS``: a set-user-ID file it runs gains nothing,
    and every process of the script carries the flag, which the server's sweep looks
    for), drops to ``uid``/``gid`` when given (supplementary groups, group, user, in that
-   order, each checked), refuses to go on as root, installs the system-call filter that
+   order, each checked); under bubblewrap it empties the bounding set first and drops
+   every capability left (and checks that none is), refuses to go on as root, installs
+   the system-call filter that
    keeps the script from making set-user-ID or set-group-ID files (`_seccomp`), and
    execs CMD.
 6. Waits for the script to end, the time limit, or SIGTERM, then kills every process
@@ -42,6 +56,8 @@ What it does:
 7. Writes its report to STATUS_FD, one ``name=value`` line each: how the script ended
    (``exit_code`` or ``signal``), or ``stopped`` (``timeout``, ``terminated`` or
    ``moved``), the CPU seconds it used, and how many leftover processes it had to kill.
+   Under bubblewrap, once the script runs, it keeps no capability but, as root, the
+   right to signal the script's processes (CAP_KILL).
 """
 
 # pathlib is not imported here, to start fast.

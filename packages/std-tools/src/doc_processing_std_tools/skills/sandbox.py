@@ -1,58 +1,59 @@
 """Bubblewrap for skill scripts: whether it can be used here, and the command that confines
-one run.
+one call.
 
-`sandbox_status()` looks for ``bwrap`` on the server's PATH and runs it once with the same
-namespaces a script gets; the answer is kept for the life of the process. `use_bwrap()`
-turns DPTTOOLS_SCRIPT_SANDBOX into a yes or no for one run (``bwrap`` without a working
-bubblewrap is a `SandboxUnavailableError`), and `announce_sandbox()` logs once, at server
-start-up, what scripts will run under (a WARNING when ``auto`` finds no usable bubblewrap).
+`sandbox_status()` looks for ``bwrap`` on the server's PATH and runs it once the way a
+script's sandbox runs (the supervisor's capabilities, an overlay on a tmpfs); the answer,
+with the real cause when it fails (bubblewrap's own last line and what it means here), is
+kept for the life of the process. `use_bwrap()` turns DPTTOOLS_SCRIPT_SANDBOX into a yes or
+no for one call (``bwrap`` without a working bubblewrap is a `SandboxUnavailableError`), and
+`announce_sandbox()` logs once, at server start-up, what scripts will run under (a WARNING
+naming the cause when ``auto`` finds no usable bubblewrap).
 
-`bwrap_command()` builds the bubblewrap command line for one run (a server running as
-root starts it as the scripts' user, so bubblewrap builds an unprivileged user namespace
-and holds no privilege of its own on the host):
+`bwrap_command()` builds the command line of one call and the plan of the script's view.
+bubblewrap runs as the server's own user, so every path it binds is looked up by the
+server, never by the script's user: Python under a private home and skills or a workspace
+in private folders work. As root it makes its namespaces without a user namespace (no
+identity of the host is mapped into one); otherwise in a user namespace of the server's
+user. Its command is the supervisor, holding the few capabilities of `VIEW_CAPABILITIES`
+while it builds the view (`_supervisor`), which then drops them all, and, as root, drops to
+the scripts' user, before the script runs. The sandbox holds:
 
 - an empty root, made read-only at the end, holding only an allow-list: the system
   folders (`SYSTEM_FOLDERS`, merged-/usr links kept as links) and pieces of /etc
   (`ETC_FILES`, and `NETWORK_ETC_FILES` with the network) read-only; a generated
   /etc/passwd and /etc/group (from descriptors); the Python installation and virtual
   environment, the supervisor's folder and the DPTTOOLS_SCRIPT_VISIBLE folders,
-  read-only; a fresh /dev and /proc, and a fresh, writable, bounded /tmp (HOME and
-  TMPDIR of the script);
-- then the workspace (when DPTTOOLS_WORKSPACE_DIR is set: read-write, or read-only for a
-  call whose token lacks the ``write`` scope) and the skill's folder read-only, in that
-  order, so the skill stays read-only even inside a writable workspace. The skill's
-  folder is bound from the descriptor the server opened and checked (``--ro-bind-fd``,
-  bubblewrap 0.5 and later), so a link swapped in for it by name cannot put another
-  folder in its place;
-- in a writable workspace, right after it (a later bind covers an earlier one), each
-  protected path that exists when the run starts (`PROTECTED_PATHS`, or
-  DPTTOOLS_SCRIPT_PROTECTED: ``.git``, the agents' memory and settings) and every skills
-  folder in it, bound read-only over itself (`protected_paths`), and a Python folder
-  that lies in the workspace bound read-only again. A link among them protects what it
-  leads to, when that lies in the workspace. A protected name that does not exist when
-  the run starts is not protected: a bind needs something to cover, and making that
-  would write to the host;
+  read-only (folders above them that bubblewrap makes are opened to all, mode 0755);
+  a small /dev of its own, a fresh /proc, a fresh /tmp (HOME and TMPDIR of the script)
+  bounded by DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB and a /dev/shm bounded by a quarter of it;
+- the skill's folder, read-only, bound from the descriptor the server opened and checked
+  (``--ro-bind-fd``), so a link swapped in for it by name cannot put another folder in
+  its place; as root it is shown owned by the scripts' user (an idmapped mount);
+- the workspace (DPTTOOLS_WORKSPACE_DIR), read-only, which the supervisor turns into the
+  script's view: an overlay whose lower layers are a layer of whiteouts hiding the
+  secrets (`ChangePolicy.hidden`) and the workspace itself (as root, shown owned by the
+  scripts' user), and whose upper layer, for a call that may write, is a tmpfs bounded by
+  the limits on changed files and bytes. The server applies what landed there
+  (`_staging`). A folder of the allow-list inside the workspace (a virtual environment,
+  the skill) is bound again over the view, read-only;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
-  off), no capabilities (``--cap-drop ALL``; bubblewrap also sets no-new-privileges), a
-  new terminal session, and death with the server; the command runs as the PID
-  namespace's init (``--as-pid-1``).
+  off), a new terminal session, and death with the server; the supervisor runs as the
+  PID namespace's init (``--as-pid-1``). It moves into a copy of the tree mounted on a
+  folder of it, a root that is not its mount namespace's own, from which the kernel
+  makes no user namespace: nested user namespaces are off for the script.
 
-`hidden_path_note()` reads a failed script's standard error for a file that was not found
-although it exists on the host, outside the allow-list or under the fresh /tmp, and
-returns one line saying so and how to let scripts see it.
+`_hidden_note.hidden_path_note()` explains a failure on a file the sandbox hides.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -67,8 +68,6 @@ __all__ = [
     "SandboxUnavailableError",
     "announce_sandbox",
     "bwrap_command",
-    "hidden_by",
-    "hidden_path_note",
     "sandbox_status",
     "use_bwrap",
 ]
@@ -522,119 +521,3 @@ def bwrap_command(
     args += [*_namespaces(network, as_root), "--as-pid-1", "--"]
     del workdir  # the supervisor enters it once the view is built
     return SandboxCall(args, plan)
-
-
-#: Options of bubblewrap that take two arguments and show something at the second.
-_BINDS: Final = (
-    "--bind",
-    "--ro-bind",
-    "--ro-bind-fd",
-    "--dev-bind",
-    "--symlink",
-    "--ro-bind-data",
-)
-#: Options taking one argument; for --tmpfs, --dev and --proc it is where they are mounted.
-_ONE_ARGUMENT: Final = (
-    "--tmpfs",
-    "--dir",
-    "--perms",
-    "--dev",
-    "--proc",
-    "--size",
-    "--chdir",
-    "--cap-drop",
-    "--cap-add",
-    "--remount-ro",
-)
-_NOT_FOUND: Final = "No such file or directory"
-#: Python's ``[Errno 2] No such file or directory: '<path>'`` (the path as a repr).
-_PYTHON_NOT_FOUND: Final = re.compile(
-    re.escape(_NOT_FOUND) + r""": ('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
-)
-
-
-def hidden_by(prefix: Sequence[str], path: Path) -> Path | None:
-    """The empty folder under which the bubblewrap command `prefix` (as `bwrap_command`
-    builds it) hides `path` (absolute, normalised), or None when the sandbox shows it.
-    The last mount over a path is the one a script sees; a path under none of them is
-    hidden by the sandbox's empty root (``/``)."""
-    shown_by: tuple[Path, bool] | None = (Path("/"), False)
-    index = 1
-    while index < len(prefix) and prefix[index] != "--":
-        option = prefix[index]
-        if option in _BINDS and index + 2 < len(prefix):
-            target = Path(prefix[index + 2])
-            if _under(path, [target]):
-                shown_by = (target, True)
-            index += 3
-        elif option in _ONE_ARGUMENT and index + 1 < len(prefix):
-            target = Path(prefix[index + 1])
-            if option in ("--tmpfs", "--dev", "--proc") and _under(path, [target]):
-                shown_by = (target, option != "--tmpfs")
-            index += 2
-        else:
-            index += 1
-    if shown_by is None or shown_by[1]:
-        return None
-    return shown_by[0]
-
-
-def _not_found_paths(stderr: str) -> Iterator[str]:
-    """The paths `stderr` says were not found: Python's repr form, and the ``tool: PATH:
-    No such file or directory`` lines of other programs (each possible split)."""
-    for line in stderr.splitlines():
-        if _NOT_FOUND not in line:
-            continue
-        found = _PYTHON_NOT_FOUND.search(line)
-        if found is not None:
-            try:
-                value = ast.literal_eval(found.group(1))
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(value, str):
-                yield value
-            continue
-        head = line[: line.index(_NOT_FOUND)].rstrip()
-        if not head.endswith(":"):
-            continue
-        head = head[:-1]
-        starts = [0] + [match.end() for match in re.finditer(": ", head)]
-        for start in starts:
-            yield head[start:].strip().strip("'\"\u2018\u2019")
-
-
-def hidden_path_note(stderr: str, prefix: Sequence[str], workdir: Path) -> str | None:
-    """One line for a script that failed on a file the sandbox hides, or None.
-
-    `stderr` is the end of the script's standard error, `prefix` the bubblewrap command it
-    ran under and `workdir` its working folder (relative paths are taken from there). A
-    line is returned only for a path `stderr` reports as not found that exists on the
-    host and lies under a folder `prefix` hides; never for a path that does not exist.
-    """
-    for named in _not_found_paths(stderr):
-        if not named or "\x00" in named:
-            continue
-        path = Path(os.path.normpath(workdir / named))
-        try:
-            if not path.exists():
-                continue
-            real = path.resolve()
-        except (OSError, RuntimeError, ValueError):
-            continue
-        folder = hidden_by(prefix, path) or hidden_by(prefix, real)
-        if folder is None:
-            continue
-        shows = (
-            "only the system folders, the Python installation, the skill, the workspace "
-            "and the DPTTOOLS_SCRIPT_VISIBLE folders, not this one"
-            if folder == Path("/")
-            else f"{folder} as an empty folder"
-        )
-        return (
-            f"Sandbox: {named} exists on the server, but skill scripts run under bubblewrap, "
-            f"which shows them {shows}. To let scripts read the file, put it in the "
-            "workspace (set DPTTOOLS_WORKSPACE_DIR; the sandbox shows it), add its folder "
-            "to DPTTOOLS_SCRIPT_VISIBLE, or run scripts without the sandbox "
-            "(DPTTOOLS_SCRIPT_SANDBOX=none)."
-        )
-    return None

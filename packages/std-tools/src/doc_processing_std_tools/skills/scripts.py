@@ -17,29 +17,34 @@ A run, step by step:
    is set, and only the server variables named in DPTTOOLS_SCRIPT_ENV. API keys and other
    secrets in the server's environment never reach a script.
 3. With DPTTOOLS_SCRIPT_SANDBOX=auto (bubblewrap works) or bwrap, the run is wrapped in
-   bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network.
-   The workspace is writable only when the request's token carries the ``write`` scope
-   (or the request has no token: stdio, in process, HTTP without authentication); the
-   scopes come with the request (`access.current_scopes`); even then ``.git``, the
-   agents' memory and settings and the skills folders in it stay read-only
-   (`ScriptPolicy.protected`, `ScriptPolicy.skill_roots`). Without bubblewrap nothing can
-   keep a script from writing, so a token without ``write`` runs no script there
-   (`SandboxUnavailableError`, before anything starts).
+   bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network,
+   no capability, no nested user namespace. The script never writes the workspace: it
+   sees it through an overlay without its secrets, its changes land in a bounded layer
+   inside the sandbox, and after the call the server applies them by the change policy
+   (`_staging.apply_changes`; `ScriptPolicy.changes`), reporting what was applied and
+   what was held back and why (`ScriptResult.changes`). For a request whose token lacks
+   the ``write`` scope the view is read-only; the scopes come with the request
+   (`access.current_scopes`). Without bubblewrap nothing can keep a script from writing,
+   so a token without ``write`` runs no script there (`SandboxUnavailableError`, before
+   anything starts). At most DPTTOOLS_SCRIPT_MAX_CALLS calls run at once; the others
+   wait their turn.
 4. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
    the subreaper of everything the script starts, sets the resource limits and
    no-new-privileges in the child before exec, enforces the timeout, and after the
    script ends kills whatever it left running, before it reports how the script ended.
-   A server running as root runs scripts as DPTTOOLS_SCRIPT_USER (`_containment`):
-   the supervisor's child drops to it, or bubblewrap is started as it. The first run
+   A server running as root runs scripts as DPTTOOLS_SCRIPT_USER (`_containment`): the
+   supervisor's child drops to it (under bubblewrap too, which starts as root). The first run
    makes the server's process non-dumpable and a child subreaper. Where a cgroup can be
    made, the call runs in one of its own (`_cgroups`), entered before anything runs
    (`_script_call.start_call`); after the call, what is left in it, or without one the
-   orphans that came to the server, is killed, and set-user/group-ID bits are cleared in
-   the writable workspace (`_script_call.sweep_call`).
+   orphans that came to the server, is killed, and, without bubblewrap, set-user/group-ID
+   bits are cleared in the writable workspace (`_script_call.sweep_call`). Python runs
+   with bytecode off: none is written, and a ``.pyc`` shipped next to a source is never
+   used.
 5. Output is read as it arrives, and only the part that can be shown is kept, so a script
    that prints without end costs bounded memory. A script that hit a limit gets a message
    at the end of ``stderr`` naming the limit and its setting; one that failed under
-   bubblewrap on a file the sandbox hides, a line saying so (`sandbox.hidden_path_note`).
+   bubblewrap on a file the sandbox hides, a line saying so (`_hidden_note.hidden_path_note`).
 
 If the supervisor dies without a report, or stops answering a grace period past the
 timeout, the server kills its process group and every process carrying the run id
@@ -48,14 +53,11 @@ timeout, the server kills its process group and every process carrying the run i
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
 import shutil
-import socket
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -76,24 +78,20 @@ from ..change_policy import ChangePolicy
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
 from ._containment import (
-    ScriptUser,
     call_start_ticks,
-    check_open_folder,
-    check_reachable,
     contain_server,
-    etc_files,
-    interpreter_paths,
     permission_note,
     script_user,
 )
+from ._hidden_note import hidden_path_note
 from ._script_call import (
     IN_FLIGHT,
     memory_note,
-    no_read_only_workspace,
     open_group,
     start_call,
     sweep_call,
 )
+from ._script_launch import SUPERVISOR, apply_layer, prepare, received_layer
 from ._script_output import Capture, describe_end, read_status
 from ._script_process import (
     BASE_ENV_NAMES,
@@ -101,17 +99,11 @@ from ._script_process import (
     RUN_ID_VARIABLE,
     kill_group,
     kill_marked,
-    limits_for,
     script_environment,
-    source_descriptor,
 )
-from ._staging import Changes, apply_changes, hidden_paths
+from ._staging import Changes
 from .sandbox import (
     SandboxUnavailableError,
-    announce_sandbox,
-    bwrap_command,
-    hidden_path_note,
-    use_bwrap,
 )
 
 __all__ = [
@@ -131,7 +123,6 @@ logger = logging.getLogger(__name__)
 
 _REAP_SECONDS: Final = 5.0
 _GRACE_SECONDS: Final = 5.0
-_SUPERVISOR: Final = Path(__file__).with_name("_supervisor.py")
 #: Under bubblewrap, /tmp holds up to this many files of the largest size allowed.
 
 
@@ -307,144 +298,6 @@ def _open_path(script: Path) -> Iterator[ScriptFile]:
         yield ScriptFile(real, source, OpenFolder(real.parent, location.dir_fd))
 
 
-@dataclass(frozen=True, slots=True)
-class _Launch:
-    """Everything one run needs before its process starts."""
-
-    limits: dict[str, int]
-    prefix: list[str]
-    """The bubblewrap command line, or [] without bubblewrap."""
-    temp_home: str | None
-    """The run's own HOME and TMPDIR on the host, without bubblewrap (removed after)."""
-    source_fd: int
-    """The descriptor the bootstrap reads the script's code from (closed after the start)."""
-    settings: dict[str, float | str]
-    """The supervisor's settings besides the time limit."""
-    pass_fds: tuple[int, ...]
-    """Descriptors the supervisor (or bubblewrap) inherits, besides the status pipe."""
-    close_after: tuple[int, ...] = ()
-    """Descriptors made for the start (the code, /etc/passwd, /etc/group): closed after."""
-    stage: int | None = None
-    """The server's end of the channel the supervisor sends the staging layer through."""
-
-
-def _prepare(
-    script: ScriptFile,
-    policy: ScriptPolicy,
-    skill_dir: Path | None,
-    time_limit: float,
-    user: ScriptUser | None,
-) -> _Launch:
-    """Decide how to run `script` (blocking file-system work: called in a worker thread).
-
-    Raises:
-        SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
-        ConfigError: without bubblewrap, the script's user cannot reach the interpreter
-            or the script.
-    """
-    announce_sandbox(policy.sandbox, policy.user)
-    bwrap = use_bwrap(policy.sandbox)
-    if bwrap is None and not policy.workspace_writable:
-        raise no_read_only_workspace(policy)
-    if user is not None and bwrap is None:
-        # Without bubblewrap the script's user looks the paths up itself.
-        check_reachable(user, interpreter_paths())
-        check_open_folder(user, script.folder.fd, script.folder.path)
-    limits = limits_for(policy, time_limit, user.uid if user is not None else os.getuid())
-    folder = os.fstat(script.folder.fd)
-    settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
-    if user is not None:
-        settings.update(uid=user.uid, gid=user.gid)
-    if bwrap is None:
-        # The supervisor enters the folder by this descriptor. Never under bubblewrap: a
-        # descriptor of a host folder would lead out of the sandbox's file system.
-        settings["folder_fd"] = script.folder.fd
-        home = tempfile.mkdtemp(prefix="dpt-script-")
-        if user is not None:
-            os.chown(home, user.uid, user.gid)
-        source_fd = source_descriptor(script.source)
-        return _Launch(
-            limits, [], home, source_fd, settings, (script.folder.fd, source_fd), (source_fd,)
-        )
-    bind_fd: int | None
-    if script.skill_dir is not None:
-        bind_path, bind_fd = script.skill_dir.path, script.skill_dir.fd
-    elif skill_dir is not None:  # named by a caller that trusts the path
-        bind_path, bind_fd = Path(os.path.realpath(skill_dir)), None
-    else:
-        bind_path, bind_fd = script.folder.path, script.folder.fd
-    workspace = policy.workspace
-    hidden = (
-        hidden_paths(workspace, policy.changes)
-        if workspace is not None and workspace.is_dir()
-        else []
-    )
-    changed_bytes = policy.max_changed_mb << 20
-    etc_fds = [source_descriptor(content) for content in etc_files(user)]
-    call = bwrap_command(
-        bwrap,
-        skill_dir=bind_path,
-        skill_dir_fd=bind_fd,
-        workdir=script.folder.path,
-        workspace=workspace,
-        network=policy.network,
-        temp_size_bytes=limits["fsize"],
-        also_readable=[_SUPERVISOR.parent],
-        workspace_writable=policy.workspace_writable,
-        visible=policy.visible,
-        etc_data=list(zip(etc_fds, ("/etc/passwd", "/etc/group"), strict=True)),
-        as_root=os.geteuid() == 0,
-        script_ids=(user.uid, user.gid) if user is not None else None,
-        hidden=hidden,
-        # Room for the limits, for folders copied up, and for each small file's page.
-        stage_bytes=changed_bytes + policy.max_changed_files * 4096 + (8 << 20),
-        stage_files=policy.max_changed_files * 2 + 256,
-    )
-    plan_fd = source_descriptor(json.dumps(call.view_plan).encode())
-    stage_server, stage_supervisor = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    stage_fd = stage_supervisor.detach()
-    server_end = stage_server.detach()
-    settings.update(view=plan_fd, stage=stage_fd, workdir=os.fsencode(script.folder.path).hex())
-    # bubblewrap binds the skill's folder from its descriptor, then closes it.
-    bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
-    source_fd = source_descriptor(script.source)
-    made = (source_fd, plan_fd, stage_fd, *etc_fds)
-    return _Launch(
-        limits, call.prefix, None, source_fd, settings, (*bound, *made), made, server_end
-    )
-
-
-def _apply_layer(layer: int, policy: ScriptPolicy) -> Changes:
-    """Apply the call's changes in `layer` by the policy (see `_staging`); close it."""
-    try:
-        assert policy.workspace is not None
-        changes = apply_changes(
-            layer,
-            policy.workspace,
-            policy.changes,
-            max_files=policy.max_changed_files,
-            max_bytes=policy.max_changed_mb << 20,
-        )
-    finally:
-        os.close(layer)
-    logger.info("skill script changes to the workspace: %s", changes.summary())
-    for path, why in changes.held:
-        logger.info("held back: %s", why if path in why else f"{path}: {why}")
-    return changes
-
-
-def _received_layer(stage: int) -> int | None:
-    """The staging layer's descriptor the supervisor sent, or None (it sent none: the
-    view failed, or the workspace is read-only)."""
-    with socket.socket(fileno=stage) as channel:
-        channel.setblocking(False)
-        try:
-            _message, fds, _flags, _address = socket.recv_fds(channel, 16, 1)
-        except (BlockingIOError, OSError):
-            return None
-    return fds[0] if fds else None
-
-
 _LIMITER: list[tuple[object, int, anyio.CapacityLimiter]] = []
 
 
@@ -519,7 +372,7 @@ async def _run_now(
     contain_server()
     user = script_user(policy.user)
     # The first call also probes bubblewrap (a short subprocess): off the event loop.
-    launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit, user)
+    launch = await anyio.to_thread.run_sync(prepare, script, policy, skill_dir, time_limit, user)
     limits, temp_home = launch.limits, launch.temp_home
     sandboxed = bool(launch.prefix)
     cpu_limit = limits["cpu"]
@@ -537,7 +390,7 @@ async def _run_now(
         sys.executable,
         "-I",
         "-S",
-        str(_SUPERVISOR),
+        str(SUPERVISOR),
         str(status_write),
         ",".join(f"{name}={value}" for name, value in settings.items()),
         "--",
@@ -613,10 +466,10 @@ async def _run_now(
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp_home, ignore_errors=True))
         if launch.stage is not None:
             # Every process of the call has ended: the layer holds all it changed.
-            layer = _received_layer(launch.stage)
+            layer = received_layer(launch.stage)
     changes = None
     if layer is not None:
-        changes = await anyio.to_thread.run_sync(_apply_layer, layer, policy)
+        changes = await anyio.to_thread.run_sync(apply_layer, layer, policy)
     if status.get("stopped") == "view":
         raise SandboxUnavailableError(
             "bubblewrap started, but the script's view of the workspace could not be built "
