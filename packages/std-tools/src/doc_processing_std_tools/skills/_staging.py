@@ -506,7 +506,11 @@ def _list_folder(
 ) -> _Listing:
     hidden: list[str] = []
     folders: list[str] = []
-    base = PurePosixPath(rel) if rel else PurePosixPath()
+    # The folder itself is not hidden (it would not be listed), so a pattern can match
+    # only in its last few parts: as many as the longest pattern has, this name included.
+    depth = max(len(pattern.strip("/").split("/")) for pattern in policy.hide) - 1
+    parts = PurePosixPath(rel).parts if rel else ()
+    base = PurePosixPath(*parts[len(parts) - depth :]) if depth and parts else PurePosixPath()
     try:
         with os.scandir(folder) as listing:
             entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]

@@ -304,7 +304,7 @@ _LIMITER: list[tuple[object, int, anyio.CapacityLimiter]] = []
 def _call_limiter(size: int) -> anyio.CapacityLimiter:
     """The limiter of concurrent script calls of this event loop (DPTTOOLS_SCRIPT_MAX_CALLS)."""
     token = anyio.lowlevel.current_token()
-    if not _LIMITER or _LIMITER[0][0] is not token or _LIMITER[0][1] != size:
+    if not _LIMITER or _LIMITER[0][0] != token or _LIMITER[0][1] != size:
         _LIMITER[:] = [(token, size, anyio.CapacityLimiter(size))]
     return _LIMITER[0][2]
 
