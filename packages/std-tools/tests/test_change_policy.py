@@ -375,3 +375,14 @@ def test_the_server_logs_what_the_operator_loosened_at_start_up(tmp_path: Path) 
     assert len(lines) == 3, done.stderr
     assert "WARNING" in lines[0] and "DPTTOOLS_SCRIPT_APPLY" in lines[0]
     assert ".npmrc" in lines[1] and "DPTTOOLS_WRITE_ALLOW" in lines[2]
+
+
+def test_the_configuration_page_lists_every_pattern() -> None:
+    from doc_processing_std_tools.change_policy import HELD_PATTERNS
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "std-tools" / "configuration.md"
+    if not page.is_file():
+        pytest.skip("the documentation is not part of this checkout")
+    text = page.read_text(encoding="utf-8")
+    for pattern in (*HIDDEN_PATTERNS, *(p for ps in HELD_PATTERNS.values() for p in ps)):
+        assert f"`{pattern}`" in text, pattern
