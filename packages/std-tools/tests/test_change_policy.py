@@ -348,3 +348,41 @@ def test_verdicts_do_not_depend_on_the_working_folder(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert _file(policy, "a.txt", workspace=Path(os.path.relpath(tmp_path / "ws"))) is None
+
+
+def test_the_server_logs_what_the_operator_loosened_at_start_up(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "DPTTOOLS_WORKSPACE_DIR": str(tmp_path),
+        "DPTTOOLS_SKILLS_DIR": str(tmp_path / "skills"),
+        "DPTTOOLS_SCRIPT_APPLY": "agent",
+        "DPTTOOLS_SCRIPT_HIDDEN": "-.npmrc",
+        "DPTTOOLS_WRITE_ALLOW": "build",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "doc_processing_std_tools"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    lines = [line for line in done.stderr.splitlines() if "Change policy loosened" in line]
+    assert len(lines) == 3, done.stderr
+    assert "WARNING" in lines[0] and "DPTTOOLS_SCRIPT_APPLY" in lines[0]
+    assert ".npmrc" in lines[1] and "DPTTOOLS_WRITE_ALLOW" in lines[2]
+
+
+def test_the_configuration_page_lists_every_pattern() -> None:
+    from doc_processing_std_tools.change_policy import HELD_PATTERNS
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "std-tools" / "configuration.md"
+    if not page.is_file():
+        pytest.skip("the documentation is not part of this checkout")
+    text = page.read_text(encoding="utf-8")
+    for pattern in (*HIDDEN_PATTERNS, *(p for ps in HELD_PATTERNS.values() for p in ps)):
+        assert f"`{pattern}`" in text, pattern

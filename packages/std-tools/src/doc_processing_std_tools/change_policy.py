@@ -65,6 +65,7 @@ __all__ = [
     "ChangePolicy",
     "Held",
     "announce_policy",
+    "announce_settings",
     "applied_classes",
     "held_setting",
     "hidden_setting",
@@ -549,3 +550,12 @@ def announce_policy(policy: ChangePolicy, logger: logging.Logger | None = None) 
     """Log, once at start-up, each way the operator loosened `policy` (a WARNING each)."""
     for sentence in policy.loosened:
         (logger or _log).warning("Change policy loosened: %s.", sentence)
+
+
+def announce_settings(settings: Settings, *, scripts: bool, file_tools: bool) -> None:
+    """At a server's start: log what the settings loosen in the policy of the scripts
+    and of the file tools the server offers."""
+    if scripts:
+        announce_policy(ChangePolicy.from_settings(settings))
+    if file_tools:
+        announce_policy(ChangePolicy.for_file_tools(settings))

@@ -99,14 +99,19 @@ def sweep_call(
     user: ScriptUser | None,
     sandboxed: bool,
 ) -> int:
-    """After a call: kill what it left (its cgroup, or without one the orphans that came
-    to the server), and clear set-user/group-ID bits in the writable workspace; return
-    how many processes were killed."""
+    """After a call: kill what it left (its cgroup, and without bubblewrap the orphans
+    that came to the server), and clear set-user/group-ID bits in the writable workspace;
+    return how many processes were killed.
+
+    Without bubblewrap the orphans are swept even when the call had a cgroup: a script
+    that runs as the server's user may move a process out of the call's group into one
+    that user owns (the server's own), and kill its supervisor; once the call's processes
+    are gone, such a process is an orphan of the server, and dies here."""
     killed = 0
     if call_group is not None:
         killed = call_group.close(first)
-    elif not sandboxed:
-        killed = sweep_orphans(began_ticks, {*IN_FLIGHT, first}, user)
+    if not sandboxed:
+        killed += sweep_orphans(began_ticks, {*IN_FLIGHT, first}, user)
     workspace = policy.workspace
     # Under bubblewrap the script never wrote the workspace: its changes were staged.
     if not sandboxed and workspace is not None and policy.workspace_writable and workspace.is_dir():
