@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from doc_processing_std_tools.change_policy import ChangePolicy
@@ -113,6 +115,10 @@ def snapshot(root: Path) -> dict[str, tuple[int, bytes | str]]:
             else:
                 found[str(path.relative_to(root))] = (info.st_mode, b"")
     return found
+
+
+def resolved(path: Path) -> Path:
+    return path.resolve()
 
 
 def owner(path: Path) -> int:
@@ -446,6 +452,80 @@ async def test_as_root_a_root_owned_private_workspace_gets_the_scripts_output(
     assert result.exit_code == 0, result.stderr
     assert owner(workspace / "out.txt") == 0
     assert result.changes is not None and result.changes.applied == ["out.txt"]
+
+
+#: Run as root in a mount namespace of its own: the top folder holding the interpreter
+#: (root's home, where pyenv installs) is covered by an empty tmpfs of mode 0700 into
+#: which only the interpreter's folder is bound back; the script user cannot pass it
+#: (as with root's real home), and the script runs under bubblewrap all the same.
+PRIVATE_HOME = """\
+import anyio, json, os, sys
+from pathlib import Path
+from doc_processing_std_tools.skills._containment import (
+    interpreter_paths, reach_problem, script_user,
+)
+from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
+
+script, skill, workspace = map(Path, sys.argv[1:4])
+blocked = reach_problem(script_user("nobody"), interpreter_paths())
+
+async def main():
+    result = await run_script(
+        script, ["out.txt"], time_limit=60, output_limit=4000,
+        policy=ScriptPolicy(sandbox="bwrap", workspace=workspace), skill_dir=skill,
+    )
+    print(json.dumps([blocked, result.exit_code, result.stderr,
+                      result.changes.applied if result.changes else None]))
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server runs as root here only")
+async def test_as_root_python_under_a_private_home_runs_scripts(
+    private: Path, workspace: Path
+) -> None:
+    real = resolved(Path(sys.executable))
+    top = Path(*real.parts[:2])
+    if str(top) in ("/usr", "/bin", "/lib", "/lib64", "/opt", "/tmp") or not shutil.which(
+        "unshare"
+    ):
+        pytest.skip(f"the interpreter lies in {top}, which this test cannot cover")
+    inner = Path(*real.parts[:3])
+    folder = skill(private / "skills", PLANTER, f"private-home-{next_number()}")
+    program = private / "private_home.py"
+    program.write_text(PRIVATE_HOME, encoding="utf-8")
+    cover = (
+        f"mount -t tmpfs -o mode=0700 private-home {private / 'mnt'} && "
+        f"mkdir {private / 'mnt' / inner.name} && "
+        f"mount --rbind {inner} {private / 'mnt' / inner.name} && "
+        f"mount --rbind {private / 'mnt'} {top} && "
+        f'exec "$0" "$@"'
+    )
+    (private / "mnt").mkdir()
+    done = await anyio.run_process(
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            cover,
+            sys.executable,
+            str(program),
+            str(folder / "scripts" / "run.py"),
+            str(folder),
+            str(workspace),
+        ],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    blocked, exit_code, stderr, applied = json.loads(done.stdout.decode().splitlines()[-1])
+    assert blocked and "cannot pass" in blocked  # the script user could not look it up
+    assert exit_code == 0, stderr
+    assert applied == ["out.txt"]
+    assert (workspace / "out.txt").read_text() == "planted by a skill script\n"
 
 
 HELPER_GOOD = "VALUE = 'good'\n"
