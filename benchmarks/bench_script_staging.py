@@ -12,10 +12,11 @@ A script runs through `run_script` with DPTTOOLS_SCRIPT_SANDBOX=bwrap, in turn:
   the server then applies, to show that the cost grows with the changes.
 
 Medians of the wall-clock time are printed, with what each arm adds to the peer and the
-ratio; the target is at most 20 ms added for a call that changes nothing. The first call
-on a workspace also lists its folders once for the secrets (the later calls re-read only
-folders that changed); that first call is timed apart. The load average is printed: on
-a busy machine every number grows.
+ratio, and of the CPU time the call's processes and the server used (less sensitive to
+the machine's load); the target is at most 20 ms added for a call that changes
+nothing. The first call on a workspace also lists its folders once for the secrets (the
+later calls re-read only folders that changed); that first call is timed apart. The load
+average is printed: on a busy machine every number grows.
 
 Run by hand: .venv/bin/python benchmarks/bench_script_staging.py [--calls N]
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import tempfile
@@ -73,7 +75,15 @@ def make_skill(root: Path) -> Path:
     return folder / "write.py"
 
 
-async def call_ms(script: Path, workspace: Path | None, count: int) -> float:
+def children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+async def call_ms(script: Path, workspace: Path | None, count: int) -> tuple[float, float]:
+    """Wall-clock and CPU time (of the processes the call started, and of this one) of one
+    call, in ms."""
+    cpu = children_cpu_ms() + time.process_time() * 1000
     started = time.perf_counter()
     result = await run_script(
         script,
@@ -84,6 +94,7 @@ async def call_ms(script: Path, workspace: Path | None, count: int) -> float:
         skill_dir=script.parent.parent,
     )
     elapsed = (time.perf_counter() - started) * 1000
+    cpu = children_cpu_ms() + time.process_time() * 1000 - cpu
     if result.stdout != "done\n":
         raise RuntimeError(f"the script failed: {result.stderr}")
     applied = len(result.changes.applied) if result.changes is not None else 0
@@ -91,7 +102,7 @@ async def call_ms(script: Path, workspace: Path | None, count: int) -> float:
         raise RuntimeError(f"expected {count} applied files, got {result.changes}")
     if count and workspace is not None:
         shutil.rmtree(workspace / "out")
-    return elapsed
+    return elapsed, cpu
 
 
 def direct_write_ms(folder: Path, count: int) -> float:
@@ -136,8 +147,8 @@ async def main(calls: int) -> None:
         large = make_workspace(base / "large", 100, 100)
         small = make_workspace(base / "small", 4, 25)
         first = {
-            "10,000 files": await call_ms(script, large, 0),
-            "100 files": await call_ms(script, small, 0),
+            "10,000 files": (await call_ms(script, large, 0))[0],
+            "100 files": (await call_ms(script, small, 0))[0],
         }
         arms: dict[str, tuple[Path | None, int]] = {
             "no workspace (peer)": (None, 0),
@@ -150,10 +161,13 @@ async def main(calls: int) -> None:
         (base / "layer").mkdir()
         listing, walking = server_side_ms(large, base / "layer")
         samples: dict[str, list[float]] = {name: [] for name in arms}
+        cpu: dict[str, list[float]] = {name: [] for name in arms}
         direct: dict[int, list[float]] = {10: [], 100: [], 1000: []}
         for _ in range(calls):
             for name, (workspace, count) in arms.items():
-                samples[name].append(await call_ms(script, workspace, count))
+                wall, used = await call_ms(script, workspace, count)
+                samples[name].append(wall)
+                cpu[name].append(used)
             for count, values in direct.items():
                 values.append(direct_write_ms(base / "direct", count))
     load = os.getloadavg()
@@ -164,10 +178,15 @@ async def main(calls: int) -> None:
         f"secrets {listing:.2f} ms, walking the empty layer {walking:.2f} ms"
     )
     peer = statistics.median(samples["no workspace (peer)"])
-    print(f"{'arm':32} {'median':>10} {'added':>10} {'ratio':>7}")
+    peer_cpu = statistics.median(cpu["no workspace (peer)"])
+    print(f"{'arm':32} {'median':>10} {'added':>10} {'ratio':>7} {'CPU':>10} {'CPU added':>10}")
     for name, values in samples.items():
         median = statistics.median(values)
-        print(f"{name:32} {median:8.1f} ms {median - peer:+8.1f} ms {median / peer:6.2f}x")
+        used = statistics.median(cpu[name])
+        print(
+            f"{name:32} {median:8.1f} ms {median - peer:+8.1f} ms {median / peer:6.2f}x "
+            f"{used:7.1f} ms {used - peer_cpu:+8.1f} ms"
+        )
     for count, values in direct.items():
         print(f"for scale, {count:>5} files written directly: {statistics.median(values):8.1f} ms")
     added = statistics.median(samples["10,000 files, no change"]) - peer
