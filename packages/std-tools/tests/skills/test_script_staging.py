@@ -70,6 +70,8 @@ def workspace(private: Path) -> Path:
     (root / ".agent_skills" / "victim").mkdir(parents=True)
     (root / ".agent_skills" / "victim" / "SKILL.md").write_text(ORIGINAL, encoding="utf-8")
     (root / "Makefile").write_text(ORIGINAL, encoding="utf-8")
+    (root / "data" / "inner").mkdir(parents=True)
+    (root / "data" / "inner" / "stale.txt").write_text(ORIGINAL, encoding="utf-8")
     return root
 
 
@@ -409,6 +411,10 @@ with open(os.path.join(ws, "notes.txt"), "a") as handle:
 shutil.rmtree(os.path.join(ws, "config"))
 os.mkdir(os.path.join(ws, "config"))
 open(os.path.join(ws, "config", "new.toml"), "w").write("new\\n")
+# A folder inside a folder made again replaces the old one wholly.
+shutil.rmtree(os.path.join(ws, "data"))
+os.makedirs(os.path.join(ws, "data", "inner"))
+open(os.path.join(ws, "data", "inner", "fresh.txt"), "w").write("fresh\\n")
 open(os.path.join(ws, "old.txt"), "r+").close()  # opened for writing, not changed
 print(os.getuid())
 """
@@ -424,6 +430,7 @@ async def test_edits_deletions_and_a_folder_made_again_are_applied_as_the_worksp
     # The folder was emptied as far as the script could see it: its hidden secret stays.
     assert not (workspace / "config" / "app.toml").exists()
     assert (workspace / "config" / ".env.production").exists()
+    assert sorted(p.name for p in (workspace / "data" / "inner").iterdir()) == ["fresh.txt"]
     for rel in ("notes.txt", "config/new.toml"):
         assert owner(workspace / rel) == owner(workspace)
     assert result.changes is not None

@@ -184,9 +184,15 @@ def _same_file(upper_dir: int, name: str, target_dir: int, target: str, size: in
 
 
 def _scan(
-    upper_fd: int, workspace_fd: int, prefix: PurePosixPath, held: list[int]
+    upper_fd: int,
+    workspace_fd: int,
+    prefix: PurePosixPath,
+    held: list[int],
+    replaced: bool = False,
 ) -> Iterator[_Entry]:
-    """The changes the layer folder `upper_fd` (at `prefix`) records, parents first."""
+    """The changes the layer folder `upper_fd` (at `prefix`) records, parents first.
+    `replaced`: a folder above was made again (opaque), so every folder in this one
+    replaces the workspace's folder of that name, whatever it held."""
     with os.scandir(upper_fd) as listing:
         names = sorted(entry.name for entry in listing)
     target_dir = _open_parent(workspace_fd, prefix / "x") if names else None
@@ -204,11 +210,12 @@ def _scan(
                 there = _lstat(workspace_fd, rel)
                 with os.scandir(child) as listing:
                     inside = frozenset(e.name for e in listing)
+                made_again = replaced or _opaque(child)
                 if there is None or not stat.S_ISDIR(there.st_mode):
                     yield _Entry("mkdir", rel, "dir", stat.S_IMODE(mode), keep=inside)
-                elif _opaque(child):
+                elif made_again:
                     yield _Entry("clear", rel, "dir", keep=inside)
-                yield from _scan(child, workspace_fd, rel, held)
+                yield from _scan(child, workspace_fd, rel, held, made_again)
                 continue
             if stat.S_ISREG(mode):
                 if target_dir is not None and _same_file(
