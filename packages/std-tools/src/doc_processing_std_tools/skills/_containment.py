@@ -360,9 +360,7 @@ def start_scripts(settings: Settings, *, read_only: bool, tools: tuple[str, ...]
     announce_sandbox(settings.script_sandbox, settings.script_user)
     if not read_only and (tools is None or "execute_skill_script" in tools):
         sandboxed = settings.script_sandbox != "none" and sandbox_status().bwrap is not None
-        problem = (
-            None if found is None or sandboxed else reach_problem(found, interpreter_paths())
-        )
+        problem = None if found is None or sandboxed else reach_problem(found, interpreter_paths())
         if problem is not None:
             # The other tools work; each script call will say the same as a tool error.
             logger.warning(

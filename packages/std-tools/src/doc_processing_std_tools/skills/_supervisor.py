@@ -16,20 +16,16 @@ which belong to the script.
 
 What it does:
 
-0. Under bubblewrap, builds the script's view while it still holds the capabilities
-   bubblewrap gave it (`_set_up_view`): a tmpfs bounded by the limits on changes holds
-   the upper layer and a layer of whiteouts hiding the secrets; as root the workspace
-   and the skill are bound through idmapped mounts that show their owner as the
-   scripts' user; the overlay goes over the workspace, the read-only folders inside it
-   are bound again over it; the upper layer's descriptor goes to the server; the
-   staging mounts are detached; then it moves into a copy of the tree mounted on a
-   folder of it, whose root is not the mount namespace's own, so that no user namespace
-   can be made from it. Any failure is reported as ``stopped=view`` with a ``reason``,
-   and nothing runs.
 1. Makes itself not dumpable (``PR_SET_DUMPABLE`` 0), so that a script running as the
    same user cannot open its descriptors through ``/proc`` and write a false report into
    the status pipe (only a process with ``CAP_SYS_PTRACE`` still could, and scripts never
    run as root).
+   Under bubblewrap, it then builds the script's view while it still holds the capabilities
+   bubblewrap gave it (`_view.set_up_view`, loaded by path like `_seccomp`): the
+   overlay over the workspace with its staging layer, the secrets left out, the owners
+   mapped as root; the staging layer's descriptor goes to the server; then no user
+   namespace can be made. Any failure is reported as ``stopped=view`` with a
+   ``reason``, and nothing runs.
 2. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
    under bubblewrap the folder is already the working directory, entered by path. Either
    way the folder it is in must be the one the server checked (same device and inode);
@@ -61,7 +57,7 @@ What it does:
 """
 
 # pathlib is not imported here, to start fast.
-# ruff: noqa: PTH101, PTH102, PTH112, PTH116, PTH118
+# ruff: noqa: PTH116
 
 from __future__ import annotations
 
@@ -69,7 +65,6 @@ import ctypes
 import os
 import resource
 import signal
-import stat
 import sys
 
 _PR_SET_PDEATHSIG = 1
@@ -80,25 +75,6 @@ _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _CAP_KILL = 5
-_CLONE_NEWUSER = 0x10000000
-_MS_RDONLY = 1
-_MS_NOSUID = 2
-_MS_NODEV = 4
-_MS_REMOUNT = 32
-_MS_BIND = 4096
-_MS_REC = 16384
-_MNT_DETACH = 2
-_AT_FDCWD = -100
-_AT_EMPTY_PATH = 0x1000
-_OPEN_TREE_CLONE = 1
-_OPEN_TREE_CLOEXEC = 0o2000000
-_MOVE_MOUNT_F_EMPTY_PATH = 4
-_MOUNT_ATTR_RDONLY = 1
-_MOUNT_ATTR_IDMAP = 0x00100000
-# The same numbers on every architecture (the new mount API is in the common table).
-_SYS_OPEN_TREE = 428
-_SYS_MOVE_MOUNT = 429
-_SYS_MOUNT_SETATTR = 442
 _CAP_VERSION_3 = 0x20080522
 _LIMITS = {
     "as": resource.RLIMIT_AS,
@@ -148,218 +124,6 @@ def _checked(result: int, what: str) -> int:
         error = ctypes.get_errno()
         raise OSError(error, f"{what}: {os.strerror(error)}")
     return result
-
-
-def _mount(source: str, target: str, kind: str | None, flags: int, data: str = "") -> None:
-    _checked(
-        _libc().mount(
-            source.encode(),
-            target.encode(),
-            kind.encode() if kind else None,
-            flags,
-            data.encode() if data else None,
-        ),
-        f"mount {kind or 'bind'} on {target}",
-    )
-
-
-def _detach(target: str) -> None:
-    _checked(_libc().umount2(target.encode(), _MNT_DETACH), f"detach {target}")
-
-
-class _MountAttr(ctypes.Structure):
-    _fields_ = [
-        ("attr_set", ctypes.c_uint64),
-        ("attr_clr", ctypes.c_uint64),
-        ("propagation", ctypes.c_uint64),
-        ("userns_fd", ctypes.c_uint64),
-    ]
-
-
-def _mapping_namespace(disk: tuple[int, int], shown: tuple[int, int]) -> int:
-    """A user namespace (its descriptor) that maps the on-disk owner `disk` (uid, gid) to
-    `shown`: what an idmapped mount made with it shows that owner as."""
-    ready_read, ready_write = os.pipe()
-    done_read, done_write = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - runs in the forked child
-        try:
-            os.close(ready_read)
-            os.close(done_write)
-            # The parent opens this process's namespace through /proc.
-            _prctl(_PR_SET_DUMPABLE, 1)
-            _checked(_libc().unshare(_CLONE_NEWUSER), "new user namespace")
-            os.write(ready_write, b"1")
-            os.read(done_read, 1)
-        finally:
-            os._exit(0)
-    os.close(ready_write)
-    os.close(done_read)
-    try:
-        if os.read(ready_read, 1) != b"1":
-            raise OSError("the helper process could not make a user namespace")
-        for name, text in (
-            ("uid_map", f"{disk[0]} {shown[0]} 1\n"),
-            ("setgroups", "deny"),
-            ("gid_map", f"{disk[1]} {shown[1]} 1\n"),
-        ):
-            with open(f"/proc/{child}/{name}", "w", encoding="ascii") as handle:
-                handle.write(text)
-        return os.open(f"/proc/{child}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-    finally:
-        os.close(ready_read)
-        os.close(done_write)
-        os.waitpid(child, 0)
-
-
-def _idmapped_bind(source: str, target: str, namespace: int) -> None:
-    """Bind `source` at `target`, read-only, with the owners `namespace` maps."""
-    libc = _libc()
-    tree = _checked(
-        libc.syscall(
-            _SYS_OPEN_TREE, _AT_FDCWD, source.encode(), _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC
-        ),
-        f"clone the mount of {source}",
-    )
-    try:
-        attr = _MountAttr(_MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY, 0, 0, namespace)
-        _checked(
-            libc.syscall(
-                _SYS_MOUNT_SETATTR,
-                tree,
-                b"",
-                _AT_EMPTY_PATH,
-                ctypes.byref(attr),
-                ctypes.sizeof(attr),
-            ),
-            f"map the owners of {source}",
-        )
-        _checked(
-            libc.syscall(
-                _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH
-            ),
-            f"attach {source} at {target}",
-        )
-    finally:
-        os.close(tree)
-
-
-def _read_plan(fd: int) -> dict[str, object]:
-    import json
-
-    chunks = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    os.close(fd)
-    plan: dict[str, object] = json.loads(b"".join(chunks))
-    return plan
-
-
-def _whiteouts(mask: str, lower: str, hidden: list[str]) -> None:
-    """Make the layer above the workspace that hides each of `hidden` (relative paths):
-    a whiteout (a 0:0 character device) in folders with the owner and mode the
-    workspace's own folders show."""
-    for rel in hidden:
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            folder = "/".join(parts[:depth])
-            made = os.path.join(mask, folder)
-            if os.path.isdir(made):
-                continue
-            info = os.stat(os.path.join(lower, folder), follow_symlinks=False)
-            os.mkdir(made, 0o700)
-            os.chown(made, info.st_uid, info.st_gid)
-            os.chmod(made, stat.S_IMODE(info.st_mode))
-        os.mknod(os.path.join(mask, rel), stat.S_IFCHR | 0o600, 0)
-
-
-def _set_up_view(plan: dict[str, object], stage_fd: int) -> None:
-    """Build the script's view (see the module docstring), then confine the process to a
-    root that is not its mount namespace's own, where no user namespace can be made."""
-    owner = plan.get("map")
-    shown = (int(owner[0]), int(owner[1])) if isinstance(owner, list) else None
-    namespaces: dict[tuple[int, int], int] = {}
-
-    def mapped_bind(source: str, target: str) -> bool:
-        """An idmapped read-only bind showing `source`'s owner as the script's user;
-        False where the file system cannot map owners (then nothing was mounted)."""
-        assert shown is not None
-        disk = os.stat(source)
-        key = (disk.st_uid, disk.st_gid)
-        if key not in namespaces:
-            namespaces[key] = _mapping_namespace(key, shown)
-        try:
-            _idmapped_bind(source, target, namespaces[key])
-        except OSError as exc:
-            if exc.errno in (22, 95):  # EINVAL, EOPNOTSUPP: no idmapped mounts there
-                return False
-            raise
-        return True
-
-    workspace = plan.get("workspace")
-    upper_fd = None
-    detach: list[str] = []
-    if isinstance(workspace, str):
-        stage = str(plan["stage"])
-        lower = workspace
-        if shown is not None and mapped_bind(workspace, str(plan["lower"])):
-            lower = str(plan["lower"])
-            detach.append(lower)
-        writable = bool(plan.get("writable"))
-        hidden = [str(rel) for rel in plan.get("hidden", [])]  # type: ignore[attr-defined]
-        options = ""
-        if writable or hidden:
-            _mount("stage", stage, "tmpfs", _MS_NOSUID | _MS_NODEV, str(plan["tmpfs"]))
-            detach.append(stage)
-            mask = os.path.join(stage, "mask")
-            os.mkdir(mask, 0o700)
-            _whiteouts(mask, lower, hidden)
-            layers = f"{mask}:{lower}" if hidden else lower
-            options = f"lowerdir={layers}"
-        if writable:
-            upper, work = os.path.join(stage, "upper"), os.path.join(stage, "work")
-            for folder in (upper, work):
-                os.mkdir(folder, 0o700)
-            top = os.stat(lower)
-            os.chown(upper, top.st_uid, top.st_gid)
-            os.chmod(upper, stat.S_IMODE(top.st_mode))
-            options += f",upperdir={upper},workdir={work}"
-            # A folder renamed in the view is copied, never recorded as a redirect
-            # (``userxattr``, which a user namespace needs, implies as much).
-            options += ",redirect_dir=off" if shown is not None else ",userxattr"
-            upper_fd = os.open(upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        elif not hidden:
-            options = ""
-        if options:
-            _mount("overlay", workspace, "overlay", _MS_NOSUID | _MS_NODEV, options)
-        elif lower != workspace:
-            _mount(lower, workspace, None, _MS_BIND | _MS_REC)
-    for source, target, mapped in plan.get("keep", []):  # type: ignore[attr-defined]
-        if not (mapped and shown is not None and mapped_bind(source, target)):
-            _mount(source, target, None, _MS_BIND | _MS_REC)
-            _mount("", target, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID)
-        detach.append(str(source))
-    import socket
-
-    with socket.socket(fileno=stage_fd) as channel:
-        socket.send_fds(channel, [b"upper"], [] if upper_fd is None else [upper_fd])
-    if upper_fd is not None:
-        os.close(upper_fd)
-    for namespace in namespaces.values():
-        os.close(namespace)
-    for target in detach:
-        _detach(target)
-    _confine_root(str(plan["root"]))
-
-
-def _confine_root(root: str) -> None:
-    """Move into a copy of the file system tree mounted at `root` (a folder of it): the
-    process's root is then not its mount namespace's own, and the kernel refuses to make
-    a user namespace from such a root (nested user namespaces are off)."""
-    _mount("/", root, None, _MS_BIND | _MS_REC)
-    os.chdir(root)
-    os.chroot(".")
-    os.chdir("/")
 
 
 class _CapHeader(ctypes.Structure):
@@ -545,7 +309,10 @@ def main(argv: list[str]) -> int:
     os.set_inheritable(status_fd, False)
     if view is not None and stage is not None:
         try:
-            _set_up_view(_read_plan(int(view)), int(stage))
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
+            import _view  # type: ignore[import-not-found]
+
+            _view.set_up_view(_view.read_plan(int(view)), int(stage))
             if workdir is not None:
                 os.chdir(bytes.fromhex(workdir))
         except OSError as exc:
