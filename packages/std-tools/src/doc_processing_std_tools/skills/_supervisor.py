@@ -27,7 +27,7 @@ What it does:
    namespace can be made. Any failure is reported as ``stopped=view`` with a
    ``reason``, and nothing runs.
 2. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
-   under bubblewrap the folder is already the working directory, entered by path. Either
+   under bubblewrap it enters the folder by path once the view is built. Either
    way the folder it is in must be the one the server checked (same device and inode);
    if it is not (a link swapped in on the way), nothing runs and the report says
    ``stopped=moved``.
