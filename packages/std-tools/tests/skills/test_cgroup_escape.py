@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.skills._cgroups import cgroup_support, open_call_group
 from doc_processing_std_tools.skills._containment import call_start_ticks, contain_server
@@ -72,6 +73,7 @@ def _groups_of(pid: int) -> str:
     return Path(f"/proc/{pid}/cgroup").read_text()
 
 
+@without_bwrap_as_root
 async def test_a_process_that_left_the_calls_group_dies_with_the_call() -> None:
     contain_server()  # the server is the subreaper of its calls' orphans
     support = cgroup_support()

@@ -73,7 +73,7 @@ class Site:
     marker: Path
 
 
-@pytest.fixture(params=["none", "bwrap"])
+@pytest.fixture(params=[pytest.param("none", marks=without_bwrap_as_root), "bwrap"])
 def site(request: pytest.FixtureRequest, tmp_path: Path) -> Site:
     """A skill 'race' with scripts/run.py, and an outside folder in the workspace holding
     a run.py that leaves a marker."""

@@ -566,7 +566,7 @@ raise SystemExit(3)
     "mode",
     [
         # As root the script runs as an unprivileged user (DPTTOOLS_SCRIPT_USER).
-        pytest.param("none", id="none"),
+        pytest.param("none", id="none", marks=without_bwrap_as_root),
         pytest.param("bwrap", id="bwrap", marks=needs_bwrap),
     ],
 )

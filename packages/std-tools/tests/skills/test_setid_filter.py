@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.skills import _seccomp
 from doc_processing_std_tools.skills.sandbox import sandbox_status
@@ -151,7 +152,7 @@ print(json.dumps(found))
 """
 
 MODES = [
-    pytest.param("none", id="none"),
+    pytest.param("none", id="none", marks=without_bwrap_as_root),
     pytest.param(
         "bwrap",
         id="bwrap",

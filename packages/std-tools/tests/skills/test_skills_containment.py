@@ -157,6 +157,7 @@ print(json.dumps(seen))
 """
 
 
+@without_bwrap_as_root
 @pytest.mark.parametrize("who", SERVER_USERS)
 async def test_a_script_cannot_read_the_servers_environment(
     folders: tuple[Path, Path], who: str
@@ -195,6 +196,7 @@ time.sleep(30)
 """
 
 
+@without_bwrap_as_root
 @pytest.mark.parametrize("who", SERVER_USERS)
 async def test_an_orphan_of_a_killed_supervisor_is_gone_after_the_call(
     folders: tuple[Path, Path], who: str

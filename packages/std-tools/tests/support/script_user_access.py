@@ -148,14 +148,14 @@ def interpreter_out_of_reach() -> str | None:
     return None if user is None else reach_problem(user, interpreter_paths())
 
 
-_OUT_OF_REACH = interpreter_out_of_reach()
-
 without_bwrap_as_root = pytest.mark.skipif(
-    _OUT_OF_REACH is not None,
+    # A string: pytest evaluates it as each test starts, not once at import.
+    "__import__('script_user_access').interpreter_out_of_reach() is not None",
     reason=(
         "without bubblewrap a root server's scripts run as the script user, which must "
-        f"reach the interpreter itself: {_OUT_OF_REACH}"
+        "reach the interpreter itself, and cannot here (a Python under a private home)"
     ),
 )
-"""For a test that runs scripts without bubblewrap: skipped as root when the scripts'
-user cannot reach this interpreter (the tests never open folders outside their own)."""
+"""For a test (or a parameter) that runs scripts without bubblewrap: skipped as root when
+the scripts' user cannot reach this interpreter (checked as the test starts; the tests
+never open folders outside their own)."""
