@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -204,8 +205,9 @@ def test_core_hooks_path_of_the_enclosing_repository_is_held(tmp_path: Path) -> 
     reason = _file(policy, "tooling/hooks/pre-commit", workspace=ws)
     assert reason is not None and "hook" in reason
     assert _file(policy, "tooling/notes.txt", workspace=ws) is None
-    # A change to the config is seen on the next verdict.
+    # A change to the config is seen once the reading of it is two seconds old.
     (repo / ".git" / "config").write_text("[core]\n\thooksPath = elsewhere\n")
+    time.sleep(2.1)
     assert _file(policy, "tooling/hooks/pre-commit", workspace=ws) is None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -93,8 +94,29 @@ def _config_files(gitdir: Path) -> Iterator[Path]:
     yield gitdir / "config.worktree"
 
 
+_FRESH_SECONDS = 2.0
+_recent: dict[str, tuple[float, Path | None]] = {}
+
+
 def hooks_folder(workspace: Path) -> Path | None:
-    """The absolute core.hooksPath folder of the repository `workspace` lies in, if set."""
+    """The absolute core.hooksPath folder of the repository `workspace` lies in, if set.
+
+    The answer is kept for two seconds per workspace: one call's changes are judged
+    against one reading of the git configuration, and a change of it by the user shows
+    on the next call."""
+    key = str(workspace)
+    now = time.monotonic()
+    recent = _recent.get(key)
+    if recent is not None and now - recent[0] < _FRESH_SECONDS:
+        return recent[1]
+    found = _read_hooks_folder(workspace)
+    if len(_recent) > 64:
+        _recent.clear()
+    _recent[key] = (now, found)
+    return found
+
+
+def _read_hooks_folder(workspace: Path) -> Path | None:
     start = Path(workspace).absolute()
     repository = _repository(start)
     if repository is None:

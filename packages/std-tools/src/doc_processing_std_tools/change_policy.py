@@ -204,27 +204,33 @@ class Held:
 
 
 class _Matcher:
-    """Patterns of one class, compiled: single names as a set and one expression, longer
-    patterns as tuples of expressions matched against consecutive components."""
+    """Patterns of one class, compiled: single names as a set and one expression; longer
+    patterns without wildcards by their last name (the names before it compared as a
+    tuple), the others as tuples of expressions matched against consecutive names."""
 
-    __slots__ = ("_exact", "_glob", "_multi")
+    __slots__ = ("_exact", "_glob", "_multi", "_tails")
 
     def __init__(self, patterns: Iterable[str]) -> None:
         exact: set[str] = set()
         globs: list[str] = []
+        tails: dict[str, list[tuple[str, ...]]] = {}
         multi: list[tuple[re.Pattern[str], ...]] = []
         for pattern in patterns:
             parts = [normal_name(part) for part in pattern.strip("/").split("/") if part]
+            wild = any(char in part for part in parts for char in "*?[")
             if not parts:
                 continue
-            if len(parts) > 1:
+            if len(parts) > 1 and not wild:
+                tails.setdefault(parts[-1], []).append(tuple(parts[:-1]))
+            elif len(parts) > 1:
                 multi.append(tuple(re.compile(translate(part)) for part in parts))
-            elif any(char in parts[0] for char in "*?["):
+            elif wild:
                 globs.append(translate(parts[0]))
             else:
                 exact.add(parts[0])
         self._exact = frozenset(exact)
         self._glob = re.compile("|".join(f"(?:{glob})" for glob in globs)) if globs else None
+        self._tails = {name: tuple(before) for name, before in tails.items()}
         self._multi = tuple(multi)
 
     def match(self, names: Sequence[str]) -> int | None:
@@ -232,6 +238,10 @@ class _Matcher:
         for index, name in enumerate(names):
             if name in self._exact or (self._glob is not None and self._glob.match(name)):
                 return index + 1
+            for before in self._tails.get(name, ()):
+                start = index - len(before)
+                if start >= 0 and tuple(names[start:index]) == before:
+                    return index + 1
             for parts in self._multi:
                 start = index + 1 - len(parts)
                 if start >= 0 and all(
@@ -473,31 +483,35 @@ class ChangePolicy:
     ) -> Iterator[Held]:
         """The classes found on disk: links among the existing parents, folders holding a
         SKILL.md, configured skills folders, the skills lock, and core.hooksPath."""
-        workspace = Path(os.path.realpath(workspace))
-        target = workspace / rel
-        for root in self.skill_roots:
-            if _within(target, root) or _within(root, target):
-                yield self._hold("skills", rel, f"the skills folder {root}")
+        root = os.path.realpath(workspace)
+        target = "/".join((root.rstrip("/"), *rel.parts))
+        for folder in self.skill_roots:
+            if _within(target, str(folder)) or _within(str(folder), target):
+                yield self._hold("skills", rel, f"the skills folder {folder}")
         for protected in self.protected_files:
-            if _within(target, protected) or _within(protected, target):
+            if _within(target, str(protected)) or _within(str(protected), target):
                 yield self._hold("skills", rel, str(protected))
-        hooks = hooks_folder(workspace)
-        if hooks is not None and (_within(target, hooks) or _within(hooks, target)):
+        hooks = hooks_folder(Path(root))
+        if hooks is not None and (_within(target, str(hooks)) or _within(str(hooks), target)):
             yield self._hold("hooks", rel, f"core.hooksPath {hooks}")
         if names[-1] == "skill.md":
             yield self._hold("skills", rel)
-        folder = workspace
+        current = root
         parents = rel.parts if kind == "dir" else rel.parts[:-1]
         for depth in range(len(parents) + 1):
-            if _holds_skill(folder):
+            if _holds_skill(current):
                 yield self._hold("skills", rel, _shown(rel, depth) or ".")
             if depth == len(parents):
                 break
-            folder = folder / parents[depth]
-            if folder.is_symlink():
+            current = f"{current.rstrip('/')}/{parents[depth]}"
+            try:
+                mode = os.lstat(current).st_mode
+            except OSError:
+                break
+            if stat.S_ISLNK(mode):
                 yield self._hold("link", rel, f"{_shown(rel, depth + 1)} is a link")
                 break
-            if not folder.is_dir():
+            if not stat.S_ISDIR(mode):
                 break
 
     def _hold(self, kind: str, rel: PurePosixPath, what: str | None = None) -> Held:
@@ -526,12 +540,13 @@ def _shown(rel: PurePosixPath, depth: int) -> str:
     return "/".join(rel.parts[:depth])
 
 
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _holds_skill(folder: Path) -> bool:
-    return any(os.path.lexists(folder / name) for name in ("SKILL.md", "skill.md"))
+def _holds_skill(folder: str) -> bool:
+    base = folder.rstrip("/")
+    return any(os.path.lexists(f"{base}/{name}") for name in ("SKILL.md", "skill.md"))
 
 
 def _protected_files(settings: Settings) -> tuple[Path, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -100,9 +101,12 @@ def _worker_of(server: int) -> int:
 
 @pytest.mark.anyio
 async def test_the_server_and_its_workers_are_closed_to_the_users_other_processes(
-    library: Path,
+    library: Path, tmp_path: Path
 ) -> None:
     secret = "sk-test-not-for-scripts-7f3a"
+    workspace = tmp_path / "own-workspace"  # names this test's server among the children
+    workspace.mkdir()
+    shutil.copy(library / "report.pdf", workspace / "report.pdf")
     params = StdioServerParameters(
         command=as_plain_user([sys.executable])[0],
         args=[
@@ -110,7 +114,7 @@ async def test_the_server_and_its_workers_are_closed_to_the_users_other_processe
             "-m",
             "doc_processing_std_tools",
             "--workspace",
-            str(library),
+            str(workspace),
         ],
         env={**os.environ, "MODEL_API_KEY": secret},
     )
@@ -118,7 +122,7 @@ async def test_the_server_and_its_workers_are_closed_to_the_users_other_processe
         text = await _text(client, "get_file_overview", path="report.pdf")
         assert "report.pdf" in text or "PDF" in text
         mine = children(os.getpid())
-        servers = [p for p in mine if "doc_processing_std_tools" in command_line(p)]
+        servers = [p for p in mine if str(workspace) in command_line(p)]
         assert len(servers) == 1
         server = servers[0]
         work = _worker_of(server)
