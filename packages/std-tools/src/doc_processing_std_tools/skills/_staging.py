@@ -484,6 +484,7 @@ def hidden_paths(workspace: Path, policy: ChangePolicy) -> list[str]:
     key = (str(workspace), policy.hide)
     known = _HIDDEN_CACHE.pop(key, {})
     fresh: dict[str, _Listing] = {}
+    answers: dict[PurePosixPath, bool] = {}
     found: list[str] = []
     pending = [""]
     while pending:
@@ -498,7 +499,7 @@ def hidden_paths(workspace: Path, policy: ChangePolicy) -> list[str]:
         stamp = (info.st_dev, info.st_ino, info.st_mtime_ns)
         listing = known.get(rel)
         if listing is None or listing.stamp != stamp:
-            listing = _list_folder(folder, rel, stamp, policy)
+            listing = _list_folder(folder, rel, stamp, policy, answers)
         fresh[rel] = listing
         found += [f"{rel}/{name}" if rel else name for name in listing.hidden]
         pending += [f"{rel}/{name}" if rel else name for name in listing.folders]
@@ -509,8 +510,15 @@ def hidden_paths(workspace: Path, policy: ChangePolicy) -> list[str]:
 
 
 def _list_folder(
-    folder: Path, rel: str, stamp: tuple[int, int, int], policy: ChangePolicy
+    folder: Path,
+    rel: str,
+    stamp: tuple[int, int, int],
+    policy: ChangePolicy,
+    answers: dict[PurePosixPath, bool],
 ) -> _Listing:
+    """Read one folder: its hidden names and its sub-folders. `answers` remembers the
+    policy's answer for each tail of a path already asked about (names repeat a lot
+    across the folders of a project)."""
     hidden: list[str] = []
     folders: list[str] = []
     # The folder itself is not hidden (it would not be listed), so a pattern can match
@@ -524,7 +532,11 @@ def _list_folder(
     except OSError:
         entries = []
     for name, is_dir in entries:
-        if policy.hidden(base / name):
+        tail = base / name
+        secret = answers.get(tail)
+        if secret is None:
+            secret = answers[tail] = policy.hidden(tail)
+        if secret:
             hidden.append(name)
         elif is_dir:
             folders.append(name)
