@@ -579,3 +579,24 @@ async def run_plain(helper: Path) -> str:
         [sys.executable, "-c", "import helper; print(helper.VALUE)"], cwd=helper.parent
     )
     return done.stdout.decode().strip()
+
+
+READ_ONLY = """\
+import os
+ws = os.environ["DPTTOOLS_WORKSPACE_DIR"]
+print(".env" in os.listdir(ws))
+try:
+    open(os.path.join(ws, "out.txt"), "w").close()
+except OSError as exc:
+    print(exc.strerror)
+"""
+
+
+async def test_a_read_only_view_hides_the_secrets_and_refuses_writes(
+    private: Path, workspace: Path
+) -> None:
+    before = snapshot(workspace)
+    result = await run(private, workspace, READ_ONLY, workspace_writable=False)
+    assert result.stdout == "False\nRead-only file system\n", result.stderr
+    assert result.changes is None
+    assert snapshot(workspace) == before

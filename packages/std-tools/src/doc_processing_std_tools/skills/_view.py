@@ -236,6 +236,10 @@ def set_up_view(plan: dict[str, object], stage_fd: int) -> None:
             detach.append(stage)
             mask = os.path.join(stage, "mask")
             os.mkdir(mask, 0o700)
+            # The top layer's root is the view's root: the workspace's owner and mode.
+            top = os.stat(lower)
+            os.chown(mask, top.st_uid, top.st_gid)
+            os.chmod(mask, stat.S_IMODE(top.st_mode))
             _whiteouts(mask, lower, hidden)
             layers = f"{mask}:{lower}" if hidden else lower
             options = f"lowerdir={layers}"
