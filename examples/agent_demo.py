@@ -6,9 +6,11 @@ catalog into the system prompt; the model loads the invoice-extraction skill, ru
 ``normalise_totals.py`` on an example invoice whose printed totals are wrong, and answers
 with what the script found.
 
-Without an API key the model is the toolkit's offline test model, scripted below to act as
-a model would: it reads the catalog, loads the skill, runs the script it finds in the
-skill's resource list and reports the script's findings. With ANTHROPIC_API_KEY or
+Without an API key the model is an offline script, not a language model: the toolkit's
+test model running `offline_model` below, which acts as a model would (it reads the
+catalog, loads the skill, runs the script it finds in the skill's resource list and
+reports the script's findings). When a tool answers with an error, it says so and stops;
+the error is printed as the server wrote it. With ANTHROPIC_API_KEY or
 OPENAI_API_KEY set, a real model does the same (choose one with DPT_DEMO_MODEL, for
 example ``anthropic:claude-sonnet-4-5``).
 
@@ -51,26 +53,38 @@ def _tool_results(request: ModelRequest) -> list[ToolResultPart]:
     return [p for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)]
 
 
+def _answer(text: str) -> ModelResponse:
+    return ModelResponse(parts=(TextPart(text),))
+
+
 def offline_model(request: ModelRequest) -> ModelResponse:
     """A scripted stand-in for a model: pick the skill from the catalog, load it, run the
-    script it lists, and summarise the script's JSON."""
+    script it lists, and summarise the script's JSON. A tool error ends the run with an
+    answer that quotes it."""
     results = _tool_results(request)
     catalog = re.findall(r'<skill name="([^"]+)"', request.system or "")
     skill = next((name for name in catalog if "invoice" in name), None)
     if skill is None:
-        return ModelResponse(parts=(TextPart("No skill in my catalog fits this task."),))
+        return _answer("No skill in my catalog fits this task.")
     if not results:
         return tool_call("load_skill", {"skill_name": skill}, text=f"The {skill} skill fits.")
+    last = results[-1]
+    if last.is_error:
+        return _answer(f"The tool {last.name} failed, so I stopped:\n{last.content}")
     if len(results) == 1:
-        script = re.search(r"scripts/normalise_totals\.py", results[0].content)
+        script = re.search(r"scripts/normalise_totals\.py", last.content)
         if script is None:
-            return ModelResponse(parts=(TextPart("The skill has no totals script."),))
+            return _answer("The skill has no totals script.")
         return tool_call(
             "execute_skill_script",
             {"skill_name": skill, "script_path": script.group(0), "args": str(INVOICE)},
             text="Running the skill's totals check.",
         )
-    return ModelResponse(parts=(TextPart(summarise(json.loads(results[-1].content))),))
+    try:
+        run = json.loads(last.content)
+    except ValueError:
+        return _answer(f"The script's result is not the JSON I expected:\n{last.content}")
+    return _answer(summarise(run))
 
 
 def summarise(run: dict[str, Any]) -> str:
@@ -88,8 +102,12 @@ def summarise(run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _indented(text: str) -> str:
+    return "\n".join(f"   {line}" for line in text.strip().splitlines())
+
+
 def choose_model() -> Model | str:
-    """A real provider when a key is set, otherwise the offline test model."""
+    """A real provider when a key is set, otherwise the offline script."""
     chosen = os.environ.get("DPT_DEMO_MODEL")
     if chosen:
         return chosen
@@ -118,7 +136,13 @@ def main() -> int:
             }
         ],
     )
-    print(f"model: {agent.model.name}\n")
+    if isinstance(agent.model, TestModel):
+        print(
+            f"model: {agent.model.name}, an offline script standing in for a model (no API "
+            "key is set; set ANTHROPIC_API_KEY or OPENAI_API_KEY to use a real one)\n"
+        )
+    else:
+        print(f"model: {agent.model.name}\n")
 
     async def run() -> int:
         async with agent:
@@ -133,8 +157,11 @@ def main() -> int:
                 elif isinstance(event, ToolCallEvent):
                     print(f"\n-> {event.call.name}({json.dumps(event.call.arguments)})")
                 elif isinstance(event, ToolResultEvent):
-                    status = "error" if event.record.is_error else "ok"
-                    print(f"<- {event.record.name}: {status}, {len(event.record.content)} chars")
+                    record = event.record
+                    if record.is_error:
+                        print(f"<- {record.name} failed:\n{_indented(record.content)}")
+                    else:
+                        print(f"<- {record.name}: ok, {len(record.content)} chars")
                 elif isinstance(event, FinalResultEvent):
                     result = event.result
                     print("\n\n=== Answer ===")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,11 +13,9 @@ from doc_processing_std_tools.config import reset_settings
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the persistent skills index of every server the tests start (in process and
-    in child processes) in a folder of this run, not in the user's cache folder; as
-    root, let the scripts' user reach what the tests give it (`script_user_access`)."""
-    if "DPTTOOLS_CACHE_DIR" not in os.environ:
-        os.environ["DPTTOOLS_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpttools-cache-")
+    """Keep the run in a folder of its own: the persistent skills index of every server
+    the tests start goes there, not in the user's cache folder; as root, let the scripts'
+    user reach what the tests give it there (`script_user_access`)."""
     script_user_access.configure(config)
 
 

@@ -26,8 +26,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-# As root, skill scripts run as an unprivileged user, which must reach the interpreter
-# and the tests' temporary folders (see the std-tools tests' script_user_access).
+# The run keeps to a temporary folder of its own (the skills index of the servers it
+# starts included); as root, skill scripts run as an unprivileged user, which must reach
+# the tests' temporary folders there (see the std-tools tests' script_user_access).
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     script_user_access.configure(config)

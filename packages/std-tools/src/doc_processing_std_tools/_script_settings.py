@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError
-from .skills.sandbox import protected_setting
 
 __all__ = ["SCRIPT_DEFAULTS", "positive_int", "script_fields"]
 
@@ -24,8 +23,10 @@ SCRIPT_DEFAULTS: dict[str, str] = {
     "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB": "256",
     "DPTTOOLS_SCRIPT_MAX_OPEN_FILES": "256",
     "DPTTOOLS_SCRIPT_MAX_PROCESSES": "64",
-    # Empty: sandbox.PROTECTED_PATHS; "+A,B" adds to it, "A,B" replaces it.
-    "DPTTOOLS_SCRIPT_PROTECTED": "",
+    # Changed files and bytes one call may leave to be applied, and calls at once.
+    "DPTTOOLS_SCRIPT_MAX_CHANGED_FILES": "1000",
+    "DPTTOOLS_SCRIPT_MAX_CHANGED_MB": "256",
+    "DPTTOOLS_SCRIPT_MAX_CALLS": "4",
     # The user scripts run as when the server runs as root (never root itself).
     "DPTTOOLS_SCRIPT_USER": "nobody",
     # More folders a script under bubblewrap may read (absolute paths, commas between).
@@ -134,6 +135,14 @@ def script_fields(raw: Callable[[str], str], env: Mapping[str, str]) -> dict[str
     def _int(name: str, value: str) -> int:
         return positive_int(name, value, SCRIPT_DEFAULTS[name])
 
+    if env.get("DPTTOOLS_SCRIPT_PROTECTED", "").strip():
+        raise ConfigError(
+            "DPTTOOLS_SCRIPT_PROTECTED is not a setting: a script's changes to the workspace "
+            "are staged and applied by the change policy, which holds back version-control, "
+            "agent, build and skills files by itself. Move the extra paths to "
+            "DPTTOOLS_SCRIPT_HOLD (same format: names or relative paths, commas between) and "
+            "unset DPTTOOLS_SCRIPT_PROTECTED."
+        )
     return {
         "script_sandbox": _sandbox_mode(raw("DPTTOOLS_SCRIPT_SANDBOX")),
         "script_env": _env_names(raw("DPTTOOLS_SCRIPT_ENV")),
@@ -153,7 +162,13 @@ def script_fields(raw: Callable[[str], str], env: Mapping[str, str]) -> dict[str
         "script_max_processes": _int(
             "DPTTOOLS_SCRIPT_MAX_PROCESSES", raw("DPTTOOLS_SCRIPT_MAX_PROCESSES")
         ),
-        "script_protected": protected_setting(raw("DPTTOOLS_SCRIPT_PROTECTED")),
+        "script_max_changed_files": _int(
+            "DPTTOOLS_SCRIPT_MAX_CHANGED_FILES", raw("DPTTOOLS_SCRIPT_MAX_CHANGED_FILES")
+        ),
+        "script_max_changed_mb": _int(
+            "DPTTOOLS_SCRIPT_MAX_CHANGED_MB", raw("DPTTOOLS_SCRIPT_MAX_CHANGED_MB")
+        ),
+        "script_max_calls": _int("DPTTOOLS_SCRIPT_MAX_CALLS", raw("DPTTOOLS_SCRIPT_MAX_CALLS")),
         "script_user": script_user(raw("DPTTOOLS_SCRIPT_USER")),
         "script_visible": visible_folders(raw("DPTTOOLS_SCRIPT_VISIBLE")),
     }

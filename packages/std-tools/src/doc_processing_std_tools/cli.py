@@ -160,6 +160,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"--workspace {args.workspace!r} is not a folder.")
     if settings.workspace_refusal is not None:
         logger.warning("%s", settings.workspace_refusal)
+    if not serving.read_only:
+        from .change_policy import announce_settings
+
+        announce_settings(settings, scripts=True, file_tools=True)
 
     from .server import make_composed_server
     from .skills._containment import start_scripts

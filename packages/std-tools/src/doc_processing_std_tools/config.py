@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from ._script_settings import SCRIPT_DEFAULTS, positive_int, script_fields
+from .change_policy import HIDDEN_PATTERNS, applied_classes, held_setting, hidden_setting
 from .errors import ConfigError
 from .places import skills_dir_refusal, workspace_refusal
-from .skills.sandbox import PROTECTED_PATHS
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -56,6 +56,11 @@ DEFAULTS: dict[str, str] = {
     "DPTTOOLS_DOC_WORKERS": "2",
     "DPTTOOLS_TABLE_PAGE_SECONDS": "10",
     "DPTTOOLS_TABLE_CALL_SECONDS": "30",
+    # What scripts and the file tools may change (see change_policy.py).
+    "DPTTOOLS_SCRIPT_APPLY": "",
+    "DPTTOOLS_SCRIPT_HOLD": "",
+    "DPTTOOLS_SCRIPT_HIDDEN": "",
+    "DPTTOOLS_WRITE_ALLOW": "",
 }
 
 
@@ -91,8 +96,12 @@ class Settings:
     """Open file descriptors a script process may hold."""
     script_max_processes: int = 64
     """Processes a script may add to those its user already runs."""
-    script_protected: tuple[str, ...] = PROTECTED_PATHS
-    """Workspace paths a script under bubblewrap may not change (DPTTOOLS_SCRIPT_PROTECTED)."""
+    script_max_changed_files: int = 1000
+    """Files one script call may create, change or delete (DPTTOOLS_SCRIPT_MAX_CHANGED_FILES)."""
+    script_max_changed_mb: int = 256
+    """MiB of content one script call may write (DPTTOOLS_SCRIPT_MAX_CHANGED_MB)."""
+    script_max_calls: int = 4
+    """Script calls running at once; more wait their turn (DPTTOOLS_SCRIPT_MAX_CALLS)."""
     script_user: str = "nobody"
     """The user scripts run as when the server runs as root (DPTTOOLS_SCRIPT_USER)."""
     script_visible: tuple[Path, ...] = ()
@@ -132,6 +141,16 @@ class Settings:
     """Why create_skill refuses to create skills, or None when it may: set when
     DPTTOOLS_SKILLS_DIR is not set and the default skills folder would be made in a place
     `places.place_refusal` names."""
+
+    # What scripts and the file tools may change (change_policy.ChangePolicy).
+    script_apply: tuple[str, ...] = ()
+    """Held-back classes a script's changes are applied in anyway (DPTTOOLS_SCRIPT_APPLY)."""
+    script_hold: tuple[str, ...] = ()
+    """More path patterns whose changes by scripts are held back (DPTTOOLS_SCRIPT_HOLD)."""
+    script_hidden: tuple[str, ...] = HIDDEN_PATTERNS
+    """Secret path patterns scripts do not see (DPTTOOLS_SCRIPT_HIDDEN)."""
+    write_allow: tuple[str, ...] = ()
+    """Held-back classes write_file and edit_file may change (DPTTOOLS_WRITE_ALLOW)."""
 
     @property
     def skill_roots(self) -> tuple[Path, ...]:
@@ -275,6 +294,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         table_call_seconds=_positive_number(
             "DPTTOOLS_TABLE_CALL_SECONDS", raw("DPTTOOLS_TABLE_CALL_SECONDS")
         ),
+        # What scripts and the file tools may change.
+        script_apply=applied_classes(raw("DPTTOOLS_SCRIPT_APPLY")),
+        script_hold=held_setting(raw("DPTTOOLS_SCRIPT_HOLD")),
+        script_hidden=hidden_setting(raw("DPTTOOLS_SCRIPT_HIDDEN")),
+        write_allow=applied_classes(raw("DPTTOOLS_WRITE_ALLOW"), "DPTTOOLS_WRITE_ALLOW"),
     )
 
 

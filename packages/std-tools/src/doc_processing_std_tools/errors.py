@@ -19,6 +19,11 @@ class InvalidArgumentError(StdToolsError):
     """A tool argument breaks a documented rule (a skill name, an empty field, ...)."""
 
 
+class ChangeRefusedError(StdToolsError):
+    """A write the change policy holds back (a version-control folder, agent settings, a
+    build entry point ...); the message says why and which setting would allow it."""
+
+
 class PathOutsideRootError(StdToolsError):
     """A path leads outside the folder it is confined to."""
 

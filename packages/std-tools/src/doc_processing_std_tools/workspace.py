@@ -20,6 +20,7 @@ from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TypedDict
 
 from . import _io
+from .change_policy import FILE_TOOLS_POLICY, ChangePolicy
 from .config import Settings, get_settings
 from .errors import (
     ConfigError,
@@ -51,6 +52,8 @@ class Workspace:
     """Files larger than this are neither read nor written."""
     output_limit: int
     """Characters of tool output kept before the rest is cut with a marker."""
+    changes: ChangePolicy = FILE_TOOLS_POLICY
+    """What write_file and edit_file may change (`ChangePolicy.for_file_tools`)."""
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Workspace:
@@ -68,6 +71,7 @@ class Workspace:
             root=current.workspace_dir,  # `load_settings` resolves it already
             max_file_bytes=current.max_file_size_bytes,
             output_limit=current.output_truncation_limit,
+            changes=ChangePolicy.for_file_tools(current),
         )
 
     def resolve(self, path: str, *, allow_root: bool = False) -> Path:

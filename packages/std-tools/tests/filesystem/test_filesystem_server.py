@@ -52,6 +52,22 @@ async def test_a_skill_file_is_written_edited_and_read_back(root: Path) -> None:
         text, error = await call(
             client, "write_file", path="skills/demo/SKILL.md", content="# Demo\n\nTODO\n"
         )
+        # A SKILL.md makes a skill: held back unless the operator lets the tools write it.
+        assert error and "DPTTOOLS_WRITE_ALLOW=skills" in text
+        assert not (root / "skills").exists()
+    reset_settings(
+        load_settings(
+            {
+                "DPTTOOLS_WORKSPACE_DIR": str(root),
+                "DPTTOOLS_SKILLS_DIR": str(root.parent / "skills"),
+                "DPTTOOLS_WRITE_ALLOW": "skills",
+            }
+        )
+    )
+    async with Client(file_system_server) as client:
+        text, error = await call(
+            client, "write_file", path="skills/demo/SKILL.md", content="# Demo\n\nTODO\n"
+        )
         assert not error and "created" in text
         text, error = await call(
             client, "edit_file", path="skills/demo/SKILL.md", old_text="TODO", new_text="Steps."

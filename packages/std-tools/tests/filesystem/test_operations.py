@@ -186,20 +186,20 @@ def test_a_symlink_inside_the_workspace_is_followed(ws: Workspace, root: Path) -
 
 
 def test_write_file_creates_a_file_and_missing_folders(ws: Workspace, root: Path) -> None:
-    message = ops.write_file(ws, "skills/new/SKILL.md", "---\nname: new\n---\n")
+    message = ops.write_file(ws, "notes/new/plan.md", "---\nname: new\n---\n")
     assert "created" in message
-    assert (root / "skills/new/SKILL.md").read_text(encoding="utf-8") == "---\nname: new\n---\n"
+    assert (root / "notes/new/plan.md").read_text(encoding="utf-8") == "---\nname: new\n---\n"
 
 
 def test_write_file_replaces_content_and_keeps_permissions(ws: Workspace, root: Path) -> None:
-    target = root / "run.sh"
+    target = root / "notes.txt"
     target.write_text("old", encoding="utf-8")
-    target.chmod(0o750)
-    message = ops.write_file(ws, "run.sh", "new")
-    assert "replaced" in message
+    target.chmod(0o640)
+    message = ops.write_file(ws, "notes.txt", "new")
+    assert "replaced" in message and "permissions" not in message
     assert target.read_text(encoding="utf-8") == "new"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o750
-    assert sorted(p.name for p in root.iterdir()) == ["run.sh"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in root.iterdir()) == ["notes.txt"]
 
 
 def test_write_file_refuses_content_over_the_limit_and_writes_nothing(

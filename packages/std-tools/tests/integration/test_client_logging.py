@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.types import LoggingMessageNotificationParams
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.server import make_composed_server
@@ -112,6 +113,7 @@ async def test_without_set_level_only_warnings_and_above_are_sent(skills: Path) 
     assert [n for n in got if LEFT_OUT in str(n.data)] == []
 
 
+@without_bwrap_as_root
 @pytest.mark.skipif(sys.platform != "linux", reason="the script limits are Linux rlimits")
 async def test_a_script_stopped_at_a_limit_is_a_warning_notice(skills: Path) -> None:
     got, _ = await notices(mode="legacy", call="script")

@@ -17,6 +17,7 @@ from http_child import serving
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.skills.sandbox import sandbox_status
 
@@ -99,6 +100,7 @@ async def test_under_bubblewrap_a_token_without_write_runs_scripts_on_a_read_onl
     assert (folders.workspace / "new.txt").read_text() == "overwritten by a script\n"
 
 
+@without_bwrap_as_root
 async def test_without_bubblewrap_a_token_without_write_may_not_run_scripts(
     setup: tuple[Folders, Path],
 ) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from doc_processing_std_tools.change_policy import ChangePolicy
 from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.errors import ConfigError
 from doc_processing_std_tools.skills.scripts import ScriptPolicy
@@ -22,9 +23,14 @@ def test_the_script_defaults() -> None:
     assert settings.script_max_file_size_mb == 256
     assert settings.script_max_open_files == 256
     assert settings.script_max_processes == 64
+    assert settings.script_max_changed_files == 1000
+    assert settings.script_max_changed_mb == 256
+    assert settings.script_max_calls == 4
     # The workspace is writable for scripts only when it is set explicitly.
     assert settings.script_workspace is None
-    assert ScriptPolicy.from_settings(settings) == ScriptPolicy(cpu_seconds=13)
+    assert ScriptPolicy.from_settings(settings) == ScriptPolicy(
+        cpu_seconds=13, changes=ChangePolicy.from_settings(settings)
+    )
 
 
 def test_every_script_variable_is_read(tmp_path: Path) -> None:
@@ -39,6 +45,9 @@ def test_every_script_variable_is_read(tmp_path: Path) -> None:
             "DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB": "10",
             "DPTTOOLS_SCRIPT_MAX_OPEN_FILES": "64",
             "DPTTOOLS_SCRIPT_MAX_PROCESSES": "8",
+            "DPTTOOLS_SCRIPT_MAX_CHANGED_FILES": "20",
+            "DPTTOOLS_SCRIPT_MAX_CHANGED_MB": "3",
+            "DPTTOOLS_SCRIPT_MAX_CALLS": "2",
         }
     )
     policy = ScriptPolicy.from_settings(settings)
@@ -52,6 +61,10 @@ def test_every_script_variable_is_read(tmp_path: Path) -> None:
         max_file_size_mb=10,
         max_open_files=64,
         max_processes=8,
+        changes=ChangePolicy.from_settings(settings),
+        max_changed_files=20,
+        max_changed_mb=3,
+        max_calls=2,
     )
 
 
@@ -68,6 +81,10 @@ def test_every_script_variable_is_read(tmp_path: Path) -> None:
         ("DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB", "lots", "whole number"),
         ("DPTTOOLS_SCRIPT_MAX_OPEN_FILES", "0", "positive integer"),
         ("DPTTOOLS_SCRIPT_MAX_PROCESSES", "", "whole number"),
+        ("DPTTOOLS_SCRIPT_MAX_CHANGED_FILES", "0", "positive integer"),
+        ("DPTTOOLS_SCRIPT_MAX_CHANGED_MB", "many", "whole number"),
+        ("DPTTOOLS_SCRIPT_MAX_CALLS", "-2", "positive integer"),
+        ("DPTTOOLS_SCRIPT_PROTECTED", "+Makefile", "DPTTOOLS_SCRIPT_HOLD"),
     ],
 )
 def test_a_bad_script_value_is_a_clear_error_naming_the_variable(

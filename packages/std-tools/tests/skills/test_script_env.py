@@ -16,7 +16,7 @@ import pytest
 from http_child import Started, serving
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
-from script_user_access import give_to_script_user
+from script_user_access import give_to_script_user, without_bwrap_as_root
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
@@ -29,7 +29,17 @@ ALLOWED_NAME = "DPT_TEST_ALLOWED_SETTING"
 DUMP = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 #: Every name a script may receive without an allow-list (bubblewrap sets PWD to the
 #: script's folder).
-MINIMAL = {*BASE_ENV_NAMES, "HOME", "TMPDIR", RUN_ID_VARIABLE, "DPTTOOLS_WORKSPACE_DIR", "PWD"}
+MINIMAL = {
+    *BASE_ENV_NAMES,
+    "HOME",
+    "TMPDIR",
+    RUN_ID_VARIABLE,
+    "DPTTOOLS_WORKSPACE_DIR",
+    "PWD",
+    # Bytecode off: none written, none shipped next to a source used.
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONPYCACHEPREFIX",
+}
 WARNING = "WITHOUT the bubblewrap sandbox"
 
 
@@ -98,7 +108,7 @@ async def dump(client: Client) -> str:
     )
 
 
-@pytest.mark.parametrize("sandbox", ["auto", "none"])
+@pytest.mark.parametrize("sandbox", ["auto", pytest.param("none", marks=without_bwrap_as_root)])
 @pytest.mark.parametrize("allow", [False, True], ids=["minimal", "allow-listed"])
 async def test_in_process_a_script_sees_no_server_secret(
     setup: Setup, monkeypatch: pytest.MonkeyPatch, sandbox: str, allow: bool
@@ -148,6 +158,7 @@ def wait_for(server: Started, text: str) -> bool:
     return True
 
 
+@without_bwrap_as_root
 async def test_without_bubblewrap_auto_warns_once_at_start_up_and_still_runs_scripts(
     setup: Setup, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.skills.sandbox import sandbox_status
 from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
@@ -103,6 +104,7 @@ async def test_a_file_in_the_workspace_is_seen_and_needs_no_line(tmp_path: Path)
     assert stderr == ""
 
 
+@without_bwrap_as_root
 async def test_without_the_sandbox_a_missing_file_gets_no_line(tmp_path: Path) -> None:
     stderr, code = await run(tmp_path, READ_PY, tmp_path / "nowhere.txt", sandbox="none")
     assert code == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.skills.sandbox import sandbox_status
 from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
@@ -13,7 +14,7 @@ from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
 pytestmark = pytest.mark.anyio
 
 MODES = [
-    pytest.param("none", id="none"),
+    pytest.param("none", id="none", marks=without_bwrap_as_root),
     pytest.param(
         "bwrap",
         id="bwrap",
@@ -90,6 +91,7 @@ async def test_opening_too_many_files_ends_with_the_open_files_message(
 
 
 # As root the script runs as DPTTOOLS_SCRIPT_USER, to which the limit applies.
+@without_bwrap_as_root
 async def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
     source = (
         "import os, time\n"
@@ -106,6 +108,7 @@ async def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
     assert "DPTTOOLS_SCRIPT_MAX_PROCESSES" in stderr
 
 
+@without_bwrap_as_root
 async def test_a_script_within_its_limits_is_not_told_about_them(tmp_path: Path) -> None:
     stderr, code = await run(tmp_path, "import sys\nsys.exit(4)\n", "none")
     assert (stderr, code) == ("", 4)

@@ -30,6 +30,7 @@ from typing import Literal
 import anyio
 import pytest
 from link_swapper import swapping
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.config import Settings, load_settings
 from doc_processing_std_tools.errors import InvalidArgumentError, StdToolsError
@@ -72,7 +73,7 @@ class Site:
     marker: Path
 
 
-@pytest.fixture(params=["none", "bwrap"])
+@pytest.fixture(params=[pytest.param("none", marks=without_bwrap_as_root), "bwrap"])
 def site(request: pytest.FixtureRequest, tmp_path: Path) -> Site:
     """A skill 'race' with scripts/run.py, and an outside folder in the workspace holding
     a run.py that leaves a marker."""
@@ -160,7 +161,7 @@ async def test_a_script_folder_swapped_for_a_link_outside_never_runs_the_outside
 
 Mode = Literal["none", "bwrap"]
 MODES = [
-    "none",
+    pytest.param("none", marks=without_bwrap_as_root),
     pytest.param(
         "bwrap",
         marks=pytest.mark.skipif(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script, split_args
@@ -117,6 +118,7 @@ def pids(folder: Path) -> dict[str, int]:
     return found
 
 
+@without_bwrap_as_root
 async def test_a_script_that_runs_too_long_is_killed_with_every_process_it_started(
     tmp_path: Path,
 ) -> None:
@@ -138,6 +140,7 @@ async def test_a_script_that_runs_too_long_is_killed_with_every_process_it_start
         os.kill(found["escaped"], signal.SIGKILL)
 
 
+@without_bwrap_as_root
 async def test_a_script_that_ends_leaves_nothing_running_and_keeps_its_exit_code(
     tmp_path: Path,
 ) -> None:

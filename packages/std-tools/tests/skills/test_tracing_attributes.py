@@ -12,6 +12,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools._tooling import limited
 from doc_processing_std_tools._tracing import (
@@ -53,6 +54,7 @@ def write_script(tmp_path: Path, source: str) -> Path:
     return path
 
 
+@without_bwrap_as_root
 async def test_a_script_that_exits_records_its_exit_code_and_sandbox(
     served: Served, tmp_path: Path
 ) -> None:
@@ -68,6 +70,7 @@ async def test_a_script_that_exits_records_its_exit_code_and_sandbox(
     assert LIMITS_HIT not in attributes
 
 
+@without_bwrap_as_root
 async def test_a_script_stopped_by_the_timeout_names_its_setting(
     served: Served, tmp_path: Path
 ) -> None:

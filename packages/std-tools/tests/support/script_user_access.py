@@ -1,21 +1,22 @@
-"""Let the user skill scripts run as reach what the tests give them, when the tests run
-as root.
+"""Keep a test run inside folders of its own, and, when the tests run as root, let the
+user skill scripts run as reach what the tests give them there.
 
-A server running as root runs skill scripts as DPTTOOLS_SCRIPT_USER (``nobody`` by
-default), which must be able to pass every folder on the way to the interpreter, the
-skills and the workspace. pytest makes its temporary folders private (mode 0700), and an
-interpreter may be installed under a private home (``/root``). `open_paths` adds search
-permission for others (``o+x``, not listing) to the folders on the way to the given
-paths that lack it, and returns what it changed so that `restore` can put it back.
+Every run (the controller; xdist workers share it) makes one temporary folder of its own:
+the persistent skills index of every server the tests start goes in it (never in the
+user's cache folder), and, as root, pytest's temporary folders too. A server running as
+root runs skill scripts as DPTTOOLS_SCRIPT_USER (``nobody`` by default), which must be
+able to pass the folders on the way to the skills and the workspace; pytest makes its
+temporary folders private (mode 0700), so `open_paths` adds search permission for others
+(``o+x``, not listing) to those folders, and only to folders inside the run's own folder:
+the tests never change a mode anywhere else (the interpreter's folders included: reaching
+the interpreter under a private home is the server's business).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import stat
-import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,37 +30,34 @@ def runs_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def interpreter_paths() -> list[Path]:
-    """The interpreter, its installation and the supervisor's package."""
-    import doc_processing_std_tools
-
-    return [
-        Path(os.path.realpath(sys.executable)),
-        Path(sys.prefix),
-        Path(sys.base_prefix).resolve(),
-        Path(doc_processing_std_tools.__file__).resolve().parent,
-    ]
+_RUN_FOLDER = "DPTTOOLS_TESTS_RUN_FOLDER"
+"""The environment variable naming the run's own folder (xdist workers inherit it)."""
 
 
-def open_paths(paths: Iterable[Path]) -> dict[Path, int]:
-    """Give others search permission on each folder on the way to `paths` (and on the
-    paths that are folders); return the modes changed, folder -> old mode."""
-    changed: dict[Path, int] = {}
+def run_folder() -> Path | None:
+    """The run's own temporary folder, once `configure` made it."""
+    value = os.environ.get(_RUN_FOLDER)
+    return Path(value) if value else None
+
+
+def open_paths(paths: Iterable[Path]) -> None:
+    """Give others search permission on each folder inside the run's own folder on the way
+    to `paths` (and on the paths that are folders); folders elsewhere are left alone."""
+    own = run_folder()
+    if own is None:
+        return
+    own = Path(os.path.realpath(own))
     for path in paths:
         real = Path(os.path.realpath(path))
+        if real != own and own not in real.parents:
+            continue
         chain = [*reversed(real.parents), *([real] if real.is_dir() else [])]
         for folder in chain:
+            if folder != own and own not in folder.parents:
+                continue
             mode = stat.S_IMODE(folder.stat().st_mode)
-            if not mode & stat.S_IXOTH and folder not in changed:
+            if not mode & stat.S_IXOTH:
                 folder.chmod(mode | stat.S_IXOTH)
-                changed[folder] = mode
-    return changed
-
-
-def restore(changed: dict[Path, int]) -> None:
-    for folder, mode in changed.items():
-        with contextlib.suppress(OSError):
-            folder.chmod(mode)
 
 
 def give_to_script_user(path: Path) -> Path:
@@ -77,35 +75,36 @@ def give_to_script_user(path: Path) -> Path:
     return path
 
 
-_OPENED: dict[Path, int] = {}
 _OWN_TEMP: list[Path] = []
 
 
 def configure(config: pytest.Config) -> None:
-    """For a conftest's ``pytest_configure`` (trylast): as root, let the scripts' user
-    reach the interpreter (the folders changed are put back when the run ends, by the
-    process that started it), and keep this run's temporary folders in a folder of its
-    own, which other pytest runs on the machine do not make private again as they start."""
+    """For a conftest's ``pytest_configure`` (trylast): make the run's own folder, keep the
+    skills index of every server the tests start (in this process and in children) in it,
+    and, as root, keep pytest's temporary folders in it too, where other pytest runs on
+    the machine do not make them private again as they start."""
+    if hasattr(config, "workerinput") or run_folder() is not None:
+        return  # an xdist worker, or a second conftest: the folder is made already
+    own = Path(tempfile.mkdtemp(prefix="dpttools-pytest-"))
+    _OWN_TEMP.append(own)
+    os.environ[_RUN_FOLDER] = str(own)
+    if "DPTTOOLS_CACHE_DIR" not in os.environ:
+        os.environ["DPTTOOLS_CACHE_DIR"] = str(own / "cache")
     if not runs_as_root():
         return
-    opened = open_paths(interpreter_paths())
-    if hasattr(config, "workerinput"):
-        return  # an xdist worker: its folders come from the controller
-    _OPENED.update(opened)
+    own.chmod(0o711)
     factory = getattr(config, "_tmp_path_factory", None)
-    if config.option.basetemp is None and factory is not None and not _OWN_TEMP:
-        own = Path(tempfile.mkdtemp(prefix="dpttools-pytest-"))
-        own.chmod(0o711)
-        _OWN_TEMP.append(own)
+    if config.option.basetemp is None and factory is not None:
         factory._given_basetemp = own / "basetemp"
 
 
 def unconfigure() -> None:
-    """For ``pytest_unconfigure``: put back what `configure` changed."""
-    restore(_OPENED)
-    _OPENED.clear()
+    """For ``pytest_unconfigure``: remove the run's own folder (in the process that made
+    it)."""
     for folder in _OWN_TEMP:
         shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get(_RUN_FOLDER) == str(folder):
+            del os.environ[_RUN_FOLDER]
     _OWN_TEMP.clear()
 
 
@@ -131,3 +130,32 @@ def reach_tmp_folders(request: pytest.FixtureRequest) -> None:
         tmp_path: Path = request.getfixturevalue("tmp_path")
         open_paths([tmp_path])
         tmp_path.chmod(0o777)
+
+
+def interpreter_out_of_reach() -> str | None:
+    """As root: why the scripts' user cannot start the interpreter without bubblewrap
+    (it lies under a private folder, such as a pyenv in root's home), or None. Under
+    bubblewrap the server opens every path itself, so this never matters there."""
+    if not runs_as_root():
+        return None
+    from doc_processing_std_tools.skills._containment import (
+        interpreter_paths,
+        reach_problem,
+        script_user,
+    )
+
+    user = script_user(SCRIPT_USER)
+    return None if user is None else reach_problem(user, interpreter_paths())
+
+
+without_bwrap_as_root = pytest.mark.skipif(
+    # A string: pytest evaluates it as each test starts, not once at import.
+    "__import__('script_user_access').interpreter_out_of_reach() is not None",
+    reason=(
+        "without bubblewrap a root server's scripts run as the script user, which must "
+        "reach the interpreter itself, and cannot here (a Python under a private home)"
+    ),
+)
+"""For a test (or a parameter) that runs scripts without bubblewrap: skipped as root when
+the scripts' user cannot reach this interpreter (checked as the test starts; the tests
+never open folders outside their own)."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from ._process import protect_process
 from ._version import __version__
 from .approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from .cli_approval import TerminalApproval
@@ -545,6 +546,7 @@ def _write_json(data: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``dpt-agent`` entry point; returns the exit status (0 ok, 1 failed, 2 usage)."""
+    protect_process()  # before any key is read: see `_process`
     parser = _parser()
     options = parser.parse_args(argv)
     if options.command == "run" and options.prompt is None and not options.dry_run:

@@ -779,7 +779,9 @@ async def test_a_denied_skill_script_never_starts(tmp_path: Path) -> None:
         "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('ran')\nprint('marked')\n"
     )
     entry = std_tools_entry(workspace, skills)
-    entry["env"]["DPTTOOLS_SCRIPT_SANDBOX"] = "none"  # the gate is under test, not the sandbox
+    # The gate is under test, not the sandbox: bubblewrap where it works (the mark is then
+    # applied after the call), without it elsewhere.
+    entry["env"]["DPTTOOLS_SCRIPT_SANDBOX"] = "auto"
 
     def policy(request: ApprovalRequest) -> tuple[bool, str]:
         return request.arguments["args"].endswith("approved.mark"), "this script was not reviewed"

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,71 @@ def test_the_skill_evals_example_runs_an_offline_eval_and_writes_its_report(
     for skill in ("invoice-extraction", "pii-redaction", "table-profiling"):
         assert f"{skill}: " in done.stdout and "of 20 queries pass" in done.stdout
     assert report.read_text(encoding="utf-8").count('<svg class="chart') == 4
+
+
+def _demo_module() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("agent_demo", EXAMPLES / "agent_demo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_demo_model_answers_a_tool_error_instead_of_crashing() -> None:
+    from doc_processing_toolkit import ModelRequest
+    from doc_processing_toolkit.messages import Message, TextPart, ToolResultPart
+
+    demo: Any = _demo_module()
+    system = '<available_skills><skill name="invoice-extraction" path="x">X</skill>'
+    refusal = (
+        "The script cannot run: bubblewrap could not start (Permission denied); set "
+        "DPTTOOLS_SCRIPT_SANDBOX=none to run it without a sandbox."
+    )
+
+    def request(*results: ToolResultPart) -> ModelRequest:
+        messages = [Message(role="user", parts=(TextPart("check"),))]
+        messages += [Message(role="user", parts=(r,)) for r in results]
+        return ModelRequest(system=system, messages=messages, tools=(), provider_kwargs={})
+
+    loaded = ToolResultPart("1", "load_skill", "see scripts/normalise_totals.py")
+    failed = ToolResultPart("2", "execute_skill_script", refusal, is_error=True)
+    reply = demo.offline_model(request(loaded, failed))
+    assert reply.text.startswith("The tool execute_skill_script failed")
+    assert refusal in reply.text
+    # A result that is not JSON is quoted, not parsed into a traceback.
+    odd = ToolResultPart("2", "execute_skill_script", "plain words")
+    assert "plain words" in demo.offline_model(request(loaded, odd)).text
+    # An error of the first call stops the run too.
+    lost = ToolResultPart("1", "load_skill", "no such skill", is_error=True)
+    assert "load_skill failed" in demo.offline_model(request(lost)).text
+
+
+def test_the_demo_says_its_model_is_a_script_and_prints_a_tool_error(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLES / "skills" / "invoice-extraction", skills / "invoice-extraction")
+    script = skills / "invoice-extraction" / "scripts" / "normalise_totals.py"
+    script.unlink()
+    script.mkdir()  # the script the skill lists is a folder: execute_skill_script fails
+    (script / "readme.txt").write_text("not a script\n", encoding="utf-8")
+    code = (
+        "import sys\nfrom pathlib import Path\nsys.path.insert(0, sys.argv[1])\n"
+        "import agent_demo\nagent_demo.SKILLS_DIR = Path(sys.argv[2])\n"
+        "raise SystemExit(agent_demo.main())\n"
+    )
+    env = offline_env()
+    env.pop("DPT_DEMO_MODEL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(EXAMPLES), str(skills)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "an offline script standing in for a model" in done.stdout
+    assert "<- execute_skill_script failed:" in done.stdout
+    assert "is a folder in skill 'invoice-extraction'" in done.stdout

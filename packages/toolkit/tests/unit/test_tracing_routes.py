@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from http_child import free_port, launch, listening
+from script_user_access import without_bwrap_as_root
 
 from doc_processing_toolkit import Agent
 from doc_processing_toolkit.models.test import TestModel
@@ -139,6 +140,7 @@ def _check(spans: SpanRecords) -> None:
     assert {r["trace_id"] for r in in_run} == {trace_id}
 
 
+@without_bwrap_as_root
 @pytest.mark.anyio
 async def test_in_process_server_spans_are_children_of_the_tool_calls(
     spans: SpanRecords, in_process: dict[str, Any]
@@ -147,6 +149,7 @@ async def test_in_process_server_spans_are_children_of_the_tool_calls(
     _check(spans)
 
 
+@without_bwrap_as_root
 @pytest.mark.anyio
 async def test_stdio_server_spans_join_the_run_through_meta(
     spans: SpanRecords, over_stdio: dict[str, Any]
@@ -160,6 +163,7 @@ async def test_stdio_server_spans_join_the_run_through_meta(
     assert isinstance(served.get("process"), int)  # written by the server child
 
 
+@without_bwrap_as_root
 @pytest.mark.anyio
 async def test_http_server_spans_join_the_run_through_meta(
     spans: SpanRecords, over_http: dict[str, Any]

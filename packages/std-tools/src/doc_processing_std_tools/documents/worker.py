@@ -11,7 +11,14 @@ their own process: each call goes to a worker process that
   request is cancelled), when extract_tables outlives its own time bound by a margin, or
   when it ran close to its memory limit; the next call starts a fresh one;
 - answers in JSON, never in pickle: the worker parses hostile files, so nothing it sends
-  is trusted further than text and the name of one of our errors.
+  is trusted further than text and the name of one of our errors;
+- takes its requests as JSON too (the tool's name, its arguments and the settings as
+  plain data), never pickle: a request is data, never code, even if something else
+  manages to write into the worker's request pipe;
+- is not dumpable (``PR_SET_DUMPABLE`` 0, its first statement) and starts with a small
+  environment (`WORKER_ENVIRONMENT`), so a skill script running as the same user finds
+  no secret of the server in its ``/proc/<pid>/environ`` and cannot open its memory or
+  its pipes.
 
 At most DPTTOOLS_DOC_WORKERS calls run at once; further calls wait for a free worker.
 Workers start on the first call, stay for the next ones, and end with the server (their
@@ -30,7 +37,6 @@ import contextlib
 import json
 import logging
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -44,13 +50,18 @@ import anyio.to_thread
 
 from .. import errors
 from ..config import Settings
+from ._wire import TOOL_NAMES, decode_request, encode_request
 
-__all__ = ["STOP_GRACE_SECONDS", "TOOL_NAMES", "run_tool", "serve"]
+__all__ = [
+    "STOP_GRACE_SECONDS",
+    "TOOL_NAMES",
+    "WORKER_ENVIRONMENT",
+    "run_tool",
+    "serve",
+]
 
 logger = logging.getLogger(__name__)
 
-#: The `api` functions a worker runs.
-TOOL_NAMES = ("get_file_overview", "read_document", "extract_tables", "search_document")
 #: Seconds extract_tables may run past DPTTOOLS_TABLE_CALL_SECONDS before its worker is
 #: killed (the bound is kept inside the worker; this catches work it cannot interrupt).
 STOP_GRACE_SECONDS = 15.0
@@ -67,9 +78,40 @@ _NEAR_LIMIT_SHARE = 0.8
 _ANSWER_ROOM = 1024 * 1024
 
 _BOOT = (
-    "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-    "from doc_processing_std_tools.documents.worker import serve; serve()"
+    # Not dumpable before anything else runs (Linux; elsewhere there is no prctl).
+    "try:\n import ctypes; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\n"
+    "except Exception:\n pass\n"
+    "import json, sys; sys.path[:0] = json.loads(sys.argv[1])\n"
+    "from doc_processing_std_tools.documents.worker import serve; serve()\n"
 )
+
+#: The variables of the server's environment a worker gets: what the interpreter and the
+#: readers need (locale, time zone, temporary folder), nothing that may hold a secret.
+WORKER_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "SYSTEMROOT",
+    "PYTHONHOME",
+    "PYTHONPATH",
+)
+
+
+def _worker_env() -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name in WORKER_ENVIRONMENT or name.startswith("LC_")
+    }
+    # One malloc arena: each thread's own arena would reserve 64 MiB of the address space
+    # the limit counts.
+    env["MALLOC_ARENA_MAX"] = os.environ.get("MALLOC_ARENA_MAX", "1")
+    return env
 
 
 def _send(stream: IO[bytes], data: bytes) -> None:
@@ -118,15 +160,11 @@ class _Worker:
     @classmethod
     def start(cls) -> _Worker:
         """A new worker, in a session of its own so that it is killed with its children."""
-        env = dict(os.environ)
-        # One malloc arena: each thread's own arena would reserve 64 MiB of the
-        # address space the limit counts.
-        env.setdefault("MALLOC_ARENA_MAX", "1")
         process = subprocess.Popen(
             [sys.executable, "-c", _BOOT, json.dumps(sys.path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env=_worker_env(),
             start_new_session=True,
         )
         return cls(process)
@@ -275,7 +313,7 @@ async def run_tool(name: str, arguments: dict[str, Any], settings: Settings) -> 
     """
     if name not in TOOL_NAMES:
         raise ValueError(f"{name!r} is not a document tool")
-    request = pickle.dumps((name, arguments, settings))
+    request = encode_request(name, arguments, settings)
     seconds = settings.table_call_seconds + STOP_GRACE_SECONDS if name == "extract_tables" else None
     path = str(arguments.get("path", ""))
     # An answer is the tool's text (held to the output limit) as JSON: at most six bytes
@@ -437,7 +475,13 @@ def serve() -> None:
     ).start()
     _preload()
     while (data := _receive(requests)) is not None:
-        tool, arguments, settings = pickle.loads(data)
+        try:
+            tool, arguments, settings = decode_request(data)
+        except (ValueError, TypeError) as exc:
+            # Not a request the server wrote: stop rather than guess (the server starts a
+            # new worker for its next call).
+            logger.error("not a request (%s); the worker stops", exc)
+            return
         answer = _answer(tool, arguments, settings)
         _send(answers, json.dumps(answer).encode())
         if answer.get("retire"):

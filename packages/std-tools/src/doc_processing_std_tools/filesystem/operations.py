@@ -23,12 +23,14 @@ import logging
 import os
 import stat
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Final
 
 from .. import _io
 from .._text import truncate
-from ..errors import InvalidArgumentError, NotFoundError, StdToolsError
+from ..errors import ChangeRefusedError, InvalidArgumentError, NotFoundError, StdToolsError
 from ..paths import is_inside
 from ..workspace import Workspace, existing_file, file_checks, located
 from .bounded_regex import BoundedRegex
@@ -136,12 +138,49 @@ def _check_size(ws: Workspace, data: bytes, shown: str, unwritten: str) -> None:
         raise _io.too_large(shown, len(data), ws.max_file_bytes, unwritten=unwritten)
 
 
-def _replace(location: _io.Location, path: str, data: bytes) -> int | None:
+_NEVER_LEFT: Final = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | 0o111 | stat.S_IWOTH
+"""Permission bits the file tools never leave on a file they write: execute,
+setuid, setgid, sticky and write for others."""
+
+
+def _replace(ws: Workspace, location: _io.Location, path: str, data: bytes) -> _Written:
     """Write `data` atomically at `location`, keeping the permissions of the file it
-    replaces; those permissions, or None when there was no file."""
+    replaces less `_NEVER_LEFT`, once the change policy lets the change through.
+
+    Raises:
+        ChangeRefusedError: the policy holds the change back (`ChangePolicy.verdict`).
+    """
     mode = _current_mode(location, path)
-    _io.write_atomically(location, data, mode=_io.new_file_mode() if mode is None else mode)
-    return mode
+    kept = (_io.new_file_mode() if mode is None else mode) & ~_NEVER_LEFT
+    rel = PurePosixPath(ws.relative(location.path))
+    reason = ws.changes.verdict(rel, kind="file", mode=kept, workspace=ws.root)
+    if reason is not None:
+        raise ChangeRefusedError(
+            f"{path!r} was not written: {reason}. Nothing was changed. If the user wants "
+            "this change, they can make it themselves; the Security page of the "
+            "documentation shows how an operator lets the file tools make it behind the "
+            "host's approval."
+        )
+    _io.write_atomically(location, data, mode=kept)
+    return _Written(before=mode, after=kept)
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    before: int | None
+    """The permissions of the file replaced, or None when there was none."""
+    after: int
+    """The permissions of the file written."""
+
+    @property
+    def note(self) -> str:
+        """A sentence when the permissions changed, else nothing."""
+        if self.before is None or self.before == self.after:
+            return ""
+        return (
+            f" Its permissions changed from {self.before:04o} to {self.after:04o}: the file "
+            "tools never leave a file executable, setuid, setgid or writable for others."
+        )
 
 
 def read_file(
@@ -197,11 +236,11 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
     data = _encode(content, "content", path)
     _check_size(ws, data, f"The content for {path!r}", "nothing was written")
     with located(ws, path, writing=True) as location, _io.locked(location):
-        mode = _replace(location, path, data)
+        written = _replace(ws, location, path, data)
         target = location.path
     logger.info("Wrote %d bytes to %s", len(data), target)
-    action = "created it" if mode is None else "replaced its previous content"
-    return f"Wrote {len(data)} bytes to {ws.relative(target)} ({action})."
+    action = "created it" if written.before is None else "replaced its previous content"
+    return f"Wrote {len(data)} bytes to {ws.relative(target)} ({action}).{written.note}"
 
 
 def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
@@ -240,11 +279,11 @@ def edit_file(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
         updated = text[:index] + new_text + text[index + len(old_text) :]
         data = (b"\xef\xbb\xbf" if bom else b"") + _encode(updated, "new_text", path)
         _check_size(ws, data, f"After the edit {path!r}", "nothing was changed")
-        _replace(location, path, data)
+        written = _replace(ws, location, path, data)
         target = location.path
     line = text.count("\n", 0, index) + 1
     logger.info("Edited %s at line %d", target, line)
-    return f"Replaced 1 occurrence in {ws.relative(target)} at line {line}."
+    return f"Replaced 1 occurrence in {ws.relative(target)} at line {line}.{written.note}"
 
 
 def _entry_line(ws: Workspace, folder: Path, entry: os.DirEntry[str]) -> str:

@@ -94,6 +94,10 @@ def register_filesystem_tools(server: MCPServer) -> None:
         """Create a file, or replace its whole content, creating missing folders.
 
         The write is atomic: the file holds either its old or its new content, never part.
+        Files inside version-control folders, agent instructions and settings (CLAUDE.md,
+        AGENTS.md, .claude/ ...), build, test and CI entry points and skills are refused
+        unless the operator allows them; the error says why. Written files are never
+        executable.
         """
         with tool_errors():
             return limited(operations.write_file(Workspace.from_settings(), path, content))
@@ -109,7 +113,9 @@ def register_filesystem_tools(server: MCPServer) -> None:
         """Replace one exact piece of text in a file.
 
         Fails, changing nothing, when old_text occurs zero or several times; the error
-        says how many times it was found. Add surrounding lines to make it unique.
+        says how many times it was found. Add surrounding lines to make it unique. The
+        same files as for write_file are refused, and an edited file is never left
+        executable.
         """
         with tool_errors():
             return limited(

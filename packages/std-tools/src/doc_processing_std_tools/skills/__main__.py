@@ -53,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ._containment import start_scripts
 
         start_scripts(settings, read_only=serving.read_only, tools=serving.tools)
+        if not serving.read_only:
+            from ..change_policy import announce_settings
+
+            announce_settings(settings, scripts=True, file_tools=False)
     except ConfigError as exc:
         print(f"doc_processing_std_tools.skills: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -353,16 +353,18 @@ def start_scripts(settings: Settings, *, read_only: bool, tools: tuple[str, ...]
     server offers execute_skill_script, contain this process now (`contain_server`).
 
     Raises:
-        ConfigError: the server runs as root and DPTTOOLS_SCRIPT_USER names no user here. A user
-            that cannot reach the interpreter is a WARNING: the server's other tools work,
-            and every script call is refused with the same reason.
+        ConfigError: the server runs as root and DPTTOOLS_SCRIPT_USER names no user here.
+            Without bubblewrap, a user that cannot reach the interpreter is a WARNING: the
+            server's other tools work, and every script call is refused with the same
+            reason. Under bubblewrap the server opens every path itself, so it never is.
     """
-    from .sandbox import announce_sandbox
+    from .sandbox import announce_sandbox, sandbox_status
 
     found = script_user(settings.script_user)
     announce_sandbox(settings.script_sandbox, settings.script_user)
     if not read_only and (tools is None or "execute_skill_script" in tools):
-        problem = None if found is None else reach_problem(found, interpreter_paths())
+        sandboxed = settings.script_sandbox != "none" and sandbox_status().bwrap is not None
+        problem = None if found is None or sandboxed else reach_problem(found, interpreter_paths())
         if problem is not None:
             # The other tools work; each script call will say the same as a tool error.
             logger.warning(

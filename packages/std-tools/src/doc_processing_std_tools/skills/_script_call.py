@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import Process
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IN_FLIGHT",
-    "as_user",
     "memory_note",
     "no_read_only_workspace",
     "open_group",
@@ -33,12 +32,6 @@ logger = logging.getLogger(__name__)
 
 IN_FLIGHT: set[int] = set()
 """The first processes of the calls running now: direct children the sweep leaves alone."""
-
-
-def as_user(user: ScriptUser | None) -> dict[str, Any]:
-    if user is None:
-        return {}
-    return {"user": user.uid, "group": user.gid, "extra_groups": []}
 
 
 def open_group(run_id: str, policy: ScriptPolicy) -> CallGroup | None:
@@ -54,7 +47,6 @@ async def start_call(
     command: list[str],
     env: dict[str, str],
     pass_fds: tuple[int, ...],
-    as_user: dict[str, Any],
     call_group: CallGroup | None,
 ) -> Process:
     """Start `command`; with `call_group`, through a gate that holds it until the server
@@ -79,7 +71,6 @@ async def start_call(
             env=env,
             start_new_session=True,
             pass_fds=pass_fds,
-            **as_user,
         )
     except BaseException:
         if gate is not None:
@@ -108,16 +99,22 @@ def sweep_call(
     user: ScriptUser | None,
     sandboxed: bool,
 ) -> int:
-    """After a call: kill what it left (its cgroup, or without one the orphans that came
-    to the server), and clear set-user/group-ID bits in the writable workspace; return
-    how many processes were killed."""
+    """After a call: kill what it left (its cgroup, and without bubblewrap the orphans
+    that came to the server), and clear set-user/group-ID bits in the writable workspace;
+    return how many processes were killed.
+
+    Without bubblewrap the orphans are swept even when the call had a cgroup: a script
+    that runs as the server's user may move a process out of the call's group into one
+    that user owns (the server's own), and kill its supervisor; once the call's processes
+    are gone, such a process is an orphan of the server, and dies here."""
     killed = 0
     if call_group is not None:
         killed = call_group.close(first)
-    elif not sandboxed:
-        killed = sweep_orphans(began_ticks, {*IN_FLIGHT, first}, user)
+    if not sandboxed:
+        killed += sweep_orphans(began_ticks, {*IN_FLIGHT, first}, user)
     workspace = policy.workspace
-    if workspace is not None and policy.workspace_writable and workspace.is_dir():
+    # Under bubblewrap the script never wrote the workspace: its changes were staged.
+    if not sandboxed and workspace is not None and policy.workspace_writable and workspace.is_dir():
         clear_setid(workspace, began - 1, user)
     return killed
 

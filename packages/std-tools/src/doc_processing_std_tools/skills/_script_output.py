@@ -17,12 +17,10 @@ from .._text import truncate
 if TYPE_CHECKING:
     from .scripts import ScriptPolicy
 
-__all__ = ["TEMP_FILES", "Capture", "describe_end", "read_status"]
+__all__ = ["Capture", "describe_end", "read_status"]
 
 _CHUNK: Final = 65536
 _TAIL: Final = 4096
-#: Under bubblewrap, /tmp holds up to this many files of the largest size allowed.
-TEMP_FILES: Final = 4
 
 
 class Capture:
@@ -81,9 +79,11 @@ def describe_end(
         )
     if "[Errno 28] No space left on device" in err_tail:
         return (
-            "Stopped: the script's temporary folder is full (under bubblewrap it holds "
-            f"{TEMP_FILES} x DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB, "
-            f"{TEMP_FILES * policy.max_file_size_mb} MiB)."
+            "Stopped: no space left. Under bubblewrap /tmp holds "
+            f"{policy.max_file_size_mb} MiB (DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB) and /dev/shm a "
+            "quarter of that, and one call "
+            f"may change {policy.max_changed_files} files and {policy.max_changed_mb} MiB in "
+            "the workspace (DPTTOOLS_SCRIPT_MAX_CHANGED_FILES, DPTTOOLS_SCRIPT_MAX_CHANGED_MB)."
         )
     if "[Errno 24] Too many open files" in err_tail:
         return (
@@ -118,6 +118,6 @@ def read_status(fd: int) -> dict[str, Any]:
             status[name] = int(value)
         elif name == "cpu_seconds":
             status[name] = float(value)
-        elif name == "stopped":
+        elif name in ("stopped", "reason"):
             status[name] = value
     return status

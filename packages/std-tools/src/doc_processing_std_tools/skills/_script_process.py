@@ -46,7 +46,9 @@ def script_environment(
 ) -> dict[str, str]:
     """The whole environment of a script: the minimal set plus the allow-listed names.
 
-    `home` becomes HOME and TMPDIR. Nothing else of `environ` is passed on.
+    `home` becomes HOME and TMPDIR. Nothing else of `environ` is passed on. Python
+    bytecode is off (PYTHONDONTWRITEBYTECODE, and PYTHONPYCACHEPREFIX under `home`): a
+    ``.pyc`` shipped next to a source is never used.
     """
     env = {
         name: value
@@ -57,6 +59,10 @@ def script_environment(
     env.setdefault("PYTHONIOENCODING", "utf-8")
     env["HOME"] = home
     env["TMPDIR"] = home
+    # Bytecode off: none is written, and none found next to a source is used (Python
+    # looks for it only under this empty prefix), so what runs is the source itself.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONPYCACHEPREFIX"] = f"{home.rstrip('/')}/.no-bytecode"
     if policy.workspace is not None:
         env["DPTTOOLS_WORKSPACE_DIR"] = str(policy.workspace)
     env[RUN_ID_VARIABLE] = run_id

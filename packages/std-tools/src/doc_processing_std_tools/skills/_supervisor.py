@@ -6,11 +6,13 @@ sandbox is on), where SETTINGS is ``name=value`` pairs joined by commas: ``time_
 ``parent`` (the server's pid, left out under bubblewrap), ``folder`` (``DEV:INO``, the
 device and inode of the script's folder as the server checked it), ``folder_fd`` (an open
 descriptor of that folder, passed without bubblewrap only), ``uid`` and ``gid`` (the user
-the script runs as, when the supervisor runs as root without bubblewrap) and one per
+the script runs as, when the supervisor runs as root), under bubblewrap ``view`` (a
+descriptor holding the view's plan, JSON), ``stage`` (a socket to send the server the
+staging layer through) and ``workdir`` (the script's folder, hex-encoded), and one per
 resource limit (``as``, ``cpu``, ``nofile``, ``nproc``, ``fsize``, ``core``). It uses a
-few standard modules only (no json or pathlib, and their imports), so it starts fast
-without the site packages, and it never writes to standard output or error, which belong
-to the script.
+few standard modules only (json and socket only under bubblewrap, no pathlib), so it
+starts fast without the site packages, and it never writes to standard output or error,
+which belong to the script.
 
 What it does:
 
@@ -18,8 +20,14 @@ What it does:
    same user cannot open its descriptors through ``/proc`` and write a false report into
    the status pipe (only a process with ``CAP_SYS_PTRACE`` still could, and scripts never
    run as root).
+   Under bubblewrap, it then builds the script's view while it still holds the capabilities
+   bubblewrap gave it (`_view.set_up_view`, loaded by path like `_seccomp`): the
+   overlay over the workspace with its staging layer, the secrets left out, the owners
+   mapped as root; the staging layer's descriptor goes to the server; then no user
+   namespace can be made. Any failure is reported as ``stopped=view`` with a
+   ``reason``, and nothing runs.
 2. Enters the script's folder: by descriptor (``fchdir``) when ``folder_fd`` is given;
-   under bubblewrap the folder is already the working directory, entered by path. Either
+   under bubblewrap it enters the folder by path once the view is built. Either
    way the folder it is in must be the one the server checked (same device and inode);
    if it is not (a link swapped in on the way), nothing runs and the report says
    ``stopped=moved``.
@@ -33,14 +41,23 @@ What it does:
    no-new-privileges (``PR_SET_NO_NEW_PRIVS``: a set-user-ID file it runs gains nothing,
    and every process of the script carries the flag, which the server's sweep looks
    for), drops to ``uid``/``gid`` when given (supplementary groups, group, user, in that
-   order, each checked), refuses to go on as root, and execs CMD.
+   order, each checked); under bubblewrap it empties the bounding set first and drops
+   every capability left (and checks that none is), refuses to go on as root, installs
+   the system-call filter that
+   keeps the script from making set-user-ID or set-group-ID files (`_seccomp`), and
+   execs CMD.
 6. Waits for the script to end, the time limit, or SIGTERM, then kills every process
    left in its subtree and reaps them until it has no child left: only then is the run
    over, and nothing the script started is running.
 7. Writes its report to STATUS_FD, one ``name=value`` line each: how the script ended
    (``exit_code`` or ``signal``), or ``stopped`` (``timeout``, ``terminated`` or
    ``moved``), the CPU seconds it used, and how many leftover processes it had to kill.
+   Under bubblewrap, once the script runs, it keeps no capability but, as root, the
+   right to signal the script's processes (CAP_KILL).
 """
+
+# pathlib is not imported here, to start fast.
+# ruff: noqa: PTH116
 
 from __future__ import annotations
 
@@ -54,6 +71,11 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_KILL = 5
+_CAP_VERSION_3 = 0x20080522
 _LIMITS = {
     "as": resource.RLIMIT_AS,
     "cpu": resource.RLIMIT_CPU,
@@ -85,6 +107,67 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
+def _libc() -> ctypes.CDLL:
+    if not _LIBC:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        _LIBC.append(libc)
+    return _LIBC[0]
+
+
+def _checked(result: int, what: str) -> int:
+    """`result` of a C call, or OSError naming `what` when it failed."""
+    if result < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+    return result
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _set_capabilities(keep: int = 0) -> None:
+    """Keep only the capabilities in the bit mask `keep` (effective and permitted), none
+    inheritable or ambient."""
+    libc = _libc()
+    _checked(libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient")
+    data = (_CapData * 2)()
+    data[0].effective = data[0].permitted = keep & 0xFFFFFFFF
+    data[1].effective = data[1].permitted = keep >> 32
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    _checked(libc.capset(ctypes.byref(header), data), "set capabilities")
+
+
+def _drop_bounding_set() -> None:
+    """Empty the bounding set: no later exec can gain a capability, not even as root."""
+    libc = _libc()
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            if ctypes.get_errno() == 22:  # EINVAL: past the last capability
+                return
+            _checked(-1, f"drop capability {cap} from the bounding set")
+
+
+def _no_capabilities_left() -> None:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            name, _, value = line.partition(":")
+            if name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") and int(value, 16):
+                raise OSError(f"the script would keep capabilities ({name} {value.strip()})")
+
+
 def _set_limit(kind: int, value: int) -> None:
     """Lower a limit to `value` (never above the hard limit already in force)."""
     _soft, hard = resource.getrlimit(kind)
@@ -114,25 +197,44 @@ def _drop_to(uid: int, gid: int) -> None:
     raise OSError("root could be regained after the user switch")
 
 
-def _exec_script(command: list[str], limits: dict[str, int], user: tuple[int, int] | None) -> None:
+def _exec_script(
+    command: list[str], limits: dict[str, int], user: tuple[int, int] | None, view: bool
+) -> None:
     """In the forked child: restore default signals, set the limits and no-new-privileges,
-    leave root, exec the script."""
+    leave root (and, in a view, every capability bubblewrap left), exec the script."""
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         for signum in (signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(signum, signal.SIG_DFL)
         for name, value in limits.items():
             _set_limit(_LIMITS[name], value)
+        if view:
+            _drop_bounding_set()
         if not _prctl(_PR_SET_NO_NEW_PRIVS, 1):
             raise OSError("no-new-privileges could not be set")
         if user is not None:
             _drop_to(*user)
+        if view:
+            _set_capabilities(0)
+            _no_capabilities_left()
         if os.geteuid() == 0 or os.getuid() == 0:
             raise OSError("a skill script never runs as root")
+        _deny_setid_files()
         os.execv(command[0], command)
     except BaseException as exc:  # the child must never return to the supervisor's code
         os.write(2, f"could not start the script: {exc}\n".encode())
     os._exit(127)
+
+
+def _deny_setid_files() -> None:
+    """Install the system-call filter that keeps the script from making a set-user-ID or
+    set-group-ID file (`_seccomp`, loaded from this file's folder: the package is not on
+    the path of this interpreter). On a machine the filter does not know, nothing is
+    installed (the documentation says so); a filter the kernel refuses stops the start."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
+    import _seccomp  # type: ignore[import-not-found]
+
+    _seccomp.install()
 
 
 def _own_children() -> list[int] | None:
@@ -200,9 +302,23 @@ def main(argv: list[str]) -> int:
     folder_fd = settings.pop("folder_fd", None)
     uid, gid = settings.pop("uid", None), settings.pop("gid", None)
     user = (int(uid), int(gid)) if uid is not None and gid is not None else None
+    view, stage = settings.pop("view", None), settings.pop("stage", None)
+    workdir = settings.pop("workdir", None)
     limits = {name: int(value) for name, value in settings.items()}
     command = argv[4:]
     os.set_inheritable(status_fd, False)
+    if view is not None and stage is not None:
+        try:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
+            import _view  # type: ignore[import-not-found]
+
+            _view.set_up_view(_view.read_plan(int(view)), int(stage))
+            if workdir is not None:
+                os.chdir(bytes.fromhex(workdir))
+        except OSError as exc:
+            reason = " ".join(str(exc).split())
+            _report(status_fd, {"stopped": "view", "reason": reason})
+            return 0
     if folder_fd is not None:
         os.fchdir(int(folder_fd))
         os.close(int(folder_fd))
@@ -217,7 +333,10 @@ def main(argv: list[str]) -> int:
         return 0  # the server died before the death signal was set up
     child = os.fork()
     if child == 0:
-        _exec_script(command, limits, user)
+        _exec_script(command, limits, user, view is not None)
+    if view is not None:
+        # What this process still needs: as root, the right to signal the script's user.
+        _set_capabilities(1 << _CAP_KILL if user is not None else 0)
     signal.setitimer(signal.ITIMER_REAL, time_limit)
     try:
         while True:
@@ -240,7 +359,7 @@ def main(argv: list[str]) -> int:
 
 def _in_folder(folder: str) -> bool:
     """True when the working directory is the folder `folder` (``DEV:INO``) names."""
-    here = os.stat(".")  # noqa: PTH116 - pathlib is not imported here, to start fast
+    here = os.stat(".")
     return f"{here.st_dev}:{here.st_ino}" == folder
 
 

@@ -455,7 +455,8 @@ def load_skill_resource(
 async def execute_skill_script(
     settings: Settings, skill_name: str, script_path: str, args: str = ""
 ) -> str:
-    """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` as JSON
+    """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` (and
+    ``changes``, when it changed the workspace under bubblewrap) as JSON
     of at most DPTTOOLS_OUTPUT_TRUNCATION_LIMIT characters.
 
     The script runs under the DPTTOOLS_SCRIPT_* policy (environment, sandbox, limits).
@@ -476,7 +477,8 @@ async def execute_skill_script(
             policy=ScriptPolicy.from_settings(settings),
         )
     return fit_json(
-        result.to_payload(),
+        # The lists of changed paths take at most a quarter of the limit.
+        result.to_payload(room=max(settings.output_truncation_limit // 4, 200)),
         settings.output_truncation_limit,
         hint="have the script write long output to a file and read that file instead",
         indent=None,

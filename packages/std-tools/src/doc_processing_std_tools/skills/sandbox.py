@@ -1,76 +1,73 @@
 """Bubblewrap for skill scripts: whether it can be used here, and the command that confines
-one run.
+one call.
 
-`sandbox_status()` looks for ``bwrap`` on the server's PATH and runs it once with the same
-namespaces a script gets; the answer is kept for the life of the process. `use_bwrap()`
-turns DPTTOOLS_SCRIPT_SANDBOX into a yes or no for one run (``bwrap`` without a working
-bubblewrap is a `SandboxUnavailableError`), and `announce_sandbox()` logs once, at server
-start-up, what scripts will run under (a WARNING when ``auto`` finds no usable bubblewrap).
+`sandbox_status()` looks for ``bwrap`` on the server's PATH and runs it once the way a
+script's sandbox runs (the supervisor's capabilities, an overlay on a tmpfs); the answer,
+with the real cause when it fails (bubblewrap's own last line and what it means here), is
+kept for the life of the process. `use_bwrap()` turns DPTTOOLS_SCRIPT_SANDBOX into a yes or
+no for one call (``bwrap`` without a working bubblewrap is a `SandboxUnavailableError`), and
+`announce_sandbox()` logs once, at server start-up, what scripts will run under (a WARNING
+naming the cause when ``auto`` finds no usable bubblewrap).
 
-`bwrap_command()` builds the bubblewrap command line for one run (a server running as
-root starts it as the scripts' user, so bubblewrap builds an unprivileged user namespace
-and holds no privilege of its own on the host):
+`bwrap_command()` builds the command line of one call and the plan of the script's view.
+bubblewrap runs as the server's own user, so every path it binds is looked up by the
+server, never by the script's user: Python under a private home and skills or a workspace
+in private folders work. As root it makes its namespaces without a user namespace (no
+identity of the host is mapped into one); otherwise in a user namespace of the server's
+user. Its command is the supervisor, holding the few capabilities of `VIEW_CAPABILITIES`
+while it builds the view (`_supervisor`), which then drops them all, and, as root, drops to
+the scripts' user, before the script runs. The sandbox holds:
 
 - an empty root, made read-only at the end, holding only an allow-list: the system
   folders (`SYSTEM_FOLDERS`, merged-/usr links kept as links) and pieces of /etc
   (`ETC_FILES`, and `NETWORK_ETC_FILES` with the network) read-only; a generated
   /etc/passwd and /etc/group (from descriptors); the Python installation and virtual
   environment, the supervisor's folder and the DPTTOOLS_SCRIPT_VISIBLE folders,
-  read-only; a fresh /dev and /proc, and a fresh, writable, bounded /tmp (HOME and
-  TMPDIR of the script);
-- then the workspace (when DPTTOOLS_WORKSPACE_DIR is set: read-write, or read-only for a
-  call whose token lacks the ``write`` scope) and the skill's folder read-only, in that
-  order, so the skill stays read-only even inside a writable workspace. The skill's
-  folder is bound from the descriptor the server opened and checked (``--ro-bind-fd``,
-  bubblewrap 0.5 and later), so a link swapped in for it by name cannot put another
-  folder in its place;
-- in a writable workspace, right after it (a later bind covers an earlier one), each
-  protected path that exists when the run starts (`PROTECTED_PATHS`, or
-  DPTTOOLS_SCRIPT_PROTECTED: ``.git``, the agents' memory and settings) and every skills
-  folder in it, bound read-only over itself (`protected_paths`), and a Python folder
-  that lies in the workspace bound read-only again. A link among them protects what it
-  leads to, when that lies in the workspace. A protected name that does not exist when
-  the run starts is not protected: a bind needs something to cover, and making that
-  would write to the host;
+  read-only (folders above them that bubblewrap makes are opened to all, mode 0755);
+  a small /dev of its own, a fresh /proc, a fresh /tmp (HOME and TMPDIR of the script)
+  bounded by DPTTOOLS_SCRIPT_MAX_FILE_SIZE_MB and a /dev/shm bounded by a quarter of it;
+- the skill's folder, read-only, bound from the descriptor the server opened and checked
+  (``--ro-bind-fd``), so a link swapped in for it by name cannot put another folder in
+  its place; as root it is shown owned by the scripts' user (an idmapped mount);
+- the workspace (DPTTOOLS_WORKSPACE_DIR), read-only, which the supervisor turns into the
+  script's view: an overlay whose lower layers are a layer of whiteouts hiding the
+  secrets (`ChangePolicy.hidden`) and the workspace itself (as root, shown owned by the
+  scripts' user), and whose upper layer, for a call that may write, is a tmpfs bounded by
+  the limits on changed files and bytes. The server applies what landed there
+  (`_staging`). A folder of the allow-list inside the workspace (a virtual environment,
+  the skill) is bound again over the view, read-only;
 - new PID, IPC, UTS and network namespaces (the network one only when the network is
-  off), no capabilities (``--cap-drop ALL``; bubblewrap also sets no-new-privileges), a
-  new terminal session, and death with the server; the command runs as the PID
-  namespace's init (``--as-pid-1``).
+  off), a new terminal session, and death with the server; the supervisor runs as the
+  PID namespace's init (``--as-pid-1``). It moves into a copy of the tree mounted on a
+  folder of it, a root that is not its mount namespace's own, from which the kernel
+  makes no user namespace: nested user namespaces are off for the script.
 
-`hidden_path_note()` reads a failed script's standard error for a file that was not found
-although it exists on the host, outside the allow-list or under the fresh /tmp, and
-returns one line saying so and how to let scripts see it.
+`_hidden_note.hidden_path_note()` explains a failure on a file the sandbox hides.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from .._notices import notice
 from ..errors import ConfigError
 
 __all__ = [
     "INSTALL_HINT",
-    "PROTECTED_PATHS",
+    "SandboxCall",
     "SandboxStatus",
     "SandboxUnavailableError",
     "announce_sandbox",
     "bwrap_command",
-    "hidden_by",
-    "hidden_path_note",
-    "protected_paths",
-    "protected_setting",
     "sandbox_status",
     "use_bwrap",
 ]
@@ -121,27 +118,6 @@ NETWORK_ETC_FILES: Final[tuple[str, ...]] = (
 )
 """Pieces of /etc a script sees besides `ETC_FILES` when it keeps the network."""
 
-PROTECTED_PATHS: Final[tuple[str, ...]] = (
-    ".git",
-    "AGENTS.md",
-    "CLAUDE.md",
-    "GEMINI.md",
-    ".claude",
-    ".agents",
-    ".cursor",
-    ".windsurf",
-    ".clinerules",
-    ".github/copilot-instructions.md",
-    ".vscode",
-    ".idea",
-)
-"""Paths, relative to the workspace, that a script under bubblewrap may not change even
-when the workspace is writable: ``.git`` (a planted hook runs on the host, outside any
-sandbox) and the memory, rules and settings that coding agents and editors read from a
-project. DPTTOOLS_SCRIPT_PROTECTED adds to this list (``+NAME,...``) or replaces it."""
-
-_PROTECTED_VARIABLE: Final = "DPTTOOLS_SCRIPT_PROTECTED"
-
 
 class SandboxUnavailableError(ConfigError):
     """DPTTOOLS_SCRIPT_SANDBOX=bwrap, but bubblewrap is missing or does not work here."""
@@ -161,40 +137,95 @@ class SandboxStatus:
     """True when this bubblewrap can bind an open folder descriptor (``--ro-bind-fd``)."""
 
 
-def _namespaces(network: bool) -> list[str]:
-    flags = ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+VIEW_CAPABILITIES: Final[tuple[str, ...]] = (
+    "CAP_SYS_ADMIN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_CHOWN",
+    "CAP_FOWNER",
+    "CAP_SYS_CHROOT",
+    "CAP_SETPCAP",
+    "CAP_SETUID",
+    "CAP_SETGID",
+    "CAP_KILL",
+)
+"""What the supervisor inside the sandbox holds while it builds the script's view (mount
+the staging layers, map owners, confine its root), in the sandbox's user namespace, or as
+root in its own mount namespace when the server runs as root. It drops every one of them
+in the script's process before the script runs, and keeps only CAP_KILL (as root) for
+itself."""
+
+#: Where the supervisor builds the view, inside the sandbox; detached before the script runs.
+VIEW_FOLDER: Final = "/run/dpt-view"
+
+
+def _namespaces(network: bool, as_root: bool) -> list[str]:
+    flags = [] if as_root else ["--unshare-user"]
+    flags += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not network:
         flags.append("--unshare-net")
-    return [*flags, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    flags += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for capability in VIEW_CAPABILITIES:
+        flags += ["--cap-add", capability]
+    return flags
+
+
+#: The probe: inside bubblewrap, with the supervisor's capabilities, mount an overlay the
+#: way a script's view is built (a tmpfs holding the layers).
+_PROBE_CODE: Final = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def mount(source, target, kind, data):
+    if libc.mount(source.encode(), target.encode(), kind.encode(), 0, data.encode()) != 0:
+        error = ctypes.get_errno()
+        sys.exit(f"mounting {kind} failed: {os.strerror(error)}")
+mount("probe", "/tmp", "tmpfs", "size=1m")
+for name in ("lower", "upper", "work", "view"):
+    os.mkdir("/tmp/" + name)
+extra = ",redirect_dir=off" if sys.argv[1] == "root" else ",userxattr"
+mount("probe", "/tmp/view", "overlay",
+      "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work" + extra)
+"""
+
+
+def _explain(detail: str, as_root: bool) -> str:
+    """What bubblewrap's own last line of error means here, and what to do."""
+    lowered = detail.lower()
+    if "mounting overlay" in lowered or "mounting tmpfs" in lowered:
+        return (
+            f"{detail}; scripts see the workspace through an overlay on a tmpfs, which "
+            "needs a kernel that allows both in a user namespace (Linux 5.11 or later)"
+        )
+    if "namespace" in lowered or "operation not permitted" in lowered:
+        if as_root:
+            return (
+                f"{detail}; the server runs as root but may not create namespaces here (a "
+                "container without CAP_SYS_ADMIN, or a seccomp profile that forbids "
+                "unshare); run the container with the capability and a profile that "
+                "allows namespaces"
+            )
+        return (
+            f"{detail}; unprivileged user namespaces are not allowed here (sysctl "
+            "user.max_user_namespaces is 0, kernel.unprivileged_userns_clone is 0, an "
+            "AppArmor rule restricts them, or a container forbids them)"
+        )
+    return detail
 
 
 @functools.cache
-def sandbox_status(run_as: tuple[int, int] | None = None) -> SandboxStatus:
-    """Find ``bwrap`` and run it once with a script's namespaces, as `run_as` (uid, gid)
-    when given (a server running as root runs bubblewrap as the script's user); cached
-    for the process."""
+def sandbox_status() -> SandboxStatus:
+    """Find ``bwrap`` and run it once as the server runs a script's sandbox (with the
+    supervisor's capabilities, building an overlay); cached for the process."""
     found = shutil.which("bwrap")
     if found is None:
         return SandboxStatus(
             None, f"bubblewrap is not installed (no bwrap on PATH); {INSTALL_HINT}"
         )
-    probe = [
-        found,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        *_namespaces(network=False),
-        "--",
-        sys.executable,
-        "-I",
-        "-S",
-        "-c",
-        "",
-    ]
+    as_root = os.geteuid() == 0
+    # No --dev: bubblewrap would then run the command in a nested user namespace, which
+    # may not mount anything (the script's sandbox makes its own small /dev instead).
+    probe = [found, "--ro-bind", "/", "/", "--proc", "/proc"]
+    probe += [*_namespaces(network=False, as_root=as_root), "--"]
+    probe += [sys.executable, "-I", "-S", "-c", _PROBE_CODE, "root" if as_root else "user"]
     try:
         done = subprocess.run(
             probe,
@@ -202,7 +233,6 @@ def sandbox_status(run_as: tuple[int, int] | None = None) -> SandboxStatus:
             capture_output=True,
             timeout=_PROBE_SECONDS,
             check=False,
-            **_as_user(run_as),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxStatus(None, f"bubblewrap at {found} could not be started ({exc})")
@@ -210,9 +240,7 @@ def sandbox_status(run_as: tuple[int, int] | None = None) -> SandboxStatus:
         reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = reason[-1] if reason else f"exit status {done.returncode}"
         return SandboxStatus(
-            None,
-            f"bubblewrap at {found} does not work here ({detail}); it needs user, PID and "
-            "network namespaces, which this machine or container does not allow",
+            None, f"bubblewrap at {found} does not work here: {_explain(detail, as_root)}"
         )
     try:
         usage = subprocess.run(
@@ -225,17 +253,7 @@ def sandbox_status(run_as: tuple[int, int] | None = None) -> SandboxStatus:
     )
 
 
-def _as_user(run_as: tuple[int, int] | None) -> dict[str, Any]:
-    """The `subprocess` arguments that start a process as `run_as` (uid, gid) with no
-    supplementary group (applied in that order: groups, group, user), or none."""
-    if run_as is None:
-        return {}
-    return {"user": run_as[0], "group": run_as[1], "extra_groups": []}
-
-
-def use_bwrap(
-    mode: Literal["auto", "bwrap", "none"], run_as: tuple[int, int] | None = None
-) -> SandboxStatus | None:
+def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
     """The bubblewrap to run a script under for `mode`, or None to run it without.
 
     Raises:
@@ -243,7 +261,7 @@ def use_bwrap(
     """
     if mode == "none":
         return None
-    status = sandbox_status(run_as)
+    status = sandbox_status()
     if status.bwrap is not None:
         return status
     if mode == "bwrap":
@@ -280,12 +298,11 @@ def _announce(mode: Literal["auto", "bwrap", "none"], user: str) -> None:
     from ._containment import bounds_in_effect, script_user
 
     found = script_user(user)
-    run_as = (found.uid, found.gid) if found is not None else None
     more = f"; {bounds_in_effect(found)}"
     if mode == "none":
         logger.info("skill scripts run without a sandbox (DPTTOOLS_SCRIPT_SANDBOX=none)%s", more)
         return
-    status = sandbox_status(run_as)
+    status = sandbox_status()
     if status.bwrap is not None:
         logger.info("skill scripts run under bubblewrap (%s)%s", status.bwrap, more)
     elif mode == "bwrap":
@@ -302,70 +319,6 @@ def _announce(mode: Literal["auto", "bwrap", "none"], user: str) -> None:
             "to choose this explicitly.",
             status.problem,
         )
-
-
-def protected_setting(raw: str) -> tuple[str, ...]:
-    """The protected paths DPTTOOLS_SCRIPT_PROTECTED=`raw` names: empty means
-    `PROTECTED_PATHS`, ``+A,B`` that list and A and B, ``A,B`` only A and B, ``none`` no
-    path (the skills folders stay protected). Each entry is a relative path inside the
-    workspace, normalised (``build/`` is ``build``); the order is kept, duplicates dropped.
-
-    Raises:
-        ConfigError: an entry is empty after ``+``, absolute, starts with ``~``, or is the
-            workspace itself or leads out of it (``.``, ``..``).
-    """
-    value = raw.strip()
-    if not value:
-        return PROTECTED_PATHS
-    if value.lower() == "none":
-        return ()
-    adding = value.startswith("+")
-    entries = [part.strip() for part in value.removeprefix("+").split(",")]
-    names: list[str] = []
-    for entry in entries:
-        normal = os.path.normpath(entry) if entry else ""
-        if (
-            not entry
-            or "\x00" in entry
-            or entry.startswith(("/", "~"))
-            or normal in (".", "..")
-            or normal.startswith("../")
-        ):
-            raise ConfigError(
-                f"{_PROTECTED_VARIABLE}={raw!r} holds {entry!r}, which is not a path inside "
-                "the workspace; list relative paths separated by commas, such as "
-                f"{_PROTECTED_VARIABLE}=+Makefile,ci/ (a leading '+' adds them to the "
-                "default list, 'none' protects no path), or unset it for the default list."
-            )
-        names.append(normal)
-    return tuple(dict.fromkeys([*PROTECTED_PATHS, *names] if adding else names))
-
-
-def protected_paths(
-    workspace: Path, names: Iterable[str], skill_roots: Iterable[Path] = ()
-) -> list[Path]:
-    """What to bind read-only inside the writable `workspace`: each of `names` that exists
-    there and every folder of `skill_roots` inside it (or the workspace itself), links
-    resolved; a link leading out of the workspace is left out (all outside it is
-    read-only already). Shortest first, each once, none inside another."""
-    root = workspace.resolve()
-    found: list[Path] = []
-    candidates = [*(root / name for name in names), *skill_roots]
-    for candidate in candidates:
-        try:
-            if not os.path.lexists(candidate):
-                continue
-            real = candidate.resolve(strict=True)
-        except (OSError, RuntimeError):
-            continue  # a broken link, a loop: nothing to bind over
-        if _under(real, [root]) and real not in found:
-            found.append(real)
-    found.sort(key=lambda path: len(path.parts))
-    kept: list[Path] = []
-    for path in found:
-        if not _under(path, kept):
-            kept.append(path)
-    return kept
 
 
 def _under(path: Path, folders: Iterable[Path]) -> bool:
@@ -407,6 +360,52 @@ def system_binds(network: bool) -> list[str]:
     return args
 
 
+@dataclass(frozen=True, slots=True)
+class SandboxCall:
+    """The bubblewrap command line of one call and the plan its supervisor builds the
+    script's view from (`view_plan`, handed over as JSON through a descriptor)."""
+
+    prefix: list[str]
+    """bubblewrap and its arguments, ending with ``--``."""
+    view_plan: dict[str, object]
+    """What the supervisor mounts: see `_supervisor._set_up_view`."""
+
+
+def _folders_above(path: Path, made: set[Path]) -> list[str]:
+    """``--perms 0755 --dir`` for each folder above `path` not made yet: bubblewrap would
+    make them private to the server's user, and a script running as another user could
+    not pass them."""
+    args: list[str] = []
+    for folder in reversed(path.parents):
+        if folder == Path("/") or folder in made:
+            continue
+        made.add(folder)
+        args += ["--perms", "0755", "--dir", str(folder)]
+    return args
+
+
+def _device_nodes(shm_bytes: int, tmpfs_size: bool) -> list[str]:
+    """A small /dev of its own: the harmless devices bound from the host, links to the
+    standard streams, and a bounded /dev/shm; /dev itself read-only. (bubblewrap's own
+    ``--dev`` would make the supervisor's user namespace a nested one, which may not
+    mount the script's view.)"""
+    args = ["--perms", "0755", *(["--size", "65536"] if tmpfs_size else []), "--tmpfs", "/dev"]
+    for name in ("null", "zero", "full", "random", "urandom", "tty"):
+        if Path("/dev", name).exists():
+            args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
+        args += ["--symlink", target, f"/dev/{name}"]
+    args += ["--perms", "01777"]
+    if tmpfs_size:
+        args += ["--size", str(shm_bytes)]
+    return [*args, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+
+
 def bwrap_command(
     status: SandboxStatus,
     *,
@@ -418,169 +417,107 @@ def bwrap_command(
     temp_size_bytes: int,
     also_readable: Sequence[Path] = (),
     workspace_writable: bool = True,
-    protected: Sequence[str] = PROTECTED_PATHS,
-    skill_roots: Sequence[Path] = (),
     visible: Sequence[Path] = (),
     etc_data: Sequence[tuple[int, str]] = (),
-) -> list[str]:
-    """The bubblewrap arguments, ending with ``--``, that confine one script run.
+    as_root: bool = False,
+    script_ids: tuple[int, int] | None = None,
+    hidden: Sequence[str] = (),
+    stage_bytes: int = 0,
+    stage_files: int = 0,
+) -> SandboxCall:
+    """The bubblewrap arguments, ending with ``--``, that confine one script call, and the
+    plan of the script's view.
 
     The script sees only what is listed here (an allow-list over an empty root): the
     system folders and /etc pieces (`system_binds`), the Python installation and
     virtual environment, the `also_readable` folders (the supervisor's) and the
-    `visible` ones (DPTTOOLS_SCRIPT_VISIBLE), read-only; a fresh /tmp, /dev and /proc;
-    `workspace` (when given) read-write, or read-only when not `workspace_writable` (the
-    call's token lacks ``write``), and `skill_dir` read-only; `workdir` becomes the
-    working directory. `etc_data` (descriptor, path) pairs are files made from a
-    descriptor's content (the generated /etc/passwd and /etc/group). In a writable
-    workspace, the `protected` paths (relative to it) that exist and the `skill_roots`
-    inside it are bound read-only over themselves (`protected_paths`). With
-    `skill_dir_fd` (an open descriptor of `skill_dir`, which the caller passes on to
-    bubblewrap) and a bubblewrap that can, the folder bound is the one that descriptor
-    holds, whatever the path names by then; bubblewrap closes the descriptor once it is
-    bound.
+    `visible` ones (DPTTOOLS_SCRIPT_VISIBLE), read-only; a fresh /tmp bounded to
+    `temp_size_bytes` and a /dev/shm to a quarter of it, a small /dev and a fresh /proc; `skill_dir`
+    read-only, and `workspace` (when given) as its view: the workspace below, read-only,
+    with the `hidden` paths (relative) taken out, and, when `workspace_writable`, a
+    layer above it on a tmpfs of `stage_bytes` bytes and `stage_files` files where every
+    change lands. `etc_data` (descriptor, path) pairs are files made from a descriptor's
+    content (the generated /etc/passwd and /etc/group). A folder of all these that lies
+    inside the workspace is bound again over the view, read-only.
+
+    bubblewrap runs as the server's user, which opens every path (as root, in a mount
+    namespace of its own without a user namespace; otherwise in a user namespace), and
+    the supervisor builds the view and drops to `script_ids` (as root) or drops every
+    capability before the script runs. With `skill_dir_fd` (an open descriptor of
+    `skill_dir`, which the caller passes on to bubblewrap) the folder bound is the one
+    that descriptor holds, whatever the path names by then.
     """
     assert status.bwrap is not None
+    made: set[Path] = set()
     args = [status.bwrap, *system_binds(network)]
     for fd, dest in etc_data:
         args += ["--ro-bind-data", str(fd), dest]
-    args += ["--dev", "/dev", "--proc", "/proc"]
+    args += _device_nodes(max(temp_size_bytes // 4, 1 << 20), status.tmpfs_size)
+    args += ["--proc", "/proc", "--perms", "01777"]
     if status.tmpfs_size:
         args += ["--size", str(temp_size_bytes)]
     args += ["--tmpfs", "/tmp"]
+    made.add(Path("/tmp"))
     # After the fresh /tmp: a later mount covers an earlier one, and a virtual
     # environment or a checkout under /tmp must stay visible.
+    view = Path(VIEW_FOLDER)
+    args += ["--perms", "0700", "--dir", "/run", "--perms", "0700", "--dir", str(view)]
+    made.update((Path("/run"), view))
+    keep: list[tuple[str, str, bool]] = []
+    inside = workspace is not None and workspace.is_dir()
+
+    def in_view(folder: Path) -> bool:
+        return inside and workspace is not None and _under(folder, [workspace])
+
     bound: list[Path] = []
     readable = {*_python_folders(), *also_readable, *visible}
     for folder in sorted(readable, key=lambda path: len(path.parts)):
         if _under(folder, bound) or not folder.exists():
             continue
-        args += ["--ro-bind", str(folder), str(folder)]
         bound.append(folder)
-    if workspace is not None and workspace.is_dir():
-        bind = "--bind" if workspace_writable else "--ro-bind"
-        args += [bind, str(workspace), str(workspace)]
-        if workspace_writable:
-            # After the workspace: a later bind covers an earlier one.
-            for path in protected_paths(workspace, protected, skill_roots):
-                args += ["--ro-bind", str(path), str(path)]
-        for folder in bound:
-            if folder != workspace and _under(folder, [workspace]):
-                # A virtual environment in the workspace stays read-only.
-                args += ["--ro-bind", str(folder), str(folder)]
-    if skill_dir_fd is not None and status.bind_fd:
-        args += ["--ro-bind-fd", str(skill_dir_fd), str(skill_dir)]
+        if in_view(folder):
+            hold = view / f"keep{len(keep)}"
+            keep.append((str(hold), str(folder), False))
+            args += ["--ro-bind", str(folder), str(hold)]
+        else:
+            args += _folders_above(folder, made)
+            args += ["--ro-bind", str(folder), str(folder)]
+    plan: dict[str, object] = {"root": str(view / "root")}
+    if inside and workspace is not None:
+        args += _folders_above(workspace, made)
+        args += ["--ro-bind", str(workspace), str(workspace)]
+        plan.update(
+            workspace=str(workspace),
+            stage=str(view / "stage"),
+            lower=str(view / "lower"),
+            writable=workspace_writable,
+            hidden=list(hidden),
+            tmpfs=f"size={max(stage_bytes, 1 << 20)},nr_inodes={max(stage_files, 64)},mode=0700",
+        )
+        args += ["--dir", str(view / "stage"), "--dir", str(view / "lower")]
+    mapped = as_root and script_ids is not None
+    by_fd = skill_dir_fd is not None and status.bind_fd
+    if in_view(skill_dir) or mapped:
+        hold = view / f"keep{len(keep)}"
+        keep.append((str(hold), str(skill_dir), mapped))
+        target = str(hold)
+        if not in_view(skill_dir):
+            args += [*_folders_above(skill_dir, made), "--dir", str(skill_dir)]
     else:
-        args += ["--ro-bind", str(skill_dir), str(skill_dir)]
+        args += _folders_above(skill_dir, made)
+        target = str(skill_dir)
+    if by_fd:
+        args += ["--ro-bind-fd", str(skill_dir_fd), target]
+    else:
+        args += ["--ro-bind", str(skill_dir), target]
+    plan["keep"] = [list(entry) for entry in keep]
+    if mapped and script_ids is not None:
+        plan["map"] = list(script_ids)
+    args += ["--dir", str(view / "root")]
     # The empty root itself is read-only (and so cannot fill the host's memory).
     args += ["--remount-ro", "/"]
     # The command (the supervisor) is the namespace's init itself: one process fewer per
     # run, every orphan comes to it, and signals from inside cannot kill it.
-    args += ["--chdir", str(workdir), *_namespaces(network), "--as-pid-1", "--"]
-    return args
-
-
-#: Options of bubblewrap that take two arguments and show something at the second.
-_BINDS: Final = ("--bind", "--ro-bind", "--ro-bind-fd", "--symlink", "--ro-bind-data")
-#: Options taking one argument; for --tmpfs, --dev and --proc it is where they are mounted.
-_ONE_ARGUMENT: Final = (
-    "--tmpfs",
-    "--dev",
-    "--proc",
-    "--size",
-    "--chdir",
-    "--cap-drop",
-    "--remount-ro",
-)
-_NOT_FOUND: Final = "No such file or directory"
-#: Python's ``[Errno 2] No such file or directory: '<path>'`` (the path as a repr).
-_PYTHON_NOT_FOUND: Final = re.compile(
-    re.escape(_NOT_FOUND) + r""": ('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
-)
-
-
-def hidden_by(prefix: Sequence[str], path: Path) -> Path | None:
-    """The empty folder under which the bubblewrap command `prefix` (as `bwrap_command`
-    builds it) hides `path` (absolute, normalised), or None when the sandbox shows it.
-    The last mount over a path is the one a script sees; a path under none of them is
-    hidden by the sandbox's empty root (``/``)."""
-    shown_by: tuple[Path, bool] | None = (Path("/"), False)
-    index = 1
-    while index < len(prefix) and prefix[index] != "--":
-        option = prefix[index]
-        if option in _BINDS and index + 2 < len(prefix):
-            target = Path(prefix[index + 2])
-            if _under(path, [target]):
-                shown_by = (target, True)
-            index += 3
-        elif option in _ONE_ARGUMENT and index + 1 < len(prefix):
-            target = Path(prefix[index + 1])
-            if option in ("--tmpfs", "--dev", "--proc") and _under(path, [target]):
-                shown_by = (target, option != "--tmpfs")
-            index += 2
-        else:
-            index += 1
-    if shown_by is None or shown_by[1]:
-        return None
-    return shown_by[0]
-
-
-def _not_found_paths(stderr: str) -> Iterator[str]:
-    """The paths `stderr` says were not found: Python's repr form, and the ``tool: PATH:
-    No such file or directory`` lines of other programs (each possible split)."""
-    for line in stderr.splitlines():
-        if _NOT_FOUND not in line:
-            continue
-        found = _PYTHON_NOT_FOUND.search(line)
-        if found is not None:
-            try:
-                value = ast.literal_eval(found.group(1))
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(value, str):
-                yield value
-            continue
-        head = line[: line.index(_NOT_FOUND)].rstrip()
-        if not head.endswith(":"):
-            continue
-        head = head[:-1]
-        starts = [0] + [match.end() for match in re.finditer(": ", head)]
-        for start in starts:
-            yield head[start:].strip().strip("'\"\u2018\u2019")
-
-
-def hidden_path_note(stderr: str, prefix: Sequence[str], workdir: Path) -> str | None:
-    """One line for a script that failed on a file the sandbox hides, or None.
-
-    `stderr` is the end of the script's standard error, `prefix` the bubblewrap command it
-    ran under and `workdir` its working folder (relative paths are taken from there). A
-    line is returned only for a path `stderr` reports as not found that exists on the
-    host and lies under a folder `prefix` hides; never for a path that does not exist.
-    """
-    for named in _not_found_paths(stderr):
-        if not named or "\x00" in named:
-            continue
-        path = Path(os.path.normpath(workdir / named))
-        try:
-            if not path.exists():
-                continue
-            real = path.resolve()
-        except (OSError, RuntimeError, ValueError):
-            continue
-        folder = hidden_by(prefix, path) or hidden_by(prefix, real)
-        if folder is None:
-            continue
-        shows = (
-            "only the system folders, the Python installation, the skill, the workspace "
-            "and the DPTTOOLS_SCRIPT_VISIBLE folders, not this one"
-            if folder == Path("/")
-            else f"{folder} as an empty folder"
-        )
-        return (
-            f"Sandbox: {named} exists on the server, but skill scripts run under bubblewrap, "
-            f"which shows them {shows}. To let scripts read the file, put it in the "
-            "workspace (set DPTTOOLS_WORKSPACE_DIR; the sandbox shows it), add its folder "
-            "to DPTTOOLS_SCRIPT_VISIBLE, or run scripts without the sandbox "
-            "(DPTTOOLS_SCRIPT_SANDBOX=none)."
-        )
-    return None
+    args += [*_namespaces(network, as_root), "--as-pid-1", "--"]
+    del workdir  # the supervisor enters it once the view is built
+    return SandboxCall(args, plan)

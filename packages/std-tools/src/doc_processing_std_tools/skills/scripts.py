@@ -17,29 +17,34 @@ A run, step by step:
    is set, and only the server variables named in DPTTOOLS_SCRIPT_ENV. API keys and other
    secrets in the server's environment never reach a script.
 3. With DPTTOOLS_SCRIPT_SANDBOX=auto (bubblewrap works) or bwrap, the run is wrapped in
-   bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network.
-   The workspace is writable only when the request's token carries the ``write`` scope
-   (or the request has no token: stdio, in process, HTTP without authentication); the
-   scopes come with the request (`access.current_scopes`); even then ``.git``, the
-   agents' memory and settings and the skills folders in it stay read-only
-   (`ScriptPolicy.protected`, `ScriptPolicy.skill_roots`). Without bubblewrap nothing can
-   keep a script from writing, so a token without ``write`` runs no script there
-   (`SandboxUnavailableError`, before anything starts).
+   bubblewrap (`sandbox.bwrap_command`): read-only file system, hidden homes, no network,
+   no capability, no nested user namespace. The script never writes the workspace: it
+   sees it through an overlay without its secrets, its changes land in a bounded layer
+   inside the sandbox, and after the call the server applies them by the change policy
+   (`_staging.apply_changes`; `ScriptPolicy.changes`), reporting what was applied and
+   what was held back and why (`ScriptResult.changes`). For a request whose token lacks
+   the ``write`` scope the view is read-only; the scopes come with the request
+   (`access.current_scopes`). Without bubblewrap nothing can keep a script from writing,
+   so a token without ``write`` runs no script there (`SandboxUnavailableError`, before
+   anything starts). At most DPTTOOLS_SCRIPT_MAX_CALLS calls run at once; the others
+   wait their turn.
 4. The small supervisor (`_supervisor.py`, started with the server's interpreter) becomes
    the subreaper of everything the script starts, sets the resource limits and
    no-new-privileges in the child before exec, enforces the timeout, and after the
    script ends kills whatever it left running, before it reports how the script ended.
-   A server running as root runs scripts as DPTTOOLS_SCRIPT_USER (`_containment`):
-   the supervisor's child drops to it, or bubblewrap is started as it. The first run
+   A server running as root runs scripts as DPTTOOLS_SCRIPT_USER (`_containment`): the
+   supervisor's child drops to it (under bubblewrap too, which starts as root). The first run
    makes the server's process non-dumpable and a child subreaper. Where a cgroup can be
    made, the call runs in one of its own (`_cgroups`), entered before anything runs
    (`_script_call.start_call`); after the call, what is left in it, or without one the
-   orphans that came to the server, is killed, and set-user/group-ID bits are cleared in
-   the writable workspace (`_script_call.sweep_call`).
+   orphans that came to the server, is killed, and, without bubblewrap, set-user/group-ID
+   bits are cleared in the writable workspace (`_script_call.sweep_call`). Python runs
+   with bytecode off: none is written, and a ``.pyc`` shipped next to a source is never
+   used.
 5. Output is read as it arrives, and only the part that can be shown is kept, so a script
    that prints without end costs bounded memory. A script that hit a limit gets a message
    at the end of ``stderr`` naming the limit and its setting; one that failed under
-   bubblewrap on a file the sandbox hides, a line saying so (`sandbox.hidden_path_note`).
+   bubblewrap on a file the sandbox hides, a line saying so (`_hidden_note.hidden_path_note`).
 
 If the supervisor dies without a report, or stops answering a grace period past the
 timeout, the server kills its process group and every process carrying the run id
@@ -53,7 +58,6 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -63,51 +67,43 @@ from pathlib import Path
 from typing import Final, Literal
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from .. import _io
 from .._notices import notice
 from .._tracing import note_script
 from ..access import WRITE, current_scopes
+from ..change_policy import ChangePolicy
 from ..config import Settings
 from ..errors import InvalidArgumentError, NotFoundError
 from ._containment import (
-    ScriptUser,
     call_start_ticks,
-    check_open_folder,
-    check_reachable,
     contain_server,
-    etc_files,
-    interpreter_paths,
     permission_note,
     script_user,
 )
+from ._hidden_note import hidden_path_note
 from ._script_call import (
     IN_FLIGHT,
-    as_user,
     memory_note,
-    no_read_only_workspace,
     open_group,
     start_call,
     sweep_call,
 )
-from ._script_output import TEMP_FILES, Capture, describe_end, read_status
+from ._script_launch import SUPERVISOR, apply_layer, prepare, received_layer
+from ._script_output import Capture, describe_end, read_status
 from ._script_process import (
     BASE_ENV_NAMES,
     BOOTSTRAP,
     RUN_ID_VARIABLE,
     kill_group,
     kill_marked,
-    limits_for,
     script_environment,
-    source_descriptor,
 )
+from ._staging import Changes
 from .sandbox import (
-    PROTECTED_PATHS,
-    announce_sandbox,
-    bwrap_command,
-    hidden_path_note,
-    use_bwrap,
+    SandboxUnavailableError,
 )
 
 __all__ = [
@@ -127,7 +123,6 @@ logger = logging.getLogger(__name__)
 
 _REAP_SECONDS: Final = 5.0
 _GRACE_SECONDS: Final = 5.0
-_SUPERVISOR: Final = Path(__file__).with_name("_supervisor.py")
 #: Under bubblewrap, /tmp holds up to this many files of the largest size allowed.
 
 
@@ -184,15 +179,18 @@ class ScriptPolicy:
     """Processes of the whole call (a per-call cgroup's pids.max), and the processes the
     script may add to those its user runs (RLIMIT_NPROC)."""
     workspace_writable: bool = True
-    """False for a call whose token lacks the ``write`` scope: bubblewrap binds the
-    workspace read-only, and without bubblewrap the script does not run (nothing else
+    """False for a call whose token lacks the ``write`` scope: the script's view of the
+    workspace is read-only, and without bubblewrap the script does not run (nothing else
     could keep it from writing). Set per call from the request (`for_this_call`)."""
-    protected: tuple[str, ...] = PROTECTED_PATHS
-    """Paths in the workspace bubblewrap keeps read-only although it is writable (those
-    that exist when the run starts; DPTTOOLS_SCRIPT_PROTECTED)."""
-    skill_roots: tuple[Path, ...] = ()
-    """Skills folders in the workspace, kept read-only under bubblewrap all the same
-    (`from_settings` keeps only those inside it)."""
+    changes: ChangePolicy = field(default_factory=ChangePolicy)
+    """Which of a script's changes to the workspace are applied, and which secrets in it
+    scripts do not see (DPTTOOLS_SCRIPT_APPLY, _HOLD, _HIDDEN)."""
+    max_changed_files: int = 1000
+    """Files one call may create, change or delete (DPTTOOLS_SCRIPT_MAX_CHANGED_FILES)."""
+    max_changed_mb: int = 256
+    """MiB of content one call may write (DPTTOOLS_SCRIPT_MAX_CHANGED_MB)."""
+    max_calls: int = 4
+    """Script calls running at once; more wait their turn (DPTTOOLS_SCRIPT_MAX_CALLS)."""
     user: str = "nobody"
     """The user scripts run as when the server runs as root (never root itself)."""
     visible: tuple[Path, ...] = ()
@@ -220,15 +218,12 @@ class ScriptPolicy:
             max_file_size_mb=settings.script_max_file_size_mb,
             max_open_files=settings.script_max_open_files,
             max_processes=settings.script_max_processes,
-            protected=settings.script_protected,
+            changes=ChangePolicy.from_settings(settings),
+            max_changed_files=settings.script_max_changed_files,
+            max_changed_mb=settings.script_max_changed_mb,
+            max_calls=settings.script_max_calls,
             user=settings.script_user,
             visible=settings.script_visible,
-            skill_roots=tuple(
-                root
-                for root in settings.skill_roots
-                if settings.script_workspace is not None
-                and root.is_relative_to(settings.script_workspace)
-            ),
         )
 
 
@@ -247,10 +242,23 @@ class ScriptResult:
     """True when the timeout killed the script."""
     sandboxed: bool = field(default=False, compare=False)
     """True when the script ran under bubblewrap."""
+    changes: Changes | None = field(default=None, compare=False)
+    """What became of the script's changes to the workspace (under bubblewrap with a
+    writable workspace), or None."""
 
-    def to_payload(self) -> dict[str, str | int]:
-        """The JSON object `execute_skill_script` returns."""
-        return {"stdout": self.stdout, "stderr": self.stderr, "exit_code": self.exit_code}
+    def to_payload(self, room: int = 4000) -> dict[str, object]:
+        """The JSON object `execute_skill_script` returns; the lists of changed paths take
+        about `room` characters at most."""
+        payload: dict[str, object] = {
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "exit_code": self.exit_code,
+        }
+        if self.changes is not None and (
+            self.changes.applied or self.changes.held or self.changes.refused
+        ):
+            payload["changes"] = self.changes.to_payload(room)
+        return payload
 
 
 def split_args(args: str) -> list[str]:
@@ -290,91 +298,15 @@ def _open_path(script: Path) -> Iterator[ScriptFile]:
         yield ScriptFile(real, source, OpenFolder(real.parent, location.dir_fd))
 
 
-@dataclass(frozen=True, slots=True)
-class _Launch:
-    """Everything one run needs before its process starts."""
-
-    limits: dict[str, int]
-    prefix: list[str]
-    """The bubblewrap command line, or [] without bubblewrap."""
-    temp_home: str | None
-    """The run's own HOME and TMPDIR on the host, without bubblewrap (removed after)."""
-    source_fd: int
-    """The descriptor the bootstrap reads the script's code from (closed after the start)."""
-    settings: dict[str, float | str]
-    """The supervisor's settings besides the time limit."""
-    pass_fds: tuple[int, ...]
-    """Descriptors the supervisor (or bubblewrap) inherits, besides the status pipe."""
-    close_after: tuple[int, ...] = ()
-    """Descriptors made for the start (the code, /etc/passwd, /etc/group): closed after."""
+_LIMITER: list[tuple[object, int, anyio.CapacityLimiter]] = []
 
 
-def _prepare(
-    script: ScriptFile,
-    policy: ScriptPolicy,
-    skill_dir: Path | None,
-    time_limit: float,
-    user: ScriptUser | None,
-) -> _Launch:
-    """Decide how to run `script` (blocking file-system work: called in a worker thread).
-
-    Raises:
-        SandboxUnavailableError: the policy asks for bubblewrap and it cannot be used.
-        ConfigError: the script's user cannot reach the interpreter or the script.
-    """
-    run_as = (user.uid, user.gid) if user is not None else None
-    if user is not None:
-        # Before bubblewrap is probed as that user, whose failure would say less.
-        check_reachable(user, interpreter_paths())
-    announce_sandbox(policy.sandbox, policy.user)
-    bwrap = use_bwrap(policy.sandbox, run_as)
-    if bwrap is None and not policy.workspace_writable:
-        raise no_read_only_workspace(policy)
-    if user is not None and bwrap is None:
-        check_open_folder(user, script.folder.fd, script.folder.path)
-    limits = limits_for(policy, time_limit, user.uid if user is not None else os.getuid())
-    folder = os.fstat(script.folder.fd)
-    settings: dict[str, float | str] = {**limits, "folder": f"{folder.st_dev}:{folder.st_ino}"}
-    if bwrap is None:
-        # The supervisor enters the folder by this descriptor. Never under bubblewrap: a
-        # descriptor of a host folder would lead out of the sandbox's file system.
-        settings["folder_fd"] = script.folder.fd
-        home = tempfile.mkdtemp(prefix="dpt-script-")
-        if user is not None:
-            settings.update(uid=user.uid, gid=user.gid)
-            os.chown(home, user.uid, user.gid)
-        source_fd = source_descriptor(script.source)
-        return _Launch(
-            limits, [], home, source_fd, settings, (script.folder.fd, source_fd), (source_fd,)
-        )
-    bind_fd: int | None
-    if script.skill_dir is not None:
-        bind_path, bind_fd = script.skill_dir.path, script.skill_dir.fd
-    elif skill_dir is not None:  # named by a caller that trusts the path
-        bind_path, bind_fd = Path(os.path.realpath(skill_dir)), None
-    else:
-        bind_path, bind_fd = script.folder.path, script.folder.fd
-    etc_fds = [source_descriptor(content) for content in etc_files(user)]
-    prefix = bwrap_command(
-        bwrap,
-        skill_dir=bind_path,
-        skill_dir_fd=bind_fd,
-        workdir=script.folder.path,
-        workspace=policy.workspace,
-        network=policy.network,
-        temp_size_bytes=limits["fsize"] * TEMP_FILES,
-        also_readable=[_SUPERVISOR.parent],
-        workspace_writable=policy.workspace_writable,
-        protected=policy.protected,
-        skill_roots=policy.skill_roots,
-        visible=policy.visible,
-        etc_data=list(zip(etc_fds, ("/etc/passwd", "/etc/group"), strict=True)),
-    )
-    # bubblewrap binds the skill's folder from its descriptor, then closes it.
-    bound = (bind_fd,) if bind_fd is not None and bwrap.bind_fd else ()
-    source_fd = source_descriptor(script.source)
-    made = (source_fd, *etc_fds)
-    return _Launch(limits, prefix, None, source_fd, settings, (*bound, *made), made)
+def _call_limiter(size: int) -> anyio.CapacityLimiter:
+    """The limiter of concurrent script calls of this event loop (DPTTOOLS_SCRIPT_MAX_CALLS)."""
+    token = anyio.lowlevel.current_token()
+    if not _LIMITER or _LIMITER[0][0] != token or _LIMITER[0][1] != size:
+        _LIMITER[:] = [(token, size, anyio.CapacityLimiter(size))]
+    return _LIMITER[0][2]
 
 
 async def run_script(
@@ -424,10 +356,23 @@ async def _run_checked(
 ) -> ScriptResult:
     """`run_script` for a script already opened; the descriptors stay its caller's."""
     policy = (policy or ScriptPolicy()).for_this_call()
+    async with _call_limiter(policy.max_calls):
+        return await _run_now(script, argv, time_limit, output_limit, policy, skill_dir)
+
+
+async def _run_now(
+    script: ScriptFile,
+    argv: list[str],
+    time_limit: float,
+    output_limit: int,
+    policy: ScriptPolicy,
+    skill_dir: Path | None,
+) -> ScriptResult:
+    """`_run_checked` once the call's turn has come."""
     contain_server()
     user = script_user(policy.user)
     # The first call also probes bubblewrap (a short subprocess): off the event loop.
-    launch = await anyio.to_thread.run_sync(_prepare, script, policy, skill_dir, time_limit, user)
+    launch = await anyio.to_thread.run_sync(prepare, script, policy, skill_dir, time_limit, user)
     limits, temp_home = launch.limits, launch.temp_home
     sandboxed = bool(launch.prefix)
     cpu_limit = limits["cpu"]
@@ -435,6 +380,7 @@ async def _run_checked(
     began, began_ticks = time.time(), call_start_ticks()
     call_group = open_group(run_id, policy)
     env = script_environment(os.environ, policy, home=temp_home or "/tmp", run_id=run_id)
+    layer: int | None = None
     settings: dict[str, float | str] = {"time_limit": time_limit, **launch.settings}
     if not sandboxed:
         settings["parent"] = os.getpid()
@@ -444,11 +390,12 @@ async def _run_checked(
         sys.executable,
         "-I",
         "-S",
-        str(_SUPERVISOR),
+        str(SUPERVISOR),
         str(status_write),
         ",".join(f"{name}={value}" for name, value in settings.items()),
         "--",
         sys.executable,
+        "-B",
         "-c",
         BOOTSTRAP,
         str(launch.source_fd),
@@ -464,12 +411,10 @@ async def _run_checked(
     out = Capture(output_limit)
     err = Capture(output_limit)
     drained = anyio.Event()
-    # Under bubblewrap, bubblewrap itself starts as the script's user (see sandbox.py).
-    run_as = as_user(user) if sandboxed else {}
+    # bubblewrap starts as the server's user, which opens every path (see sandbox.py);
+    # the supervisor drops to the script's user. Without it the supervisor drops too.
     try:
-        process = await start_call(
-            command, env, (status_write, *launch.pass_fds), run_as, call_group
-        )
+        process = await start_call(command, env, (status_write, *launch.pass_fds), call_group)
     finally:
         os.close(status_write)
         for fd in launch.close_after:
@@ -519,6 +464,19 @@ async def _run_checked(
             )
         if temp_home is not None:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp_home, ignore_errors=True))
+        if launch.stage is not None:
+            # Every process of the call has ended: the layer holds all it changed.
+            layer = received_layer(launch.stage)
+    changes = None
+    if layer is not None:
+        changes = await anyio.to_thread.run_sync(apply_layer, layer, policy)
+    if status.get("stopped") == "view":
+        raise SandboxUnavailableError(
+            "bubblewrap started, but the script's view of the workspace could not be built "
+            f"({status.get('reason', 'no reason given')}); nothing ran. Check that the kernel "
+            "allows overlayfs and tmpfs mounts in the sandbox (Linux 5.11 or later), or "
+            "set DPTTOOLS_SCRIPT_SANDBOX=none to run scripts without bubblewrap."
+        )
     if left:
         logger.warning("killed %d process(es) skill script %s left behind", left, script.path)
     memory = memory_note(call_group, policy)
@@ -544,7 +502,9 @@ async def _run_checked(
             )
         stderr = f"{stderr}\n{message}" if stderr else message
         note_script(-1, sandboxed)
-        return ScriptResult(stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed)
+        return ScriptResult(
+            stdout, stderr, -1, timed_out=stuck, sandboxed=sandboxed, changes=changes
+        )
     # Exactly this report, with nothing of a run after it (the supervisor adds
     # ``subreaper`` and ``killed`` to every report of a script it started).
     if status == {"stopped": "moved"}:
@@ -564,7 +524,9 @@ async def _run_checked(
             message = "Stopped: the run was ended from outside (SIGTERM to its supervisor)."
         stderr = f"{stderr}\n{message}" if stderr else message
         note_script(-1, sandboxed, message)
-        return ScriptResult(stdout, stderr, -1, timed_out=timed_out, sandboxed=sandboxed)
+        return ScriptResult(
+            stdout, stderr, -1, timed_out=timed_out, sandboxed=sandboxed, changes=changes
+        )
     code = status.get("exit_code")
     signum = status.get("signal")
     exit_code = int(code) if isinstance(code, int) else -int(signum or 1)
@@ -575,12 +537,16 @@ async def _run_checked(
             stderr = f"{stderr}\n{ending}" if stderr else ending
             notice(logger, logging.WARNING, f"skill script {script.path.name}: {ending}")
         else:
-            note = permission_note(err.tail, user)
-            if sandboxed:
-                note = hidden_path_note(err.tail, launch.prefix, script.folder.path) or note
+            # Under bubblewrap the script writes its own view of the workspace, so a
+            # refused write is not a matter of the workspace's owner.
+            note = (
+                hidden_path_note(err.tail, launch.prefix, script.folder.path)
+                if sandboxed
+                else permission_note(err.tail, user)
+            )
             if note:
                 stderr = stderr.rstrip("\n") + "\n" + note
     if status.get("killed"):
         logger.debug("killed %s process(es) the skill script left running", status["killed"])
     note_script(exit_code, sandboxed, ending)
-    return ScriptResult(stdout, stderr, exit_code, sandboxed=sandboxed)
+    return ScriptResult(stdout, stderr, exit_code, sandboxed=sandboxed, changes=changes)

@@ -100,6 +100,11 @@ class ScriptRun(TypedDict, total=False):
     """Its standard error; ends with the timeout or limit message, if any."""
     exit_code: int
     """The exit status; -N when signal N ended it; -1 when the timeout killed it."""
+    changes: dict[str, Any]
+    """Present when a script under bubblewrap changed the workspace: "applied" (how many
+    changes were applied) and "applied_paths" ("-" before a deletion, "/" after a
+    folder), "held_back" and "held_back_paths" (each with "path" and "why"), and
+    "refused" when a limit on changes was passed and nothing was applied."""
     truncated: str
     """Present when the answer was cut to the output limit: what was left out."""
 
@@ -206,7 +211,10 @@ def register_skills_tools(server: MCPServer) -> None:
         script_path is a .py file relative to the skill's folder (for example
         scripts/normalise_totals.py). args is one string split like a POSIX shell
         command line, so quote arguments that contain spaces. The script runs in its own
-        folder; after the configured timeout it is killed and exit_code is -1.
+        folder; after the configured timeout it is killed and exit_code is -1. When it
+        changed the workspace, "changes" lists what was applied and what was held back
+        and why (a held-back file can be written with write_file, where approval
+        applies).
         """
         note_skill(skill_name)
         with tool_errors():

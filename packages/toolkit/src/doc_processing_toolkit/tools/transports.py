@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._process import protect_process
 from ..errors import ToolServerError
 
 if TYPE_CHECKING:
@@ -308,6 +309,9 @@ class StdioTransport(Transport):
 
         command, args, _ = self._program()
         entry = self.target
+        # The server and the skill scripts it may run are processes of this user: close
+        # this process (its environment, memory, descriptors) to them first.
+        protect_process()
         params = StdioServerParameters(
             command=command, args=args, env=dict(entry.env) or None, cwd=entry.cwd
         )
