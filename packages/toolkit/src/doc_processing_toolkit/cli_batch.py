@@ -31,7 +31,13 @@ from .errors import ToolkitError
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["add_batch_parser", "add_skills_scope_flags", "run_batch_command", "scope_overrides"]
+__all__ = [
+    "add_batch_parser",
+    "add_skills_scope_flags",
+    "run_batch_command",
+    "scope_overrides",
+    "watch_interrupts",
+]
 
 #: Exit statuses.
 EXIT_OK, EXIT_ERROR, EXIT_ITEMS_FAILED, EXIT_INTERRUPTED = 0, 1, 3, 130
@@ -199,31 +205,15 @@ def run_batch_command(options: argparse.Namespace, *, err: TextIO | None = None)
     summary = BatchSummary()
     control = BatchControl()
 
-    async def watch_signals(task_group: anyio.abc.TaskGroup) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _signal in signals:
-                if control.stopping:
-                    err.write("\ndpt-agent: cancelling the running items now\n")
-                    control.cancel()
-                    continue
-                err.write(
-                    f"\ndpt-agent: interrupted: no new items; the running ones get "
-                    f"{options.grace:g} s to finish (Ctrl-C again to cancel them now)\n"
-                )
-                control.stop()
-                task_group.start_soon(cancel_after_grace)
-
-    async def cancel_after_grace() -> None:
-        await anyio.sleep(options.grace)
-        control.cancel()
-
     async def go() -> None:
         READER.set("command line")  # messages about --output name the options
         progress = make_progress(err, total)
         failure: ToolkitError | None = None
         try:
             async with anyio.create_task_group() as task_group:
-                task_group.start_soon(watch_signals, task_group)
+                task_group.start_soon(
+                    watch_interrupts, task_group, control, options.grace, err, "items"
+                )
                 try:
                     results = agent.run_batch(
                         source,
@@ -268,3 +258,28 @@ def run_batch_command(options: argparse.Namespace, *, err: TextIO | None = None)
         )
         return EXIT_INTERRUPTED
     return EXIT_ITEMS_FAILED if summary.failed else EXIT_OK
+
+
+async def watch_interrupts(
+    task_group: anyio.abc.TaskGroup, control: BatchControl, grace: float, err: TextIO, noun: str
+) -> None:
+    """Turn Ctrl-C (or SIGTERM) into the batch's stop: the first starts no new `noun`
+    ("items", "runs") and gives the running ones `grace` seconds to finish; the next
+    cancels them at once. Runs until `task_group` is cancelled."""
+
+    async def cancel_after_grace() -> None:
+        await anyio.sleep(grace)
+        control.cancel()
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _signal in signals:
+            if control.stopping:
+                err.write(f"\ndpt-agent: cancelling the running {noun} now\n")
+                control.cancel()
+                continue
+            err.write(
+                f"\ndpt-agent: interrupted: no new {noun}; the running ones get "
+                f"{grace:g} s to finish (Ctrl-C again to cancel them now)\n"
+            )
+            control.stop()
+            task_group.start_soon(cancel_after_grace)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -26,6 +25,7 @@ from .batch.control import BatchControl
 from .batch.output import is_result_line
 from .batch.progress import Progress, make_progress
 from .batch.results import BatchSummary, ItemResult
+from .cli_batch import watch_interrupts
 from .errors import EvalError, ToolkitError
 
 if TYPE_CHECKING:
@@ -255,24 +255,6 @@ def run_eval_command(
         if progress:
             progress[0].advance(result)
 
-    async def watch_signals(task_group: anyio.abc.TaskGroup) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _signal in signals:
-                if control.stopping:
-                    err.write("\ndpt-agent: cancelling the running runs now\n")
-                    control.cancel()
-                    continue
-                err.write(
-                    f"\ndpt-agent: interrupted: no new runs; the running ones get "
-                    f"{options.grace:g} s to finish (Ctrl-C again to cancel them now)\n"
-                )
-                control.stop()
-                task_group.start_soon(cancel_after_grace)
-
-    async def cancel_after_grace() -> None:
-        await anyio.sleep(options.grace)
-        control.cancel()
-
     async def go() -> TriggerReport | None:
         from .batch.runner import make_engine
 
@@ -286,7 +268,9 @@ def run_eval_command(
         report: TriggerReport | None = None
         try:
             async with anyio.create_task_group() as task_group:
-                task_group.start_soon(watch_signals, task_group)
+                task_group.start_soon(
+                    watch_interrupts, task_group, control, options.grace, err, "runs"
+                )
                 try:
                     report = await evaluate_triggers_async(
                         agent,
