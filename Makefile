@@ -77,4 +77,4 @@ lock: $(UV)
 	$(UV) export --frozen --no-emit-project --no-header --all-groups -o requirements-bench.lock >/dev/null
 
 clean:
-	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache dist .conformance
+	rm -rf $(VENV) .site .mypy_cache .ruff_cache .pytest_cache dist .conformance .peers

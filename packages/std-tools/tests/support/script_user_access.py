@@ -78,11 +78,24 @@ def give_to_script_user(path: Path) -> Path:
 _OWN_TEMP: list[Path] = []
 
 
+def _stdio_servers_keep_the_cache_folder() -> None:
+    """A server the tests start over stdio gets only the MCP SDK's short list of inherited
+    variables, so without this it would keep its skills index in the user's cache folder.
+    Add the run's cache variables to that list for this process (every xdist worker calls
+    this)."""
+    from mcp.client import stdio
+
+    for name in ("DPTTOOLS_CACHE_DIR", "XDG_CACHE_HOME"):
+        if name not in stdio.DEFAULT_INHERITED_ENV_VARS:
+            stdio.DEFAULT_INHERITED_ENV_VARS.append(name)
+
+
 def configure(config: pytest.Config) -> None:
     """For a conftest's ``pytest_configure`` (trylast): make the run's own folder, keep the
     skills index of every server the tests start (in this process and in children) in it,
     and, as root, keep pytest's temporary folders in it too, where other pytest runs on
     the machine do not make them private again as they start."""
+    _stdio_servers_keep_the_cache_folder()
     if hasattr(config, "workerinput") or run_folder() is not None:
         return  # an xdist worker, or a second conftest: the folder is made already
     own = Path(tempfile.mkdtemp(prefix="dpttools-pytest-"))
@@ -90,6 +103,9 @@ def configure(config: pytest.Config) -> None:
     os.environ[_RUN_FOLDER] = str(own)
     if "DPTTOOLS_CACHE_DIR" not in os.environ:
         os.environ["DPTTOOLS_CACHE_DIR"] = str(own / "cache")
+    # Settings built from a test's own variables, and servers started with them, take the
+    # default cache folder, which follows XDG_CACHE_HOME: keep that in the run's folder too.
+    os.environ["XDG_CACHE_HOME"] = str(own / "xdg-cache")
     if not runs_as_root():
         return
     own.chmod(0o711)

@@ -372,16 +372,16 @@ def _python_312() -> str | None:
 
 @pytest.fixture(scope="module")
 def agentskills_server() -> Path:
-    """The ``agentskills-mcp-server`` command of a venv kept in the user's cache folder,
-    created and installed from the package index the first time."""
+    """The ``agentskills-mcp-server`` command of a venv kept in the checkout's ignored
+    ``.peers/`` folder (never the user's cache folder), created and installed from the
+    package index the first time; ``make clean`` removes it."""
     python = _python_312()
     if python is None:
         pytest.skip(
             "agentskills-mcp-server 0.7 needs Python 3.12 or newer and none was found "
             "(install one, for example with pyenv, to run this test)"
         )
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    venv = cache / "doc-processing-toolkit-tests" / "agentskills-mcp-server-0.7"
+    venv = Path(__file__).resolve().parents[4] / ".peers" / "agentskills-mcp-server-0.7"
     command = venv / "bin" / "agentskills-mcp-server"
     if not command.exists():
         try:
