@@ -454,9 +454,12 @@ def test_a_deleted_skills_folder_shows_on_the_next_scan(skills: SkillsFolder) ->
     assert cache.scan(skills.path, max_bytes=MAX).note is not None
 
 
-def test_a_warm_scan_of_1000_skills_is_at_least_10x_faster_than_a_cold_one(
+def test_a_warm_scan_of_1000_skills_is_at_least_6x_faster_than_a_cold_one(
     skills: SkillsFolder,
 ) -> None:
+    """A warm scan stats each SKILL.md and reads none. On an idle machine it is 10-11x
+    faster than a cold one (benchmarks/ measures it); 6x holds under the load of a
+    parallel test run and still fails a warm scan that reads the files again."""
     for index in range(1000):
         folder = skills.write(f"skill-{index:04d}", description=f"Skill number {index}.")
         age(folder / "SKILL.md")
@@ -473,7 +476,7 @@ def test_a_warm_scan_of_1000_skills_is_at_least_10x_faster_than_a_cold_one(
     warm_cache = SkillCatalog()
     timed(warm_cache)
     warm = min(timed(warm_cache) for _ in range(5))
-    assert cold / warm >= 10, f"cold {cold * 1000:.1f} ms, warm {warm * 1000:.2f} ms"
+    assert cold / warm >= 6, f"cold {cold * 1000:.1f} ms, warm {warm * 1000:.2f} ms"
 
 
 @pytest.mark.parametrize("count", [0, 3])
