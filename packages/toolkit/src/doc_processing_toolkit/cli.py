@@ -33,6 +33,7 @@ from .cli_approval import TerminalApproval
 from .cli_batch import (
     add_batch_parser,
     add_skills_scope_flags,
+    positive_int,
     run_batch_command,
     scope_overrides,
 )
@@ -375,17 +376,6 @@ def _approve_from_command_line(request: ApprovalRequest) -> ApprovalDecision:
     )
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpt-agent", description="Run a doc-processing-toolkit agent."
@@ -419,7 +409,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--instructions", help="system prompt (replaces the configured one)")
     run.add_argument(
-        "--max-turns", type=_positive_int, help="most model requests in the run (1 or more)"
+        "--max-turns", type=positive_int, help="most model requests in the run (1 or more)"
     )
     run.add_argument(
         "--approve-all",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_batch_parser",
     "add_skills_scope_flags",
+    "positive_int",
     "run_batch_command",
     "scope_overrides",
     "watch_interrupts",
@@ -283,3 +284,14 @@ async def watch_interrupts(
             )
             control.stop()
             task_group.start_soon(cancel_after_grace)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
+    return value

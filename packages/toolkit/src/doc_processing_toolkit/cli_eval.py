@@ -25,7 +25,7 @@ from .batch.control import BatchControl
 from .batch.output import is_result_line
 from .batch.progress import Progress, make_progress
 from .batch.results import BatchSummary, ItemResult
-from .cli_batch import watch_interrupts
+from .cli_batch import positive_int, watch_interrupts
 from .errors import EvalError, ToolkitError
 
 if TYPE_CHECKING:
@@ -51,16 +51,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
-    return value
-
-
 def add_eval_parser(commands: Any) -> None:
     """Add the ``eval`` subcommand to `commands` (an argparse subparsers object)."""
     parser = commands.add_parser(
@@ -82,7 +72,7 @@ def add_eval_parser(commands: Any) -> None:
         help="evaluate these skills (--skill a b, or --skill a --skill b; default: every "
         "skill with an eval file)",
     )
-    parser.add_argument("--runs", type=_count, default=3, help="runs per query (default 3)")
+    parser.add_argument("--runs", type=positive_int, default=3, help="runs per query (default 3)")
     parser.add_argument(
         "--threshold",
         type=_fraction,
@@ -101,7 +91,7 @@ def add_eval_parser(commands: Any) -> None:
         "--ray-address", help="Ray cluster to join with --engine ray (default: start one here)"
     )
     parser.add_argument(
-        "-n", "--concurrency", type=_count, default=4, help="runs at once (default 4)"
+        "-n", "--concurrency", type=positive_int, default=4, help="runs at once (default 4)"
     )
     parser.add_argument("--json", metavar="OUT", help="write the report as JSON to OUT")
     parser.add_argument(

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from .aligned_tables import prose_like, rivers, segments
 from .page_layout import Rule, TextLine
-from .table_grid import FoundTable, build_table
+from .table_grid import FoundTable, Groups, build_table
 
 __all__ = ["merge_rules", "ruled_tables"]
 
@@ -52,19 +52,8 @@ def merge_rules(rules: list[Rule]) -> tuple[list[Rule], list[Rule]]:
     )
 
 
-class _Sets:
-    def __init__(self, size: int) -> None:
-        self.parent = list(range(size))
-
-    def find(self, item: int) -> int:
-        while self.parent[item] != item:
-            self.parent[item] = self.parent[self.parent[item]]
-            item = self.parent[item]
-        return item
-
-
 def _components(flat: list[Rule], upright: list[Rule]) -> list[tuple[list[Rule], list[Rule]]]:
-    sets = _Sets(len(flat) + len(upright))
+    sets = Groups(len(flat) + len(upright))
     by_x = sorted(range(len(upright)), key=lambda k: upright[k].x0)
     for i, h in enumerate(flat):
         for k in by_x:
@@ -74,9 +63,7 @@ def _components(flat: list[Rule], upright: list[Rule]) -> list[tuple[list[Rule],
             if v.x0 > h.x1 + _TOUCH:
                 break
             if v.y0 - _TOUCH <= h.y0 <= v.y1 + _TOUCH:
-                a, b = sets.find(i), sets.find(len(flat) + k)
-                if a != b:
-                    sets.parent[max(a, b)] = min(a, b)
+                sets.join(i, len(flat) + k)
     parts: dict[int, tuple[list[Rule], list[Rule]]] = defaultdict(lambda: ([], []))
     for i, h in enumerate(flat):
         parts[sets.find(i)][0].append(h)

@@ -33,8 +33,9 @@ class FoundTable:
     """The column boundaries, left to right (for matching a table continued over a page)."""
 
 
-class _Groups:
-    """Union-find over grid positions."""
+class Groups:
+    """Union-find over the numbers 0 to size - 1 (grid positions, ruling lines); each
+    group is named by its smallest member."""
 
     def __init__(self, size: int) -> None:
         self.parent = list(range(size))
@@ -83,7 +84,7 @@ def build_table(
             column = bisect_right(xs, word.center) - 1
             if 0 <= column < n_cols:
                 placed[row][column].append(word)
-    groups = _Groups(n_rows * n_cols)
+    groups = Groups(n_rows * n_cols)
     for r in range(n_rows):
         for j in range(1, n_cols):
             if not vertical(r, j):
