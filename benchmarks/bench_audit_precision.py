@@ -28,7 +28,7 @@ import collections
 import tempfile
 from pathlib import Path
 
-from doc_processing_std_tools.skills.audit import audit_skill
+from doc_processing_std_tools.skills.audit.folders import audit_skill
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"

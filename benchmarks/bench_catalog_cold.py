@@ -102,7 +102,7 @@ def timed(run: object, repeat: int) -> float:
 
 def measure(root: Path, repeat: int) -> dict[str, float]:
     """Medians (ms) of the floor, a cold scan and a cold list_skills JSON of `root`."""
-    from doc_processing_std_tools.skills.catalog import SkillCatalog
+    from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 
     count = len(os.listdir(root))  # noqa: PTH208
     catalog = SkillCatalog().scan(root, max_bytes=MAX_BYTES)

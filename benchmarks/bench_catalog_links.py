@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from doc_processing_std_tools.skills.catalog import SkillCatalog
+from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 
 COUNT = 1000
 MAX_BYTES = 50 * 1024 * 1024

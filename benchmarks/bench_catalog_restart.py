@@ -39,7 +39,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_list_skills import generate
 
-from doc_processing_std_tools.skills.catalog import SkillCatalog
+from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 
 MAX_BYTES = 50 * 1024 * 1024
 

@@ -42,7 +42,7 @@ from mcp import Client
 
 from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.skills import actions
-from doc_processing_std_tools.skills.catalog import SkillCatalog
+from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 from doc_processing_std_tools.skills.server import skills_server
 
 REPO = Path(__file__).resolve().parents[1]

@@ -35,9 +35,9 @@ from pathlib import Path
 import anyio
 
 from doc_processing_std_tools.change_policy import ChangePolicy
-from doc_processing_std_tools.skills._staging import apply_changes, hidden_paths
-from doc_processing_std_tools.skills.sandbox import sandbox_status
-from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts._staging import apply_changes, hidden_paths
+from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 TARGET_MS = 20.0
 

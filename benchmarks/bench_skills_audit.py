@@ -219,7 +219,7 @@ def floor(root: Path) -> int:
 
 def audit(folders: list[Path]) -> int:
     """`audit_skill` of every folder; findings."""
-    from doc_processing_std_tools.skills.audit import audit_skill
+    from doc_processing_std_tools.skills.audit.folders import audit_skill
 
     return sum(len(audit_skill(folder)) for folder in folders)
 

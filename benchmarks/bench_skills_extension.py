@@ -81,7 +81,7 @@ from pydantic import ConfigDict
 
 from doc_processing_std_tools.config import get_settings, reset_settings
 from doc_processing_std_tools.skills import actions
-from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.catalog.scan import scan_once
 from doc_processing_std_tools.skills.server import new_skills_server
 
 REPO = Path(__file__).resolve().parents[1]

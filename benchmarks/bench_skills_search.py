@@ -354,7 +354,7 @@ def search_in_process(
 ) -> tuple[float, list[float]]:
     """The first call's time (it may build an index) and every later call's, in ms."""
     from doc_processing_std_tools.skills import actions
-    from doc_processing_std_tools.skills import search as searching
+    from doc_processing_std_tools.skills.catalog import search as searching
 
     search = searching.search_skills
     actions.clear_cache()
@@ -433,7 +433,7 @@ def p95(values: Sequence[float]) -> float:
 
 def has_search() -> bool:
     try:
-        from doc_processing_std_tools.skills import search
+        from doc_processing_std_tools.skills.catalog import search
     except ImportError:
         return False
     return hasattr(search, "search_skills")

@@ -24,7 +24,7 @@ from doc_processing_std_tools.errors import (
 from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
-from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.catalog.scan import scan_once
 
 LIMIT = 1024 * 1024
 

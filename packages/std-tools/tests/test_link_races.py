@@ -23,7 +23,7 @@ from doc_processing_std_tools.config import load_settings, reset_settings
 from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
-from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.catalog.scan import scan_once
 
 SECRET = "outside secret: never shown"
 

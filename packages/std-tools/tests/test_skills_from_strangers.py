@@ -25,9 +25,15 @@ from stranger_collection import INSTALLED, SKILLS, make_collection
 
 from doc_processing_std_tools.errors import StdToolsError
 from doc_processing_std_tools.skills.cli import main
-from doc_processing_std_tools.skills.copying import copy_skill
-from doc_processing_std_tools.skills.install import parse_source
-from doc_processing_std_tools.skills.unpack import Budget, LimitReached, Limits, download, extract
+from doc_processing_std_tools.skills.supply.copying import copy_skill
+from doc_processing_std_tools.skills.supply.install import parse_source
+from doc_processing_std_tools.skills.supply.unpack import (
+    Budget,
+    LimitReached,
+    Limits,
+    download,
+    extract,
+)
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder

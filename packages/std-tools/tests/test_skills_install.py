@@ -27,9 +27,9 @@ from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.cli import main
-from doc_processing_std_tools.skills.install import parse_source
 from doc_processing_std_tools.skills.server import skills_server
-from doc_processing_std_tools.skills.unpack import Limits, download
+from doc_processing_std_tools.skills.supply.install import parse_source
+from doc_processing_std_tools.skills.supply.unpack import Limits, download
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder

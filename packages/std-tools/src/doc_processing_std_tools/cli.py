@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         announce_settings(settings, scripts=True, file_tools=True)
 
     from .server import make_composed_server
-    from .skills._containment import start_scripts
+    from .skills.scripts._containment import start_scripts
 
     def scripts_ready() -> None:
         try:

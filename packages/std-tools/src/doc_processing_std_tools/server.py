@@ -51,7 +51,7 @@ def make_composed_server(
     from .documents.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
     from .scoped_server import ScopedServer, restrict_tools
-    from .skills.extension import SkillsExtension, register_skill_resources
+    from .skills.extension.serving import SkillsExtension, register_skill_resources
     from .skills.tools import register_skills_tools
 
     kept = select_tools(COMPOSED_TOOLS, tools, read_only=read_only)

@@ -19,7 +19,7 @@ from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.server import make_composed_server
-from doc_processing_std_tools.skills.sandbox import sandbox_status
+from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 pytestmark = pytest.mark.anyio
 LEFT_OUT = "not published by the MCP Skills extension"
@@ -99,7 +99,7 @@ async def test_the_server_declares_logging_and_sends_notices_at_the_level_set(
     assert seen == {"protocol": "2025-11-25", "logging": True}
     (left_out,) = [n for n in got if LEFT_OUT in str(n.data)]
     assert left_out.level == "info"
-    assert left_out.logger == "doc_processing_std_tools.skills.publisher"
+    assert left_out.logger == "doc_processing_std_tools.skills.extension.publisher"
 
 
 @pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
@@ -170,7 +170,7 @@ def test_an_application_without_logging_still_sees_the_warnings_once() -> None:
         "import logging\n"
         "from doc_processing_std_tools.server import make_composed_server\n"
         "make_composed_server()\n"
-        "log = logging.getLogger('doc_processing_std_tools.skills.scripts')\n"
+        "log = logging.getLogger('doc_processing_std_tools.skills.scripts.run')\n"
         "log.warning('a warning'); log.info('an info line')\n"
     )
     done = subprocess.run(

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent
 
-from doc_processing_std_tools.skills.sandbox import sandbox_status
+from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 from .helpers import (
     AUDIENCE,

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 from script_user_access import without_bwrap_as_root
 
-from doc_processing_std_tools.skills.sandbox import sandbox_status
+from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 from .helpers import Folders
 

@@ -9,7 +9,7 @@ import pytest
 from skill_collections import corpora
 
 from doc_processing_std_tools.errors import NotFoundError
-from doc_processing_std_tools.skills.audit import AUDIT_CODES, Finding, audit_skill
+from doc_processing_std_tools.skills.audit.folders import AUDIT_CODES, Finding, audit_skill
 from doc_processing_std_tools.skills.cli import main
 
 CLEAN = "---\nname: {name}\ndescription: Does {name} things.\n---\n\n# Steps\n\nRead it.\n"

@@ -19,10 +19,10 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import skills_server
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.audit import AUDIT_CODES, audit_skill
-from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog
+from doc_processing_std_tools.skills.audit.folders import AUDIT_CODES, audit_skill
+from doc_processing_std_tools.skills.catalog.scan import Catalog, SkillCatalog
 from doc_processing_std_tools.skills.cli import main
-from doc_processing_std_tools.skills.diagnostics import CODES
+from doc_processing_std_tools.skills.core.diagnostics import CODES
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -259,7 +259,7 @@ def test_every_audit_code_is_a_warning_diagnostic_code() -> None:
 
 def test_every_credential_marker_and_home_word_makes_the_parse_happen() -> None:
     """The words that decide whether a script is parsed cover every literal check."""
-    from doc_processing_std_tools.skills import audit_python
+    from doc_processing_std_tools.skills.audit import python_code as audit_python
 
     words = audit_python.LITERAL_WORDS
     for marker in (*audit_python.CREDENTIAL_MARKERS, "expanduser", "HOME", "USERPROFILE"):

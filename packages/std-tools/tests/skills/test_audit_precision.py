@@ -14,7 +14,7 @@ from stranger_collection import FAMILY, HEART, TEMPLATE, make_collection
 
 from doc_processing_std_tools import skills_server
 from doc_processing_std_tools._hidden import escape
-from doc_processing_std_tools.skills.audit import audit_skill
+from doc_processing_std_tools.skills.audit.folders import audit_skill
 from doc_processing_std_tools.skills.cli import main
 
 if TYPE_CHECKING:

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog, read_skill, scan_once
+from doc_processing_std_tools.skills.catalog.scan import (
+    Catalog,
+    SkillCatalog,
+    read_skill,
+    scan_once,
+)
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog
-from doc_processing_std_tools.skills.index import FORMAT, index_file
+from doc_processing_std_tools.skills.catalog.index import FORMAT, index_file
+from doc_processing_std_tools.skills.catalog.scan import Catalog, SkillCatalog
 
 MAX_BYTES = 1 << 20
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.skills.catalog import Catalog, SkillCatalog
-from doc_processing_std_tools.skills.watch import FolderWatch
+from doc_processing_std_tools.skills.catalog.scan import Catalog, SkillCatalog
+from doc_processing_std_tools.skills.catalog.watch import FolderWatch
 
 MAX_BYTES = 1 << 20
 

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from script_user_access import without_bwrap_as_root
 
-from doc_processing_std_tools.skills._cgroups import cgroup_support, open_call_group
-from doc_processing_std_tools.skills._containment import call_start_ticks, contain_server
-from doc_processing_std_tools.skills._script_call import start_call, sweep_call
-from doc_processing_std_tools.skills.scripts import ScriptPolicy
+from doc_processing_std_tools.skills.scripts._call import start_call, sweep_call
+from doc_processing_std_tools.skills.scripts._cgroups import cgroup_support, open_call_group
+from doc_processing_std_tools.skills.scripts._containment import call_start_ticks, contain_server
+from doc_processing_std_tools.skills.scripts.run import ScriptPolicy
 
 pytestmark = [
     pytest.mark.anyio,

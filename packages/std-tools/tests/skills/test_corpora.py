@@ -26,8 +26,8 @@ from mcp.types import TextContent
 from skill_collections import COLLECTIONS, corpora, skills_folders
 
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.audit import audit_skill
-from doc_processing_std_tools.skills.catalog import Catalog, scan_once
+from doc_processing_std_tools.skills.audit.folders import audit_skill
+from doc_processing_std_tools.skills.catalog.scan import Catalog, scan_once
 from doc_processing_std_tools.skills.server import skills_server
 
 pytestmark = pytest.mark.anyio

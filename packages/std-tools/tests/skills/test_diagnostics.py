@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.skills.diagnostics import CODES, diagnostic
+from doc_processing_std_tools.skills.core.diagnostics import CODES, diagnostic
 
 DOCS = Path(__file__).resolve().parents[4] / "docs" / "std-tools" / "skills-server.md"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.catalog.scan import scan_once
 from doc_processing_std_tools.skills.cli import main
 
 REPO = Path(__file__).resolve().parents[4]

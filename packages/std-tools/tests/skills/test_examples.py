@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.catalog.scan import scan_once
 
 REPO = Path(__file__).resolve().parents[4]
 SKILLS = REPO / "examples" / "skills"

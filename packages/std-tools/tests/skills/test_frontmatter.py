@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from doc_processing_std_tools.skills.frontmatter import (
+from doc_processing_std_tools.skills.core.frontmatter import (
     MAX_FRONTMATTER_CHARS,
     ParsedSkillMd,
     check_fields,
@@ -18,7 +18,7 @@ from doc_processing_std_tools.skills.frontmatter import (
     parse_skill_md,
     read_skill_md_text,
 )
-from doc_processing_std_tools.skills.safe_yaml import (
+from doc_processing_std_tools.skills.core.safe_yaml import (
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
     Loaded,

@@ -12,7 +12,7 @@ import pytest
 from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.errors import PathOutsideRootError
 from doc_processing_std_tools.skills import actions
-from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.catalog.scan import scan_once
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder

@@ -270,8 +270,8 @@ def test_a_catalog_too_large_to_show_whole_is_cut_as_if_every_skill_were_weighed
 ) -> None:
     """The cut that weighs only the skills that can still fit gives the very answer of the
     cut that weighs them all."""
-    from doc_processing_std_tools.skills.catalog import scan_once
-    from doc_processing_std_tools.skills.records import _fit_catalog
+    from doc_processing_std_tools.skills.catalog.scan import scan_once
+    from doc_processing_std_tools.skills.core.records import _fit_catalog
 
     root = tmp_path / "skills"
     for index in range(1500):

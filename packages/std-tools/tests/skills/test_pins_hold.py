@@ -19,9 +19,9 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.skills import actions
-from doc_processing_std_tools.skills.catalog import SkillCatalog
+from doc_processing_std_tools.skills.catalog.index import index_file, open_index
+from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 from doc_processing_std_tools.skills.cli import main
-from doc_processing_std_tools.skills.index import index_file, open_index
 from doc_processing_std_tools.skills.server import skills_server
 
 if TYPE_CHECKING:

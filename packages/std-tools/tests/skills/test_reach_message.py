@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from doc_processing_std_tools.skills._containment import ScriptUser, reach_problem
+from doc_processing_std_tools.skills.scripts._containment import ScriptUser, reach_problem
 
 NOBODY = ScriptUser("nobody", 65534, 65534)
 

@@ -377,7 +377,7 @@ async def test_the_composed_server_over_stdio_takes_a_folder_list_and_a_depth(
 
 
 def test_more_roots_than_the_cache_used_to_hold_stay_warm(tmp_path: Path) -> None:
-    from doc_processing_std_tools.skills.catalog import SkillCatalog
+    from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 
     roots = tuple(
         write_skill(tmp_path / f"root-{i:02d}" / f"skill-{i:02d}").parent for i in range(40)
@@ -395,7 +395,7 @@ def test_more_roots_than_the_cache_used_to_hold_stay_warm(tmp_path: Path) -> Non
 def test_every_diagnostic_of_a_nested_skill_names_its_folder_from_the_root(
     tmp_path: Path,
 ) -> None:
-    from doc_processing_std_tools.skills.catalog import scan_once
+    from doc_processing_std_tools.skills.catalog.scan import scan_once
 
     skills = tmp_path / "collection" / "plugins" / "p" / "skills"
     write_skill(skills / "good")

@@ -13,9 +13,9 @@ import anyio
 import pytest
 from script_user_access import interpreter_out_of_reach
 
-from doc_processing_std_tools.skills import sandbox
-from doc_processing_std_tools.skills.sandbox import announce_sandbox, sandbox_status
-from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts import sandbox
+from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.sandbox import announce_sandbox, sandbox_status
 
 pytestmark = pytest.mark.anyio
 

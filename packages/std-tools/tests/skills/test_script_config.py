@@ -9,7 +9,7 @@ import pytest
 from doc_processing_std_tools.change_policy import ChangePolicy
 from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.errors import ConfigError
-from doc_processing_std_tools.skills.scripts import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import ScriptPolicy
 
 
 def test_the_script_defaults() -> None:

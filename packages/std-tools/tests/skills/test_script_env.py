@@ -20,7 +20,7 @@ from script_user_access import give_to_script_user, without_bwrap_as_root
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.scripts import BASE_ENV_NAMES, RUN_ID_VARIABLE
+from doc_processing_std_tools.skills.scripts.run import BASE_ENV_NAMES, RUN_ID_VARIABLE
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ import anyio
 import pytest
 
 from doc_processing_std_tools.change_policy import ChangePolicy
-from doc_processing_std_tools.skills.sandbox import sandbox_status
-from doc_processing_std_tools.skills.scripts import ScriptPolicy, ScriptResult, run_script
+from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, ScriptResult, run_script
+from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 pytestmark = [
     pytest.mark.anyio,

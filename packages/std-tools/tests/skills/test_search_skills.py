@@ -13,7 +13,7 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import make_composed_server, skills_server
 from doc_processing_std_tools.config import get_settings, reset_settings
-from doc_processing_std_tools.skills import search as searching
+from doc_processing_std_tools.skills.catalog import search as searching
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder

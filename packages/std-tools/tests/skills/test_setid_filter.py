@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from script_user_access import without_bwrap_as_root
 
-from doc_processing_std_tools.skills import _seccomp
-from doc_processing_std_tools.skills.sandbox import sandbox_status
-from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts import _seccomp
+from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 ALLOW = "allow"
 EPERM = f"errno {errno.EPERM}"

@@ -13,8 +13,8 @@ from mcp import Client
 from mcp.types import TextContent
 
 from doc_processing_std_tools.skills.cli import main
-from doc_processing_std_tools.skills.frontmatter import parse_skill_md
-from doc_processing_std_tools.skills.lint import lint
+from doc_processing_std_tools.skills.core.frontmatter import parse_skill_md
+from doc_processing_std_tools.skills.core.lint import lint
 from doc_processing_std_tools.skills.server import skills_server
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from mcp.types import BlobResourceContents, TextResourceContents
 from skill_collections import corpora, skills_folders
 
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.extension import LEFT_OUT_META_KEY
+from doc_processing_std_tools.skills.extension.serving import LEFT_OUT_META_KEY
 from doc_processing_std_tools.skills.server import new_skills_server
 
 from .support import EXTENSION, expected_files, list_all, manifest, raw

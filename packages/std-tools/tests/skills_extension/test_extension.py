@@ -20,12 +20,12 @@ from mcp.types import BlobResourceContents, TextContent, TextResourceContents
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.extension import (
+from doc_processing_std_tools.skills.extension.publisher import MAX_PAGE_SKILLS, SkillPublisher
+from doc_processing_std_tools.skills.extension.serving import (
     LEFT_OUT_META_KEY,
     SkillsExtension,
     register_skill_resources,
 )
-from doc_processing_std_tools.skills.publisher import MAX_PAGE_SKILLS, SkillPublisher
 from doc_processing_std_tools.skills.server import new_skills_server
 from doc_processing_std_tools.skills.tools import register_skills_tools
 
@@ -480,8 +480,8 @@ async def test_each_diagnostic_maps_to_the_extension_as_the_documentation_says(
 
 
 def test_the_documentation_maps_every_diagnostic_code_to_the_extension() -> None:
-    from doc_processing_std_tools.skills.diagnostics import CODES
-    from doc_processing_std_tools.skills.publishable import LEFT_OUT_CODES
+    from doc_processing_std_tools.skills.core.diagnostics import CODES
+    from doc_processing_std_tools.skills.extension.publishable import LEFT_OUT_CODES
 
     docs = Path(__file__).resolve().parents[4] / "docs" / "std-tools" / "skills-extension.md"
     text = docs.read_text("utf-8")
@@ -493,7 +493,7 @@ def test_the_documentation_maps_every_diagnostic_code_to_the_extension() -> None
 def test_results_are_json_all_the_way_down(skills: SkillsFolder) -> None:
     """The listing is plain JSON data (so any transport carries it unchanged)."""
     from doc_processing_std_tools.config import get_settings
-    from doc_processing_std_tools.skills.publisher import SkillPublisher
+    from doc_processing_std_tools.skills.extension.publisher import SkillPublisher
 
     rich_skill(skills)
     page = SkillPublisher().page(get_settings())

@@ -18,9 +18,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from doc_processing_std_tools.config import get_settings
-from doc_processing_std_tools.skills.extension import SkillsExtension, register_skill_resources
-from doc_processing_std_tools.skills.listings import MAX_LISTINGS
-from doc_processing_std_tools.skills.publisher import SkillPublisher
+from doc_processing_std_tools.skills.extension.listings import MAX_LISTINGS
+from doc_processing_std_tools.skills.extension.publisher import SkillPublisher
+from doc_processing_std_tools.skills.extension.serving import (
+    SkillsExtension,
+    register_skill_resources,
+)
 from doc_processing_std_tools.skills.tools import register_skills_tools
 
 from .support import list_all, raw

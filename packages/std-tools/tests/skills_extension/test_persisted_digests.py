@@ -15,9 +15,12 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from doc_processing_std_tools.config import get_settings
-from doc_processing_std_tools.skills.extension import SkillsExtension, register_skill_resources
-from doc_processing_std_tools.skills.index import open_index
-from doc_processing_std_tools.skills.publisher import SkillPublisher
+from doc_processing_std_tools.skills.catalog.index import open_index
+from doc_processing_std_tools.skills.extension.publisher import SkillPublisher
+from doc_processing_std_tools.skills.extension.serving import (
+    SkillsExtension,
+    register_skill_resources,
+)
 
 from .support import list_all
 

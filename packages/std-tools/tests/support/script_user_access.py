@@ -154,7 +154,7 @@ def interpreter_out_of_reach() -> str | None:
     bubblewrap the server opens every path itself, so this never matters there."""
     if not runs_as_root():
         return None
-    from doc_processing_std_tools.skills._containment import (
+    from doc_processing_std_tools.skills.scripts._containment import (
         interpreter_paths,
         reach_problem,
         script_user,

@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .server import new_skills_server
 
         server = new_skills_server(tools=serving.tools, read_only=serving.read_only)
-        from ._containment import start_scripts
+        from .scripts._containment import start_scripts
 
         start_scripts(settings, read_only=serving.read_only, tools=serving.tools)
         if not serving.read_only:

@@ -28,18 +28,14 @@ from ..errors import (
     StdToolsError,
 )
 from ..paths import check_relative, confine, is_inside, names_nothing
-from .audience import MODEL, Voice
-from .catalog import SKILL_FILE, Catalog, SkillCatalog, SkillRecord
-from .frontmatter import (
-    NAME_RULE,
-    is_valid_name,
-    suggest_name,
-)
-from .images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
-from .lock import Pinning
-from .reading import resource_files
-from .scripts import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
-from .template import render_template, template_content
+from .catalog.reading import resource_files
+from .catalog.scan import SKILL_FILE, Catalog, SkillCatalog, SkillRecord
+from .core.audience import MODEL, Voice
+from .core.frontmatter import NAME_RULE, is_valid_name, suggest_name
+from .core.images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
+from .core.template import render_template, template_content
+from .scripts.run import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
+from .supply.lock import Pinning
 
 __all__ = [
     "MAX_LISTED_RESOURCES",

@@ -28,16 +28,21 @@ from .._version import __version__
 from ..config import Settings, get_settings, load_settings
 from ..errors import StdToolsError
 from . import actions
-from .audience import person
-from .audit import audit_skill
-from .catalog import SKILL_FILE, SkillCatalog, SkillDiagnostic, read_skill, scan_once
+from .audit.folders import audit_skill
+from .catalog.discovery import (
+    discover,
+    misnamed_skill_md,
+    misnamed_skill_md_diagnostic,
+    no_skills_message,
+)
+from .catalog.scan import SKILL_FILE, SkillCatalog, SkillDiagnostic, read_skill, scan_once
 from .cli_install import run_install
 from .cli_report import finding_lines, summary_lines, terminal_safe
-from .diagnostics import CODES
-from .discovery import discover, misnamed_skill_md, misnamed_skill_md_diagnostic, no_skills_message
-from .install import ALL
-from .lock import LOCAL, build_lock, compare, read_lock, write_lock
-from .unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES
+from .core.audience import person
+from .core.diagnostics import CODES
+from .supply.install import ALL
+from .supply.lock import LOCAL, build_lock, compare, read_lock, write_lock
+from .supply.unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES
 
 __all__ = ["main"]
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Final
 
 from ..config import Settings
-from .catalog import SkillCatalog
+from .catalog.scan import SkillCatalog
 from .cli_report import finding_lines, summary_lines, terminal_safe
-from .install import ALL, prepare, record_in_lock
-from .lock import read_lock
-from .sources import redact
-from .unpack import Limits
+from .supply.install import ALL, prepare, record_in_lock
+from .supply.lock import read_lock
+from .supply.sources import redact
+from .supply.unpack import Limits
 
 __all__ = ["EXIT_ALL", "EXIT_NONE", "EXIT_SOME", "Report", "run_install"]
 

@@ -19,7 +19,7 @@ from ..access import SKILLS_TOOLS
 from ..config import get_settings
 from ..scoped_server import restrict_tools
 from . import actions
-from .extension import SkillsExtension, register_skill_resources
+from .extension.serving import SkillsExtension, register_skill_resources
 from .tools import register_skills_tools
 
 __all__ = [

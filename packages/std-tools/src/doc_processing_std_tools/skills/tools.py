@@ -27,8 +27,9 @@ from typing_extensions import TypedDict
 from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
 from .._tracing import note_skill
 from ..config import get_settings
-from . import actions, search
-from .images import SkillImage
+from . import actions
+from .catalog import search
+from .core.images import SkillImage
 
 __all__ = ["ScriptRun", "SkillsFound", "SkillsListing", "image_answer", "register_skills_tools"]
 

@@ -1,0 +1,380 @@
+"""The checks of the skill audit, one file's text at a time (see `audit` for the folder).
+
+Each check takes a file's name and text and yields `Finding` values: hidden characters in
+any text file, HTML comments, ``!`cmd``` templates, shell scripts named and frontmatter
+that grants a shell in SKILL.md, npm lifecycle scripts, hooks files, non-Python scripts,
+and Python scripts that import network modules or name the home folder, credential files
+or /proc (read with `ast`, and only when a word such a finding needs appears in the
+source). Pure: text in, findings out; nothing here opens a file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+from ..._hidden import is_hidden, is_selector
+from ..core.diagnostics import CodeInfo, Level
+from ..core.frontmatter import parse_skill_md
+from .hidden import HIDDEN_CODES, hidden_runs
+from .python_code import PYTHON_WORDS, python_findings
+
+__all__ = [
+    "AUDIT_CODES",
+    "SKILL_FILE",
+    "Finding",
+    "file_findings",
+    "finding",
+    "skill_md_findings",
+]
+
+SKILL_FILE: Final = "SKILL.md"
+
+
+def _table(*rows: tuple[str, Level, str]) -> Mapping[str, CodeInfo]:
+    return MappingProxyType({code: CodeInfo(level, meaning) for code, level, meaning in rows})
+
+
+AUDIT_CODES: Final[Mapping[str, CodeInfo]] = _table(
+    ("tag_characters", "error", "a text file holds Unicode tag characters (invisible text)"),
+    ("variation_selectors", "error", "a text file holds a run of variation selectors"),
+    ("zero_width_characters", "error", "a text file holds zero-width characters"),
+    ("zero_width_in_code", "warning", "a lone invisible character by a backtick or in code"),
+    ("bidi_controls", "error", "a text file holds bidirectional control characters"),
+    ("format_characters", "error", "a text file holds other invisible format characters"),
+    ("link_outside", "error", "a symbolic link leads out of the skill folder"),
+    ("bytecode", "error", "the skill ships compiled Python (.pyc), which no one can review"),
+    ("command_template", "error", "SKILL.md holds a !`command` template"),
+    ("html_comment", "warning", "SKILL.md holds an HTML comment, invisible when rendered"),
+    ("non_python_script", "warning", "the skill ships a shell or other non-Python script"),
+    ("non_python_script_referenced", "warning", "SKILL.md names a shell script"),
+    ("shell_tool_allowed", "warning", "allowed-tools grants a shell"),
+    ("hooks", "warning", "the skill declares hooks, which run commands"),
+    ("conftest", "warning", "the skill ships a conftest.py, which pytest runs"),
+    ("lifecycle_script", "warning", "a package.json declares install-time scripts"),
+    ("python_network", "warning", "a Python script imports a network module"),
+    ("python_home", "warning", "a Python script names the home folder"),
+    ("python_credentials", "warning", "a Python script names a credential file"),
+    ("python_proc", "warning", "a Python script names /proc"),
+    ("not_audited", "warning", "a file was too large, or past the file limit, to read"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing the audit found in one file of one skill."""
+
+    skill: str
+    """The skill folder's name."""
+    file: str
+    """The file, relative to the skill folder, with ``/`` separators."""
+    line: int
+    """The 1-based line of the first occurrence; 0 when the finding is about the whole file."""
+    level: Level
+    """``"error"`` or ``"warning"``, from `AUDIT_CODES`."""
+    code: str
+    """A stable identifier from `AUDIT_CODES`."""
+    message: str
+    """What was found and why it matters, in a sentence or two."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The finding as a JSON-ready mapping with the six fields."""
+        return asdict(self)
+
+
+# Hidden characters ----------------------------------------------------------------------
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+_ASCII_BYTES: Final = bytes(range(128))
+
+
+def _has_invisible(char: str) -> bool:
+    return is_hidden(char) or is_selector(char)
+
+
+def _hidden_findings(
+    skill: str, name: str, text: str, data: bytes | None = None
+) -> Iterator[Finding]:
+    if text.isascii():
+        return  # ASCII is never hidden (one C pass, the common case)
+    # Each distinct character is judged once; most text with accents, dashes or arrows
+    # holds no hidden one, and is not searched again. `data`, the UTF-8 bytes `text` was
+    # decoded from when the caller has them, spares encoding it again.
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
+    others = data.translate(None, _ASCII_BYTES)
+    if not any(map(_has_invisible, set(others.decode("utf-8", "surrogatepass")))):
+        return
+    for kind, index, count in hidden_runs(text):
+        message = (
+            f"{count} {HIDDEN_CODES[kind]}, the first at U+{ord(text[index]):04X}; "
+            "a model reads text that a person reviewing the file does not see."
+        )
+        if kind == "zero_width_in_code":
+            message = (
+                f"{count} {HIDDEN_CODES[kind]} (U+{ord(text[index]):04X}), the usual way to "
+                "show a Markdown fence inside another; check that it hides nothing else."
+            )
+        yield _finding(skill, name, _line_of(text, index), kind, message)
+
+
+def _finding(skill: str, name: str, line: int, code: str, message: str) -> Finding:
+    return Finding(skill, name, line, AUDIT_CODES[code].level, code, message)
+
+
+# SKILL.md ---------------------------------------------------------------------------------
+
+_HTML_COMMENT: Final = re.compile(r"<!--")
+_COMMAND_TEMPLATE: Final = re.compile(r"!`[^`\n]+`")
+_SHELL_SUFFIXES: Final = (".sh", ".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd")
+_SHELL_TOOLS: Final = re.compile(r"\b(?:bash|shell|sh|zsh|powershell|terminal)\b", re.IGNORECASE)
+
+
+# A cheap first pass: the full reference pattern runs only on text that names such a file.
+# Letter classes rather than IGNORECASE keep the literal "." that the search skips to; the
+# look at the next letter turns away a sentence's end at once, before the alternatives.
+_SHELL_SUFFIX_HINT: Final = re.compile(
+    r"\.(?=[sSbBzZfFpPcC])"
+    r"(?:[sS][hH]|[bB][aA][sS][hH]|[zZ][sS][hH]|[fF][iI][sS][hH]|[pP][sS][mM]?1"
+    r"|[bB][aA][tT]|[cC][mM][dD])\b"
+)
+
+
+def skill_md_findings(
+    skill: str, text: str, fields: Mapping[str, Any] | None = None
+) -> Iterator[Finding]:
+    """The findings of a SKILL.md's text besides hidden characters: HTML comments,
+    ``!`command``` templates, shell scripts named, and frontmatter that grants a shell.
+    `fields` is the parsed frontmatter when the caller has it (else it is parsed here)."""
+    yield from _skill_md_findings(skill, text, fields)
+
+
+def _starts(text: str, first: str, pattern: re.Pattern[str]) -> Iterator[int]:
+    """Where `pattern`'s matches start, as `pattern.finditer` finds them (none inside
+    another), for a pattern that starts with the character `first`: a character rare in
+    Markdown is skipped to by ``str.find``, far faster than the pattern's own search."""
+    index = text.find(first)
+    while index >= 0:
+        match = pattern.match(text, index)
+        if match is None:
+            index = text.find(first, index + 1)
+        else:
+            yield index
+            index = text.find(first, match.end())
+
+
+def _skill_md_findings(
+    skill: str, text: str, fields: Mapping[str, Any] | None = None
+) -> Iterator[Finding]:
+    for index in _starts(text, "<", _HTML_COMMENT):
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _line_of(text, index),
+            "html_comment",
+            "an HTML comment: rendered Markdown hides it, but a model reads it.",
+        )
+    for index in _starts(text, "!", _COMMAND_TEMPLATE):
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _line_of(text, index),
+            "command_template",
+            "a !`command` template: some agents run the command when the skill loads, "
+            "before anyone reads it.",
+        )
+    seen: set[str] = set()
+    for match in _SHELL_SUFFIX_HINT.finditer(text):
+        # The name ends at the suffix; it starts where the run of name characters does.
+        dot = start = match.start()
+        if not dot or not (text[dot - 1].isalnum() or text[dot - 1] == "_"):
+            continue
+        while start and (text[start - 1].isalnum() or text[start - 1] in "_./-"):
+            start -= 1
+        name = text[start : match.end()]
+        if name in seen:
+            continue
+        seen.add(name)
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _line_of(text, start),
+            "non_python_script_referenced",
+            f"names the shell script {name!r}; only Python scripts run in the sandbox, so "
+            "the instructions may ask for a shell.",
+        )
+    yield from _frontmatter_findings(skill, text, fields)
+
+
+def _tool_names(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [part for part in re.split(r"[,\s]+", value) if part]
+    if isinstance(value, list | tuple):
+        return [str(item) for item in value]
+    return []
+
+
+def _frontmatter_findings(
+    skill: str, text: str, fields: Mapping[str, Any] | None
+) -> Iterator[Finding]:
+    if fields is None:
+        end = text.find("\n---", 3)
+        head = text if end < 0 else text[:end]
+        if "hooks" not in head and "allowed" not in head and "\\" not in head:
+            return  # neither key can be there (even spelled with YAML escapes)
+        fields = parse_skill_md(text).fields
+    if not isinstance(fields, Mapping):
+        return
+    for key in ("allowed-tools", "allowed_tools"):
+        shells = [tool for tool in _tool_names(fields.get(key)) if _SHELL_TOOLS.search(tool)]
+        if shells:
+            yield _finding(
+                skill,
+                SKILL_FILE,
+                _key_line(text, key),
+                "shell_tool_allowed",
+                f"{key} grants a shell ({', '.join(shells)}): an agent that honours it "
+                "runs commands without asking.",
+            )
+    if "hooks" in fields:
+        yield _finding(
+            skill,
+            SKILL_FILE,
+            _key_line(text, "hooks"),
+            "hooks",
+            "declares hooks: an agent that honours them runs their commands on its events.",
+        )
+
+
+def _key_line(text: str, key: str) -> int:
+    match = re.search(rf"^{re.escape(key)}\s*:", text, re.MULTILINE)
+    return _line_of(text, match.start()) if match else 1
+
+
+# Other files ------------------------------------------------------------------------------
+
+_LIFECYCLE: Final = ("preinstall", "install", "postinstall", "prepare", "preuninstall")
+
+
+def _package_json_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return
+    scripts = data.get("scripts") if isinstance(data, dict) else None
+    if not isinstance(scripts, dict):
+        return
+    found = [key for key in _LIFECYCLE if key in scripts]
+    if found:
+        yield _finding(
+            skill,
+            name,
+            _key_line_json(text, found[0]),
+            "lifecycle_script",
+            f"declares {', '.join(found)} script(s), which npm runs on install.",
+        )
+
+
+def _key_line_json(text: str, key: str) -> int:
+    index = text.find(f'"{key}"')
+    return _line_of(text, index) if index >= 0 else 0
+
+
+def _hooks_file_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return
+    if isinstance(data, dict) and "hooks" in data:
+        yield _finding(
+            skill,
+            name,
+            _key_line_json(text, "hooks"),
+            "hooks",
+            "declares hooks: an agent that honours them runs their commands on its events.",
+        )
+
+
+def _is_non_python_script(name: str, text: str) -> str | None:
+    """Why the file is a non-Python script, or None."""
+    if name.lower().endswith(_SHELL_SUFFIXES):
+        return "a shell script"
+    if text.startswith("#!"):
+        interpreter = text.split("\n", 1)[0]
+        if "python" not in interpreter:
+            return f"a script for {interpreter[2:].strip()[:60]!r}"
+    return None
+
+
+def file_findings(
+    skill: str, name: str, text: str | None, data: bytes | None = None
+) -> list[Finding]:
+    """The findings of the file `name` (relative to the skill folder, ``/``-separated)
+    whose content is `text` (None: not text, or not read), decoded from the UTF-8 bytes
+    `data` when the caller has them. Most files have none: they cost a few comparisons."""
+    found: list[Finding] = []
+    base = name.rsplit("/", 1)[-1]
+    if base == "conftest.py":
+        found.append(
+            _finding(
+                skill,
+                name,
+                0,
+                "conftest",
+                "a conftest.py: pytest runs it when tests are collected.",
+            )
+        )
+    if base.endswith((".pyc", ".pyo")):
+        found.append(
+            _finding(
+                skill,
+                name,
+                0,
+                "bytecode",
+                "compiled Python: Python may run it instead of the reviewed source beside "
+                "it, and no one can review it. Install leaves it out and the lock records "
+                "it; remove it from the skill.",
+            )
+        )
+        return found
+    if text is None:
+        if base.lower().endswith(_SHELL_SUFFIXES):
+            found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
+        return found
+    if not text.isascii():  # ASCII holds no hidden character
+        found.extend(_hidden_findings(skill, name, text, data))
+    if name == SKILL_FILE:
+        found.extend(_skill_md_findings(skill, text))
+    if base == "package.json":
+        found.extend(_package_json_findings(skill, name, text))
+    if base in ("hooks.json", "settings.json", "settings.local.json"):
+        found.extend(_hooks_file_findings(skill, name, text))
+    why = _is_non_python_script(base, text)
+    if why is not None:
+        found.append(
+            _finding(
+                skill,
+                name,
+                1,
+                "non_python_script",
+                f"ships {why}; the skills server runs only Python, so the instructions may "
+                "ask an agent with a shell to run it.",
+            )
+        )
+    if base.endswith(".py"):
+        for code, line, what in python_findings(text):
+            found.append(_finding(skill, name, line, code, PYTHON_WORDS[code].format(what=what)))
+    return found
+
+
+def finding(skill: str, name: str, line: int, code: str, message: str) -> Finding:
+    """A `Finding` at the level `AUDIT_CODES` gives `code`."""
+    return _finding(skill, name, line, code, message)

@@ -1,0 +1,462 @@
+"""The persistent catalog index: what earlier processes learned about a skills folder.
+
+A server process that starts on a folder of thousands of skills would otherwise read and
+parse every SKILL.md (and, for the MCP Skills extension, hash every file) before its first
+answer. The index keeps, per skills folder, what those reads found: each skill's record
+(frontmatter fields and the SKILL.md digest), its diagnostics, and the digests of the
+skill's files, every one with the ``stat`` stamp (modification and change times, size,
+inode) of the file it came from. A later process takes an entry only when the file still
+has that stamp, so a change made while no server ran is seen like any other; a stamp taken
+within moments of its file's last write is never stored, because coarse clocks could hide a
+second edit in the same tick.
+
+The cache folder must belong to the server's user and be writable by no one else, and
+neither it nor the database may be a link: otherwise no index is used (a WARNING says
+why), since whoever can write there could plant a database of made-up entries or a link
+that the database would be created through.
+
+Storage: one SQLite database per skills folder under the cache folder
+(``DPTTOOLS_CACHE_DIR``, by default the platform's user cache folder), named after a hash
+of the folder's real path and holding that path, so two folders never share entries.
+SQLite's own locking lets several processes (HTTP replicas, several hosts) read and write
+one index at once. An index that cannot be opened, is damaged, belongs to another folder
+or was written by another format version is deleted and built anew, never trusted; a cache
+folder that cannot be written means no index (one WARNING per folder and process) and
+changes nothing but speed. Nothing here ever raises to the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ..audit.skill_audit import FileAudit
+from ..core.records import SkillDiagnostic, SkillRecord
+from .discovery import Stamp
+
+__all__ = [
+    "FORMAT",
+    "IndexedSkill",
+    "RootIndex",
+    "index_file",
+    "open_index",
+]
+
+logger = logging.getLogger(__name__)
+
+FORMAT: Final = 7
+"""The layout of the index, and of what `reading.read_skill` gives for a file: raise it
+whenever either changes (a new diagnostic, a new record field), so that no entry read by
+older code is used. An index of any other format is rebuilt."""
+
+_BUSY_MS: Final = 2_000
+_DECODER: Final = json.JSONDecoder()
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS skills ("
+    " folder TEXT NOT NULL, max_bytes INTEGER NOT NULL,"
+    " mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, size INTEGER NOT NULL,"
+    " ino INTEGER NOT NULL, entry TEXT NOT NULL, excerpt TEXT NOT NULL,"
+    " PRIMARY KEY (folder, max_bytes))",
+    "CREATE TABLE IF NOT EXISTS files ("
+    " path TEXT PRIMARY KEY, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,"
+    " size INTEGER NOT NULL, ino INTEGER NOT NULL, digest TEXT NOT NULL)",
+)
+
+# Folders (cache folder, skills folder) already warned about in this process.
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedSkill:
+    """What the index holds about one skill folder, valid while SKILL.md has `stamp`."""
+
+    stamp: Stamp
+    """The SKILL.md's stamp when it was read."""
+    record: SkillRecord | None
+    """The listed record, or None when the skill is left out (see `diagnostics`)."""
+    diagnostics: tuple[SkillDiagnostic, ...]
+    """Every diagnostic the read gave."""
+    files: FileAudit | None = None
+    """The audit of the skill's other files, valid while their own stamps hold."""
+
+
+def index_file(cache_dir: Path, real_root: Path) -> Path:
+    """The index database of the skills folder whose real path is `real_root`."""
+    key = hashlib.sha256(os.fsencode(real_root)).hexdigest()[:32]
+    return cache_dir / f"skills-{key}.sqlite3"
+
+
+def _check_folder(cache_dir: Path) -> None:
+    """Refuse a cache folder this process's user does not own, that others can write,
+    or that is a link: whoever can write there could plant a link (which the database
+    would be created through) or a database of made-up entries.
+
+    Raises:
+        PermissionError: the folder fails one of those checks (the message says which).
+    """
+    info = cache_dir.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise PermissionError(f"{cache_dir} is a link or not a folder")
+    if info.st_uid != os.geteuid():
+        raise PermissionError(f"{cache_dir} belongs to another user (uid {info.st_uid})")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise PermissionError(f"{cache_dir} can be written by other users (mode {info.st_mode:o})")
+
+
+def _check_file(path: Path) -> None:
+    """Remove the index file when it is a link, not a regular file, or not this user's
+    own (it is then built anew): a link is never followed."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_nlink != 1:
+        _remove(path)
+
+
+def open_index(cache_dir: Path, real_root: Path) -> RootIndex | None:
+    """The index of `real_root` under `cache_dir`, created or rebuilt as needed; None
+    (after one WARNING for this pair in this process) when it cannot be had. The index is
+    used only from a folder this user owns and no one else can write (`_check_folder`)."""
+    path = index_file(cache_dir, real_root)
+    try:
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _check_folder(cache_dir)
+    except OSError as exc:
+        _warn_once(cache_dir, real_root, exc)
+        return None
+    try:
+        _check_file(path)
+        return RootIndex(_connect(path, real_root), path, real_root)
+    except (OSError, sqlite3.Error) as first:
+        logger.debug("skills index %s unusable (%s); building it anew", path, first)
+    try:
+        _remove(path)
+        return RootIndex(_connect(path, real_root), path, real_root)
+    except (OSError, sqlite3.Error) as exc:
+        _warn_once(cache_dir, real_root, exc)
+        return None
+
+
+def _warn_once(cache_dir: Path, real_root: Path, exc: BaseException) -> None:
+    key = (str(cache_dir), str(real_root))
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    logger.warning(
+        "skills index: cannot use the cache folder %s (%s); the skills in %s are read "
+        "without an index, so a new server process reads every SKILL.md again. Point "
+        "DPTTOOLS_CACHE_DIR at a writable folder to keep the index, or set it to 'off'.",
+        cache_dir,
+        exc,
+        real_root,
+    )
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _connect(path: Path, real_root: Path) -> sqlite3.Connection:
+    """An open, checked connection to the index at `path`.
+
+    Raises:
+        sqlite3.Error: the file is not a database of this layout and folder (damaged,
+            foreign or of another format): the caller removes it and tries once more.
+        OSError: the folder cannot be written.
+    """
+    connection = sqlite3.connect(
+        path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            _create(connection, real_root)
+            path.chmod(0o600)  # the skills' text is the user's own
+        elif version != FORMAT:
+            raise sqlite3.DatabaseError(f"index format {version}, this server reads {FORMAT}")
+        row = connection.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
+        if row is None or row[0] != str(real_root):
+            raise sqlite3.DatabaseError("the index belongs to another skills folder")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _create(connection: sqlite3.Connection, real_root: Path) -> None:
+    """Lay out an empty index; a process that created it meanwhile wins harmlessly."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            connection.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('root', ?)", (str(real_root),)
+            )
+            connection.execute(f"PRAGMA user_version = {FORMAT}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+class RootIndex:
+    """The index of one skills folder. Safe to share between threads; every method
+    swallows storage errors (logged at DEBUG): an index is only ever a shortcut."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path, real_root: Path) -> None:
+        """Wrap an open, checked connection (see `open_index`)."""
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._rebuilt = False
+        self.path = path
+        """The database file."""
+        self.real_root = real_root
+        """The real path of the skills folder it describes."""
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._connection.close()
+
+    def skills(self, skills_dir: Path, max_bytes: int) -> dict[str, IndexedSkill]:
+        """Every skill folder (relative, ``/``-separated) indexed for the SKILL.md size
+        limit `max_bytes`, with records placed under `skills_dir` (the folder as
+        configured, which may reach `real_root` through links)."""
+        try:
+            with self._lock:
+                rows = self._connection.execute(
+                    "SELECT folder, mtime, ctime, size, ino, entry, excerpt FROM skills "
+                    "WHERE max_bytes = ?",
+                    (max_bytes,),
+                ).fetchall()
+        except sqlite3.Error as exc:
+            self._failed("read", exc)
+            return {}
+        found: dict[str, IndexedSkill] = {}
+        for folder, mtime, ctime, size, ino, text, excerpt in rows:
+            try:
+                found[folder] = _decode_skill(
+                    skills_dir, folder, (mtime, ctime, size, ino), text, excerpt
+                )
+            except (ValueError, TypeError, KeyError):
+                continue  # not written by this code: read the skill again
+        return found
+
+    def save_skills(
+        self,
+        max_bytes: int,
+        changed: Mapping[str, IndexedSkill],
+        removed: Iterable[str] = (),
+    ) -> None:
+        """Store `changed` entries and forget the skill folders `removed`."""
+        rows = []
+        for folder, skill in changed.items():
+            text = _encode_skill(skill)
+            if text is not None:
+                excerpt = skill.record.excerpt if skill.record is not None else ""
+                rows.append((folder, max_bytes, *skill.stamp, text, excerpt))
+        gone = [(folder,) for folder in removed]
+        if not rows and not gone:
+            return
+        self._write(
+            [
+                ("INSERT OR REPLACE INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows),
+                ("DELETE FROM skills WHERE folder = ?", gone),
+            ]
+        )
+
+    def digests(self) -> dict[str, tuple[Stamp, str]]:
+        """Every file digest indexed: absolute path -> (stamp, ``sha256:`` digest)."""
+        try:
+            with self._lock:
+                rows = self._connection.execute(
+                    "SELECT path, mtime, ctime, size, ino, digest FROM files"
+                ).fetchall()
+        except sqlite3.Error as exc:
+            self._failed("read", exc)
+            return {}
+        return {
+            path: ((mtime, ctime, size, ino), digest)
+            for path, mtime, ctime, size, ino, digest in rows
+            if isinstance(digest, str) and digest.startswith("sha256:") and len(digest) == 71
+        }
+
+    def save_digests(
+        self, changed: Mapping[str, tuple[Stamp, str]], removed: Iterable[str] = ()
+    ) -> None:
+        """Store the digests of `changed` files and forget those of `removed` ones."""
+        rows = [(path, *stamp, digest) for path, (stamp, digest) in changed.items()]
+        gone = [(path,) for path in removed]
+        if not rows and not gone:
+            return
+        self._write(
+            [
+                ("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)", rows),
+                ("DELETE FROM files WHERE path = ?", gone),
+            ]
+        )
+
+    def _write(self, statements: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+        try:
+            with self._lock:
+                connection = self._connection
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    for sql, rows in statements:
+                        if rows:
+                            connection.executemany(sql, rows)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            self._failed("write", exc)
+
+    def _failed(self, what: str, exc: sqlite3.Error) -> None:
+        """After a failed read or write: busy past the timeout or a full disk costs this
+        one use (the entries are read again next time); a damaged file (SQLite reads
+        pages only when a query needs them, so damage shows here, not when opening) is
+        removed and laid out anew, once per process."""
+        logger.debug("skills index %s: cannot %s (%s)", self.path, what, exc)
+        message = str(exc).lower()
+        if isinstance(exc, sqlite3.OperationalError) and (
+            "locked" in message or "busy" in message or "full" in message
+        ):
+            return
+        with self._lock:
+            if self._rebuilt:
+                return
+            self._rebuilt = True
+            self._connection.close()
+            try:
+                _remove(self.path)
+                self._connection = _connect(self.path, self.real_root)
+            except (OSError, sqlite3.Error) as again:
+                logger.debug("skills index %s: cannot lay it out anew (%s)", self.path, again)
+                # A connection to nothing: every later use fails and costs only itself.
+                self._connection = sqlite3.connect(":memory:", check_same_thread=False)
+
+
+def _encode_skill(skill: IndexedSkill) -> str | None:
+    """The JSON text of `skill`, or None when it cannot be stored exactly (frontmatter
+    with values JSON does not carry, such as dates: such a skill is read every time)."""
+    record = skill.record
+    entry: dict[str, Any] = {
+        "diagnostics": [[d.skill, d.level, d.code, d.message] for d in skill.diagnostics],
+    }
+    if skill.files is not None:
+        entry["files"] = {
+            "stamps": [[name, *stamp] for name, stamp in skill.files.stamps],
+            "diagnostics": [[d.code, d.message] for d in skill.files.diagnostics],
+        }
+    if record is not None:
+        frontmatter = dict(record.frontmatter) if record.frontmatter is not None else None
+        entry["record"] = {
+            "name": record.name,
+            "description": record.description,
+            "license": record.license,
+            "compatibility": record.compatibility,
+            "metadata": record.metadata,
+            "frontmatter": frontmatter,
+            "digest": record.digest,
+            "size": record.size,
+        }
+        try:
+            if json.loads(json.dumps(frontmatter, allow_nan=False)) != frontmatter:
+                return None
+        except (TypeError, ValueError):
+            return None
+    return json.dumps(entry, ensure_ascii=False, allow_nan=False)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not text")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _decode_skill(
+    skills_dir: Path, folder: str, stamp: Stamp, text: str, excerpt: Any
+) -> IndexedSkill:
+    """An entry written by `_encode_skill`, its types checked field by field.
+
+    Raises:
+        ValueError, TypeError, KeyError: the entry is not one this code wrote.
+    """
+    entry, end = _DECODER.raw_decode(text)
+    if end != len(text) or not isinstance(entry, dict):
+        raise ValueError("not one JSON object")
+    diagnostics = tuple(
+        SkillDiagnostic(_text(where), level, _text(code), _text(message))
+        for where, level, code, message in entry["diagnostics"]
+        if level in ("warning", "error")
+    )
+    if len(diagnostics) != len(entry["diagnostics"]):
+        raise ValueError("a diagnostic of an unknown level")
+    files = None
+    if (audit := entry.get("files")) is not None:
+        files = _decode_files(folder, audit)
+    record = None
+    if (fields := entry.get("record")) is not None:
+        metadata = fields["metadata"]
+        if metadata is not None and not (
+            isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())
+        ):
+            raise TypeError("metadata is not a mapping of text")
+        frontmatter = fields["frontmatter"]
+        if not isinstance(frontmatter, dict):
+            raise TypeError("frontmatter is not a mapping")
+        size = fields["size"]
+        if not isinstance(size, int) or size < 0:
+            raise TypeError("size is not a count")
+        directory = skills_dir / folder
+        record = SkillRecord(
+            name=_text(fields["name"]),
+            description=_text(fields["description"]),
+            path=directory / "SKILL.md",
+            directory=directory,
+            license=_optional_text(fields["license"]),
+            compatibility=_optional_text(fields["compatibility"]),
+            metadata=metadata,
+            root=skills_dir,
+            folder=folder,
+            frontmatter=frontmatter,
+            digest=_text(fields["digest"]),
+            size=size,
+            excerpt=_text(excerpt),
+        )
+    return IndexedSkill(stamp, record, diagnostics, files)
+
+
+def _decode_files(folder: str, audit: Any) -> FileAudit:
+    """The audit of a skill's files as `_encode_skill` wrote it (see `_decode_skill`)."""
+    stamps = []
+    for name, *numbers in audit["stamps"]:
+        if len(numbers) != 4 or not all(type(n) is int for n in numbers):
+            raise TypeError("a stamp is not four integers")
+        stamps.append((_text(name), (numbers[0], numbers[1], numbers[2], numbers[3])))
+    diagnostics = tuple(
+        SkillDiagnostic(folder, "warning", _text(code), _text(message))
+        for code, message in audit["diagnostics"]
+    )
+    return FileAudit(tuple(stamps), diagnostics)
