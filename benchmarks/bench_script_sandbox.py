@@ -37,7 +37,8 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.scripts.run import BOOTSTRAP, ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import BOOTSTRAP, run_script
 from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 TARGET_MS = 30.0

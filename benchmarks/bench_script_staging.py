@@ -36,7 +36,8 @@ import anyio
 
 from doc_processing_std_tools.change_policy import ChangePolicy
 from doc_processing_std_tools.skills.scripts._staging import apply_changes, hidden_paths
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
 from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 TARGET_MS = 20.0

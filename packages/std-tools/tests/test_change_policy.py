@@ -30,7 +30,7 @@ def _settings(tmp_path: Path, **env: str) -> ChangePolicy:
         "HOME": str(tmp_path / "home"),
         **env,
     }
-    return ChangePolicy.from_settings(load_settings(environ))
+    return load_settings(environ).script_changes()
 
 
 @pytest.fixture
@@ -327,14 +327,12 @@ def test_file_tools_policy(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> 
         "DPTTOOLS_SKILLS_DIR": str(tmp_path / "skills"),
         "DPTTOOLS_CACHE_DIR": "off",
     }
-    tools = ChangePolicy.for_file_tools(load_settings(environ))
+    tools = load_settings(environ).file_tools_changes()
     reason = _file(tools, "CLAUDE.md")
     assert reason is not None and "DPTTOOLS_WRITE_ALLOW=agent" in reason
     assert _file(tools, ".env") is None  # secrets stay the file tools' to write
     assert _file(tools, "notes.md") is None
-    allowed = ChangePolicy.for_file_tools(
-        load_settings({**environ, "DPTTOOLS_WRITE_ALLOW": "agent"})
-    )
+    allowed = load_settings({**environ, "DPTTOOLS_WRITE_ALLOW": "agent"}).file_tools_changes()
     assert _file(allowed, "CLAUDE.md") is None
     assert _file(allowed, ".git/hooks/pre-commit") is not None
     with caplog.at_level(logging.WARNING):

@@ -47,13 +47,10 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from ._git_hooks import hooks_folder
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from .config import Settings
 
 __all__ = [
     "APPLICABLE_CLASSES",
@@ -65,7 +62,6 @@ __all__ = [
     "ChangePolicy",
     "Held",
     "announce_policy",
-    "announce_settings",
     "applied_classes",
     "held_setting",
     "hidden_setting",
@@ -339,8 +335,8 @@ def _pattern(variable: str, raw: str, pattern: str) -> str:
 class ChangePolicy:
     """What may change in a workspace: see the module's description.
 
-    `from_settings` builds the policy of skill scripts, `for_file_tools` that of
-    ``write_file`` and ``edit_file``.
+    `for_scripts` builds the policy of skill scripts, `for_file_tools` that of
+    ``write_file`` and ``edit_file``; `config.Settings` passes them its values.
     """
 
     applied: frozenset[str] = frozenset()
@@ -359,10 +355,19 @@ class ChangePolicy:
     """What the operator loosened against the defaults, one sentence each."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ChangePolicy:
-        """The policy of skill scripts under `settings`."""
-        applied = frozenset(settings.script_apply)
-        hide = tuple(settings.script_hidden)
+    def for_scripts(
+        cls,
+        *,
+        applied: Iterable[str],
+        held: Iterable[str],
+        hide: Iterable[str],
+        skill_roots: Iterable[Path],
+        protected_files: Iterable[Path],
+    ) -> ChangePolicy:
+        """The policy of skill scripts (`config.Settings.script_changes` passes the
+        DPTTOOLS_SCRIPT_APPLY, _HOLD and _HIDDEN values)."""
+        applied = frozenset(applied)
+        hide = tuple(hide)
         loosened: list[str] = []
         if applied:
             loosened.append(
@@ -376,19 +381,22 @@ class ChangePolicy:
             )
         return cls(
             applied=applied,
-            held=tuple(settings.script_hold),
+            held=tuple(held),
             hide=hide,
-            skill_roots=tuple(settings.skill_roots),
-            protected_files=_protected_files(settings),
+            skill_roots=tuple(skill_roots),
+            protected_files=tuple(protected_files),
             variable="DPTTOOLS_SCRIPT_APPLY",
             loosened=tuple(loosened),
         )
 
     @classmethod
-    def for_file_tools(cls, settings: Settings) -> ChangePolicy:
-        """The policy of ``write_file`` and ``edit_file`` under `settings`: the same
-        classes, let through by DPTTOOLS_WRITE_ALLOW; secrets stay theirs to write."""
-        applied = frozenset(settings.write_allow)
+    def for_file_tools(
+        cls, *, applied: Iterable[str], skill_roots: Iterable[Path], protected_files: Iterable[Path]
+    ) -> ChangePolicy:
+        """The policy of ``write_file`` and ``edit_file``: the same classes, let through by
+        DPTTOOLS_WRITE_ALLOW (`config.Settings.file_tools_changes`); secrets stay theirs
+        to write."""
+        applied = frozenset(applied)
         loosened = (
             (
                 "DPTTOOLS_WRITE_ALLOW lets write_file and edit_file change "
@@ -401,8 +409,8 @@ class ChangePolicy:
             applied=applied,
             held=(),
             hide=(),
-            skill_roots=tuple(settings.skill_roots),
-            protected_files=_protected_files(settings),
+            skill_roots=tuple(skill_roots),
+            protected_files=tuple(protected_files),
             variable="DPTTOOLS_WRITE_ALLOW",
             loosened=loosened,
         )
@@ -549,14 +557,6 @@ def _holds_skill(folder: str) -> bool:
     return any(os.path.lexists(f"{base}/{name}") for name in ("SKILL.md", "skill.md"))
 
 
-def _protected_files(settings: Settings) -> tuple[Path, ...]:
-    found: list[Path] = []
-    for path in (settings.skills_lock, settings.cache_dir):
-        if path is not None:
-            found.append(path.absolute())
-    return tuple(found)
-
-
 FILE_TOOLS_POLICY: Final = ChangePolicy(hide=(), variable="DPTTOOLS_WRITE_ALLOW")
 """The file tools' policy before settings add the skills folders, lock and index."""
 
@@ -565,12 +565,3 @@ def announce_policy(policy: ChangePolicy, logger: logging.Logger | None = None) 
     """Log, once at start-up, each way the operator loosened `policy` (a WARNING each)."""
     for sentence in policy.loosened:
         (logger or _log).warning("Change policy loosened: %s.", sentence)
-
-
-def announce_settings(settings: Settings, *, scripts: bool, file_tools: bool) -> None:
-    """At a server's start: log what the settings loosen in the policy of the scripts
-    and of the file tools the server offers."""
-    if scripts:
-        announce_policy(ChangePolicy.from_settings(settings))
-    if file_tools:
-        announce_policy(ChangePolicy.for_file_tools(settings))

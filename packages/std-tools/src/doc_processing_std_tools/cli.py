@@ -161,12 +161,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if settings.workspace_refusal is not None:
         logger.warning("%s", settings.workspace_refusal)
     if not serving.read_only:
-        from .change_policy import announce_settings
+        from .change_policy import announce_policy
 
-        announce_settings(settings, scripts=True, file_tools=True)
+        announce_policy(settings.script_changes())
+        announce_policy(settings.file_tools_changes())
 
     from .server import make_composed_server
-    from .skills.scripts._containment import start_scripts
+    from .skills.scripts.start import start_scripts
 
     def scripts_ready() -> None:
         try:

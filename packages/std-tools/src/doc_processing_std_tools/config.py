@@ -20,7 +20,13 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from ._script_settings import SCRIPT_DEFAULTS, positive_int, script_fields
-from .change_policy import HIDDEN_PATTERNS, applied_classes, held_setting, hidden_setting
+from .change_policy import (
+    HIDDEN_PATTERNS,
+    ChangePolicy,
+    applied_classes,
+    held_setting,
+    hidden_setting,
+)
 from .errors import ConfigError
 from .places import skills_dir_refusal, workspace_refusal
 
@@ -163,6 +169,29 @@ class Settings:
         if self.script_cpu_seconds is not None:
             return self.script_cpu_seconds
         return max(1, math.ceil(self.sandbox_timeout))
+
+    def script_changes(self) -> ChangePolicy:
+        """Which of a skill script's changes are applied, and which secrets scripts do not
+        see (DPTTOOLS_SCRIPT_APPLY, _HOLD and _HIDDEN; the skills folders, the skills lock
+        and the cache folder are held back)."""
+        return ChangePolicy.for_scripts(
+            applied=self.script_apply,
+            held=self.script_hold,
+            hide=self.script_hidden,
+            skill_roots=self.skill_roots,
+            protected_files=self._protected_files(),
+        )
+
+    def file_tools_changes(self) -> ChangePolicy:
+        """What write_file and edit_file may change (DPTTOOLS_WRITE_ALLOW)."""
+        return ChangePolicy.for_file_tools(
+            applied=self.write_allow,
+            skill_roots=self.skill_roots,
+            protected_files=self._protected_files(),
+        )
+
+    def _protected_files(self) -> tuple[Path, ...]:
+        return tuple(path.absolute() for path in (self.skills_lock, self.cache_dir) if path)
 
     @property
     def max_file_size_bytes(self) -> int:

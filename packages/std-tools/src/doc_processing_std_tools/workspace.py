@@ -53,7 +53,7 @@ class Workspace:
     output_limit: int
     """Characters of tool output kept before the rest is cut with a marker."""
     changes: ChangePolicy = FILE_TOOLS_POLICY
-    """What write_file and edit_file may change (`ChangePolicy.for_file_tools`)."""
+    """What write_file and edit_file may change (`config.Settings.file_tools_changes`)."""
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Workspace:
@@ -71,7 +71,7 @@ class Workspace:
             root=current.workspace_dir,  # `load_settings` resolves it already
             max_file_bytes=current.max_file_size_bytes,
             output_limit=current.output_truncation_limit,
-            changes=ChangePolicy.for_file_tools(current),
+            changes=current.file_tools_changes(),
         )
 
     def resolve(self, path: str, *, allow_root: bool = False) -> Path:

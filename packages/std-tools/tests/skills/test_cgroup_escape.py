@@ -27,7 +27,7 @@ from script_user_access import without_bwrap_as_root
 from doc_processing_std_tools.skills.scripts._call import start_call, sweep_call
 from doc_processing_std_tools.skills.scripts._cgroups import cgroup_support, open_call_group
 from doc_processing_std_tools.skills.scripts._containment import call_start_ticks, contain_server
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
 
 pytestmark = [
     pytest.mark.anyio,

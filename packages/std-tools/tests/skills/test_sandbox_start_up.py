@@ -13,9 +13,11 @@ import anyio
 import pytest
 from script_user_access import interpreter_out_of_reach
 
-from doc_processing_std_tools.skills.scripts import sandbox
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
-from doc_processing_std_tools.skills.scripts.sandbox import announce_sandbox, sandbox_status
+from doc_processing_std_tools.skills.scripts import start
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
+from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
+from doc_processing_std_tools.skills.scripts.start import announce_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +50,7 @@ def test_the_start_up_warning_names_the_cause(
     refusing_bwrap: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    sandbox._announce.cache_clear()  # once per process and mode: say it again here
+    start._announce.cache_clear()  # once per process and mode: say it again here
     announce_sandbox("auto", "nobody")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(refusing_bwrap in message for message in warnings), warnings

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.change_policy import ChangePolicy
 from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.errors import ConfigError
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
 
 
 def test_the_script_defaults() -> None:
@@ -29,7 +28,7 @@ def test_the_script_defaults() -> None:
     # The workspace is writable for scripts only when it is set explicitly.
     assert settings.script_workspace is None
     assert ScriptPolicy.from_settings(settings) == ScriptPolicy(
-        cpu_seconds=13, changes=ChangePolicy.from_settings(settings)
+        cpu_seconds=13, changes=settings.script_changes()
     )
 
 
@@ -61,7 +60,7 @@ def test_every_script_variable_is_read(tmp_path: Path) -> None:
         max_file_size_mb=10,
         max_open_files=64,
         max_processes=8,
-        changes=ChangePolicy.from_settings(settings),
+        changes=settings.script_changes(),
         max_changed_files=20,
         max_changed_mb=3,
         max_calls=2,

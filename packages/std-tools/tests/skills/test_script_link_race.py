@@ -35,12 +35,8 @@ from script_user_access import without_bwrap_as_root
 from doc_processing_std_tools.config import Settings, load_settings
 from doc_processing_std_tools.errors import InvalidArgumentError, StdToolsError
 from doc_processing_std_tools.skills import actions
-from doc_processing_std_tools.skills.scripts.run import (
-    OpenFolder,
-    ScriptFile,
-    ScriptPolicy,
-    run_script,
-)
+from doc_processing_std_tools.skills.scripts.policy import OpenFolder, ScriptFile, ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
 from doc_processing_std_tools.skills.scripts.sandbox import INSTALL_HINT, sandbox_status
 
 pytestmark = pytest.mark.anyio

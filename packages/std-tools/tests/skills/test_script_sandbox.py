@@ -30,7 +30,8 @@ from script_user_access import give_to_script_user, without_bwrap_as_root
 
 from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
 from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 BWRAP_MISSING = "bubblewrap not installed: apt-get install bubblewrap"

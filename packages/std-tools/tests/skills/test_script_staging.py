@@ -18,7 +18,8 @@ import anyio
 import pytest
 
 from doc_processing_std_tools.change_policy import ChangePolicy
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, ScriptResult, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import ScriptResult, run_script
 from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 pytestmark = [

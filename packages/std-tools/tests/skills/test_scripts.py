@@ -13,7 +13,8 @@ import pytest
 from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.errors import InvalidArgumentError
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script, split_args
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script, split_args
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,8 @@ import pytest
 from script_user_access import without_bwrap_as_root
 
 from doc_processing_std_tools.skills.scripts import _seccomp
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
 from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 ALLOW = "allow"

@@ -36,7 +36,8 @@ from script_user_access import SCRIPT_USER, give_to_script_user, runs_as_root, w
 from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.errors import ConfigError
 from doc_processing_std_tools.skills.scripts._cgroups import cgroup_support
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
 from doc_processing_std_tools.skills.scripts.sandbox import sandbox_status
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux")]

@@ -22,7 +22,8 @@ from doc_processing_std_tools._tracing import (
     SKILL_NAME,
     note_skill,
 )
-from doc_processing_std_tools.skills.scripts.run import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
 
 pytestmark = pytest.mark.anyio
 

@@ -50,13 +50,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .server import new_skills_server
 
         server = new_skills_server(tools=serving.tools, read_only=serving.read_only)
-        from .scripts._containment import start_scripts
+        from .scripts.start import start_scripts
 
         start_scripts(settings, read_only=serving.read_only, tools=serving.tools)
         if not serving.read_only:
-            from ..change_policy import announce_settings
+            from ..change_policy import announce_policy
 
-            announce_settings(settings, scripts=True, file_tools=False)
+            announce_policy(settings.script_changes())
     except ConfigError as exc:
         print(f"doc_processing_std_tools.skills: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -34,7 +34,8 @@ from .core.audience import MODEL, Voice
 from .core.frontmatter import NAME_RULE, is_valid_name, suggest_name
 from .core.images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
 from .core.template import render_template, template_content
-from .scripts.run import OpenFolder, ScriptFile, ScriptPolicy, run_script, split_args
+from .scripts.policy import OpenFolder, ScriptFile, ScriptPolicy
+from .scripts.run import run_script, split_args
 from .supply.lock import Pinning
 
 __all__ = [

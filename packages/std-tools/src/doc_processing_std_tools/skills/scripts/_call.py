@@ -17,7 +17,7 @@ from ._containment import ScriptUser, clear_setid, sweep_orphans
 from .sandbox import INSTALL_HINT, SandboxUnavailableError, sandbox_status
 
 if TYPE_CHECKING:
-    from .run import ScriptPolicy
+    from .policy import ScriptPolicy
 
 __all__ = [
     "IN_FLIGHT",

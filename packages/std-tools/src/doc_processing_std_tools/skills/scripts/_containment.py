@@ -34,12 +34,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from ...errors import ConfigError
-
-if TYPE_CHECKING:
-    from ...config import Settings
 
 __all__ = [
     "ScriptUser",
@@ -257,10 +254,10 @@ def check_reachable(user: ScriptUser, paths: dict[str, Path]) -> None:
     """
     problem = reach_problem(user, paths)
     if problem is not None:
-        raise ConfigError(f"{problem}; nothing ran. {_WAYS_OUT}")
+        raise ConfigError(f"{problem}; nothing ran. {WAYS_OUT}")
 
 
-_WAYS_OUT: Final = (
+WAYS_OUT: Final = (
     "Let it through (chmod o+x on that folder, or an ACL), keep Python and the skills in "
     "folders other users can read, or run the server as a normal user (the recommended "
     "setup)."
@@ -301,7 +298,7 @@ def check_open_folder(user: ScriptUser, fd: int, path: Path) -> None:
     raise ConfigError(
         f"Skill scripts run as the user {user.name!r} ({_USER_VARIABLE}) because the server "
         f"runs as root, but that user may not enter the script's folder {path}; nothing "
-        f"ran. {_WAYS_OUT}"
+        f"ran. {WAYS_OUT}"
     )
 
 
@@ -346,28 +343,3 @@ def bounds_in_effect(user: ScriptUser | None) -> str:
         else "as the server's user"
     )
     return f"{who}; {cgroup_support().describe()}"
-
-
-def start_scripts(settings: Settings, *, read_only: bool, tools: tuple[str, ...] | None) -> None:
-    """At server start in the command line: log what scripts run under and, when the
-    server offers execute_skill_script, contain this process now (`contain_server`).
-
-    Raises:
-        ConfigError: the server runs as root and DPTTOOLS_SCRIPT_USER names no user here.
-            Without bubblewrap, a user that cannot reach the interpreter is a WARNING: the
-            server's other tools work, and every script call is refused with the same
-            reason. Under bubblewrap the server opens every path itself, so it never is.
-    """
-    from .sandbox import announce_sandbox, sandbox_status
-
-    found = script_user(settings.script_user)
-    announce_sandbox(settings.script_sandbox, settings.script_user)
-    if not read_only and (tools is None or "execute_skill_script" in tools):
-        sandboxed = settings.script_sandbox != "none" and sandbox_status().bwrap is not None
-        problem = None if found is None or sandboxed else reach_problem(found, interpreter_paths())
-        if problem is not None:
-            # The other tools work; each script call will say the same as a tool error.
-            logger.warning(
-                "%s: execute_skill_script will refuse every call. %s", problem, _WAYS_OUT
-            )
-        contain_server()

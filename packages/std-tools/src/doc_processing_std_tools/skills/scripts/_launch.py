@@ -24,10 +24,11 @@ from ._containment import (
 )
 from ._process import limits_for, source_descriptor
 from ._staging import Changes, apply_changes, hidden_paths
-from .sandbox import announce_sandbox, bwrap_command, use_bwrap
+from .sandbox import bwrap_command, use_bwrap
+from .start import announce_sandbox
 
 if TYPE_CHECKING:
-    from .run import ScriptFile, ScriptPolicy
+    from .policy import ScriptFile, ScriptPolicy
 
 __all__ = ["SUPERVISOR", "Launch", "apply_layer", "prepare", "received_layer"]
 

@@ -15,7 +15,7 @@ from anyio.abc import ByteReceiveStream
 from ..._text import truncate
 
 if TYPE_CHECKING:
-    from .run import ScriptPolicy
+    from .policy import ScriptPolicy
 
 __all__ = ["Capture", "describe_end", "read_status"]
 

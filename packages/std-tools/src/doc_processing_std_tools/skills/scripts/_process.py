@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from .run import ScriptPolicy
+    from .policy import ScriptPolicy
 
 __all__ = [
     "BASE_ENV_NAMES",

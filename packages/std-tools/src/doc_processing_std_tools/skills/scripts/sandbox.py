@@ -5,9 +5,9 @@ one call.
 script's sandbox runs (the supervisor's capabilities, an overlay on a tmpfs); the answer,
 with the real cause when it fails (bubblewrap's own last line and what it means here), is
 kept for the life of the process. `use_bwrap()` turns DPTTOOLS_SCRIPT_SANDBOX into a yes or
-no for one call (``bwrap`` without a working bubblewrap is a `SandboxUnavailableError`), and
-`announce_sandbox()` logs once, at server start-up, what scripts will run under (a WARNING
-naming the cause when ``auto`` finds no usable bubblewrap).
+no for one call (``bwrap`` without a working bubblewrap is a `SandboxUnavailableError`);
+`start.announce_sandbox()` logs once, at server start-up, what scripts will run under (a
+WARNING naming the cause when ``auto`` finds no usable bubblewrap).
 
 `bwrap_command()` builds the command line of one call and the plan of the script's view.
 bubblewrap runs as the server's own user, so every path it binds is looked up by the
@@ -66,7 +66,6 @@ __all__ = [
     "SandboxCall",
     "SandboxStatus",
     "SandboxUnavailableError",
-    "announce_sandbox",
     "bwrap_command",
     "sandbox_status",
     "use_bwrap",
@@ -276,49 +275,6 @@ def use_bwrap(mode: Literal["auto", "bwrap", "none"]) -> SandboxStatus | None:
         "read what the server's user can read and use the network",
     )
     return None
-
-
-def announce_sandbox(mode: Literal["auto", "bwrap", "none"], user: str = "nobody") -> None:
-    """Log, once per process and mode, what skill scripts will run under.
-
-    Call it when a server is built or started, never at import. ``auto`` without a usable
-    bubblewrap is a WARNING naming what is missing; ``bwrap`` without it is an ERROR
-    (every script call will be refused); ``none`` is an INFO line. Each also says which
-    user scripts run as (`user`, DPTTOOLS_SCRIPT_USER, when the server runs as root) and
-    what bounds a whole call (a cgroup per call, or per-process limits only).
-
-    Raises:
-        ConfigError: the server runs as root and `user` names no user here, or root.
-    """
-    _announce(mode, user)
-
-
-@functools.cache
-def _announce(mode: Literal["auto", "bwrap", "none"], user: str) -> None:
-    from ._containment import bounds_in_effect, script_user
-
-    found = script_user(user)
-    more = f"; {bounds_in_effect(found)}"
-    if mode == "none":
-        logger.info("skill scripts run without a sandbox (DPTTOOLS_SCRIPT_SANDBOX=none)%s", more)
-        return
-    status = sandbox_status()
-    if status.bwrap is not None:
-        logger.info("skill scripts run under bubblewrap (%s)%s", status.bwrap, more)
-    elif mode == "bwrap":
-        logger.error(
-            "DPTTOOLS_SCRIPT_SANDBOX=bwrap, but %s; execute_skill_script will refuse to run "
-            "scripts",
-            status.problem,
-        )
-    else:
-        logger.warning(
-            "skill scripts will run WITHOUT the bubblewrap sandbox: %s. They still get a "
-            "minimal environment, resource limits and a process sweep, but can read what "
-            "the server's user can read and use the network. Set DPTTOOLS_SCRIPT_SANDBOX=none "
-            "to choose this explicitly.",
-            status.problem,
-        )
 
 
 def _under(path: Path, folders: Iterable[Path]) -> bool:
