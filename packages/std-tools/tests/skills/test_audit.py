@@ -9,8 +9,9 @@ import pytest
 from skill_collections import corpora
 
 from doc_processing_std_tools.errors import NotFoundError
-from doc_processing_std_tools.skills.audit.folders import AUDIT_CODES, Finding, audit_skill
+from doc_processing_std_tools.skills.audit.folders import Finding, audit_skill
 from doc_processing_std_tools.skills.cli import main
+from doc_processing_std_tools.skills.core.diagnostics import AUDIT_CODES
 
 CLEAN = "---\nname: {name}\ndescription: Does {name} things.\n---\n\n# Steps\n\nRead it.\n"
 

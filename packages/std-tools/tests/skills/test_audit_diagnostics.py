@@ -19,10 +19,10 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import skills_server
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills.audit.folders import AUDIT_CODES, audit_skill
+from doc_processing_std_tools.skills.audit.folders import audit_skill
 from doc_processing_std_tools.skills.catalog.scan import Catalog, SkillCatalog
 from doc_processing_std_tools.skills.cli import main
-from doc_processing_std_tools.skills.core.diagnostics import CODES
+from doc_processing_std_tools.skills.core.diagnostics import AUDIT_CODES, CODES
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from .._hidden import is_selector
-from .audit.checks import AUDIT_CODES, Finding
-from .core.diagnostics import CodeInfo
+from .audit.checks import Finding
+from .core.diagnostics import AUDIT_CODES, CodeInfo
 
 __all__ = ["finding_lines", "summary_lines", "terminal_safe"]
 

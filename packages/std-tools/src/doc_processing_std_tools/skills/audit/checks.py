@@ -14,17 +14,15 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
-from types import MappingProxyType
 from typing import Any, Final
 
 from ..._hidden import is_hidden, is_selector
-from ..core.diagnostics import CodeInfo, Level
+from ..core.diagnostics import AUDIT_CODES, Level
 from ..core.frontmatter import parse_skill_md
 from .hidden import HIDDEN_CODES, hidden_runs
 from .python_code import PYTHON_WORDS, python_findings
 
 __all__ = [
-    "AUDIT_CODES",
     "SKILL_FILE",
     "Finding",
     "file_findings",
@@ -33,35 +31,6 @@ __all__ = [
 ]
 
 SKILL_FILE: Final = "SKILL.md"
-
-
-def _table(*rows: tuple[str, Level, str]) -> Mapping[str, CodeInfo]:
-    return MappingProxyType({code: CodeInfo(level, meaning) for code, level, meaning in rows})
-
-
-AUDIT_CODES: Final[Mapping[str, CodeInfo]] = _table(
-    ("tag_characters", "error", "a text file holds Unicode tag characters (invisible text)"),
-    ("variation_selectors", "error", "a text file holds a run of variation selectors"),
-    ("zero_width_characters", "error", "a text file holds zero-width characters"),
-    ("zero_width_in_code", "warning", "a lone invisible character by a backtick or in code"),
-    ("bidi_controls", "error", "a text file holds bidirectional control characters"),
-    ("format_characters", "error", "a text file holds other invisible format characters"),
-    ("link_outside", "error", "a symbolic link leads out of the skill folder"),
-    ("bytecode", "error", "the skill ships compiled Python (.pyc), which no one can review"),
-    ("command_template", "error", "SKILL.md holds a !`command` template"),
-    ("html_comment", "warning", "SKILL.md holds an HTML comment, invisible when rendered"),
-    ("non_python_script", "warning", "the skill ships a shell or other non-Python script"),
-    ("non_python_script_referenced", "warning", "SKILL.md names a shell script"),
-    ("shell_tool_allowed", "warning", "allowed-tools grants a shell"),
-    ("hooks", "warning", "the skill declares hooks, which run commands"),
-    ("conftest", "warning", "the skill ships a conftest.py, which pytest runs"),
-    ("lifecycle_script", "warning", "a package.json declares install-time scripts"),
-    ("python_network", "warning", "a Python script imports a network module"),
-    ("python_home", "warning", "a Python script names the home folder"),
-    ("python_credentials", "warning", "a Python script names a credential file"),
-    ("python_proc", "warning", "a Python script names /proc"),
-    ("not_audited", "warning", "a file was too large, or past the file limit, to read"),
-)
 
 
 @dataclass(frozen=True, slots=True)

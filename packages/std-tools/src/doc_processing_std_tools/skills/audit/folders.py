@@ -29,11 +29,10 @@ from typing import Final
 from ..._io import too_large
 from ...errors import NotFoundError
 from ..catalog.discovery import Stamp, stamp_of
-from .checks import AUDIT_CODES, SKILL_FILE, Finding, file_findings, skill_md_findings
+from .checks import SKILL_FILE, Finding, file_findings, skill_md_findings
 from .checks import finding as _finding
 
 __all__ = [
-    "AUDIT_CODES",
     "DEFAULT_MAX_FILES",
     "Finding",
     "audit_folder",

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..catalog.discovery import RACY_NS, Stamp, stamp_of
-from ..core.diagnostics import diagnostic
+from ..core.diagnostics import AUDIT_CODES, diagnostic
 from ..core.records import SkillDiagnostic, is_hidden_name
-from .folders import AUDIT_CODES, DEFAULT_MAX_FILES, Finding, audit_folder, skill_md_findings
+from .folders import DEFAULT_MAX_FILES, Finding, audit_folder, skill_md_findings
 
 __all__ = [
     "LISTED_AUDIT_CODES",
@@ -65,15 +65,7 @@ class FileAudit:
 
 #: The audit's codes that list_skills reports: text spelled in characters no reader sees.
 #: Its other findings (and a lone zero-width character in code) are for audit and validate.
-LISTED_AUDIT_CODES: Final = frozenset(
-    {
-        "tag_characters",
-        "variation_selectors",
-        "zero_width_characters",
-        "bidi_controls",
-        "format_characters",
-    }
-)
+LISTED_AUDIT_CODES: Final = frozenset(code for code, info in AUDIT_CODES.items() if info.listed)
 _AUDIT_ONLY: Final = frozenset(AUDIT_CODES) - LISTED_AUDIT_CODES
 
 
