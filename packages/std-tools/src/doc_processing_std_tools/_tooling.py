@@ -4,6 +4,7 @@ client twice: as the text block and as structured content described by an output
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import inspect
@@ -21,7 +22,7 @@ from pydantic.config import JsonDict
 
 from ._text import TRUNCATED_KEY, limit_output, truncate, wire_safe
 from ._tracing import note_limit
-from .config import get_settings
+from .config import SettingsSource
 from .errors import StdToolsError
 
 __all__ = [
@@ -62,17 +63,35 @@ def mcp_tool(
     return register
 
 
-def limited(text: str, *, hint: str = "") -> str:
-    """`text` held to DPTTOOLS_OUTPUT_TRUNCATION_LIMIT (JSON stays valid JSON, other text
-    ends with a marker; see `limit_output`), and made safe to send as UTF-8.
+def limited(text: str, limit: int, *, hint: str = "") -> str:
+    """`text` held to `limit` characters (DPTTOOLS_OUTPUT_TRUNCATION_LIMIT; JSON stays
+    valid JSON, other text ends with a marker; see `limit_output`), and made safe to send
+    as UTF-8.
 
     Every tool passes its answer through here, so no answer is ever longer than the limit,
     whatever the logic below it produced.
     """
-    limit = get_settings().output_truncation_limit
     if len(text) > limit:
         note_limit("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT")
     return wire_safe(limit_output(text, limit, hint=hint))
+
+
+class ToolCalls:
+    """What the tools of one server share: the source of their settings, read once per
+    call, and through it their errors and output limit."""
+
+    __slots__ = ("settings",)
+
+    def __init__(self, settings: SettingsSource) -> None:
+        self.settings = settings
+
+    def errors(self) -> contextlib.AbstractContextManager[None]:
+        """`tool_errors` under these settings."""
+        return tool_errors(self.settings)
+
+    def limited(self, text: str, *, hint: str = "") -> str:
+        """`limited` to these settings' output limit."""
+        return limited(text, self.settings().output_truncation_limit, hint=hint)
 
 
 def answer_config(*complete: str) -> ConfigDict:
@@ -137,9 +156,9 @@ def json_answer(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
 
 
-def _error_text(message: str) -> str:
+def _error_text(message: str, settings: SettingsSource) -> str:
     try:
-        limit = get_settings().output_truncation_limit
+        limit = settings().output_truncation_limit
     except StdToolsError:
         # The settings themselves are invalid, and the message says so: keep it whole.
         return wire_safe(message)
@@ -158,9 +177,9 @@ def describe_os_error(exc: OSError) -> str:
 
 
 @contextmanager
-def tool_errors() -> Iterator[None]:
+def tool_errors(settings: SettingsSource) -> Iterator[None]:
     """Re-raise our own errors and OS errors as `ToolError`, so the client sees the message
-    (cut at the output limit like any answer).
+    (cut at the output limit of the tool's `settings`, like any answer).
 
     The SDK hides the message of any other exception from the client; the errors raised
     here are anticipated ones whose text tells the caller what to do.
@@ -168,6 +187,6 @@ def tool_errors() -> Iterator[None]:
     try:
         yield
     except StdToolsError as exc:
-        raise ToolError(_error_text(str(exc))) from exc
+        raise ToolError(_error_text(str(exc), settings)) from exc
     except OSError as exc:
-        raise ToolError(_error_text(describe_os_error(exc))) from exc
+        raise ToolError(_error_text(describe_os_error(exc), settings)) from exc

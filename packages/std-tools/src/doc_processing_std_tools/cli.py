@@ -177,7 +177,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if args.transport == "stdio":
         try:
-            server = make_composed_server(tools=serving.tools, read_only=serving.read_only)
+            server = make_composed_server(
+                settings=settings, tools=serving.tools, read_only=serving.read_only
+            )
         except ConfigError as exc:
             _fail(str(exc))
         scripts_ready()
@@ -203,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         access = http_auth(serving.auth, host=args.host, port=args.port, path=args.path)
         verifier, auth = access if access is not None else (None, None)
         server = make_composed_server(
+            settings=settings,
             tools=serving.tools,
             read_only=serving.read_only,
             token_verifier=verifier,

@@ -11,7 +11,7 @@ import ipaddress
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -36,11 +36,13 @@ __all__ = [
     "AuthConfig",
     "ServingSettings",
     "Settings",
+    "SettingsSource",
     "get_settings",
     "load_serving_settings",
     "load_settings",
     "loopback_host",
     "reset_settings",
+    "settings_source",
 ]
 
 #: Variable name -> default value, as the user would write it in the environment.
@@ -340,6 +342,21 @@ def get_settings() -> Settings:
     if _current is None:
         _current = load_settings()
     return _current
+
+
+SettingsSource = Callable[[], Settings]
+"""Where the tools of a server get their settings, once per call: `get_settings` (the
+process-wide settings, read from the environment) or a fixed `Settings` given to the
+server's builder (`settings_source`)."""
+
+
+def settings_source(settings: Settings | None) -> SettingsSource:
+    """The source a server built with `settings` reads: those settings, or, for None, the
+    process-wide settings (`get_settings`) as they are when each tool is called."""
+    if settings is None:
+        return get_settings
+    fixed = settings
+    return lambda: fixed
 
 
 def reset_settings(settings: Settings | None = None) -> None:

@@ -8,11 +8,14 @@ CSV, HTML, Markdown and text need nothing extra, and for PDF, DOCX and XLSX with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 __all__ = ["COMPOSED_SERVER_NAME", "composed_instructions", "make_composed_server"]
 
@@ -22,6 +25,7 @@ COMPOSED_SERVER_NAME: Final = "doc-processing-std-tools"
 
 def make_composed_server(
     *,
+    settings: Settings | None = None,
     tools: Sequence[str] | None = None,
     read_only: bool = False,
     token_verifier: TokenVerifier | None = None,
@@ -31,10 +35,12 @@ def make_composed_server(
     seven file system tools and the four document tools, and serving the MCP Skills
     extension over the same skills.
 
-    Every tool reads the settings when it is called, so configure the environment (or
-    call `config.reset_settings`) before serving, not before building.
+    Without `settings`, every tool reads the process-wide settings when it is called, so
+    configure the environment (or call `config.reset_settings`) before serving, not
+    before building.
 
     Args:
+        settings: the settings every call uses, instead of the process-wide ones.
         tools: offer only these tools (the DPTTOOLS_TOOLS allow-list); None for all.
         read_only: leave out write_file, edit_file, create_skill and execute_skill_script.
         token_verifier: with `auth`, checks the bearer tokens of HTTP requests (see
@@ -55,7 +61,7 @@ def make_composed_server(
     from .skills.tools import register_skills_tools
 
     kept = select_tools(COMPOSED_TOOLS, tools, read_only=read_only)
-    skills_extension = SkillsExtension()
+    skills_extension = SkillsExtension(settings=settings)
     server = new_server(
         ScopedServer,
         COMPOSED_SERVER_NAME,
@@ -65,10 +71,10 @@ def make_composed_server(
         token_verifier=token_verifier,
         auth=auth,
     )
-    register_skills_tools(server)
+    register_skills_tools(server, settings)
     register_skill_resources(server, skills_extension)
-    register_filesystem_tools(server)
-    register_docs_tools(server)
+    register_filesystem_tools(server, settings)
+    register_docs_tools(server, settings)
     restrict_tools(server, COMPOSED_TOOLS, kept, read_only=False)
     enable_client_logging(server)
     return server

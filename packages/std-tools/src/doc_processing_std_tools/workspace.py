@@ -21,7 +21,7 @@ from typing import TypedDict
 
 from . import _io
 from .change_policy import FILE_TOOLS_POLICY, ChangePolicy
-from .config import Settings, get_settings
+from .config import Settings
 from .errors import (
     ConfigError,
     InvalidArgumentError,
@@ -56,15 +56,15 @@ class Workspace:
     """What write_file and edit_file may change (`config.Settings.file_tools_changes`)."""
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> Workspace:
-        """The workspace described by `settings` (default: the current settings).
+    def from_settings(cls, settings: Settings) -> Workspace:
+        """The workspace described by `settings`.
 
         Raises:
             ConfigError: no workspace was set and the server runs in the root or the home
                 folder (`Settings.workspace_refusal`): every file and document tool
                 refuses, with a message naming the settings to use.
         """
-        current = settings if settings is not None else get_settings()
+        current = settings
         if current.workspace_refusal is not None:
             raise ConfigError(current.workspace_refusal)
         return cls(

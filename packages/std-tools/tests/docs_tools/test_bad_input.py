@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import (
     DocumentError,
@@ -79,7 +80,7 @@ def test_bad_files_give_clear_errors(
 def test_a_symlink_out_of_the_workspace_is_refused(scratch: Path, library: Path, tool: str) -> None:
     (scratch / "report.pdf").symlink_to(library / "report.pdf")
     with pytest.raises(PathOutsideRootError, match="leads outside"):
-        TOOLS[tool](Workspace.from_settings(), "report.pdf")
+        TOOLS[tool](Workspace.from_settings(get_settings()), "report.pdf")
 
 
 @pytest.mark.parametrize("tool", sorted(TOOLS))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 
@@ -38,7 +38,7 @@ def root(tmp_path: Path) -> Iterator[Path]:
 @pytest.fixture
 def ws(root: Path) -> Workspace:
     """The workspace of `root`, with a 1 MiB file limit and 2000 characters of output."""
-    return Workspace.from_settings()
+    return Workspace.from_settings(get_settings())
 
 
 @pytest.fixture

@@ -269,13 +269,13 @@ def test_content_that_cannot_be_encoded_writes_nothing(ws: Workspace, root: Path
 # fails half way with EFBIG, as it would on a full disk.
 _FAILING_WRITE = """
 import resource, signal, sys
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations as ops
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
+settings = load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]})
 resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
-ws = ops.Workspace.from_settings()
+ws = ops.Workspace.from_settings(settings)
 for path in ("kept.txt", "new/deeper/big.txt"):
     try:
         ops.write_file(ws, path, "x" * 5000)
@@ -302,12 +302,12 @@ def test_a_write_that_fails_midway_leaves_no_trace(root: Path) -> None:
 
 _WRITE_WITH_UMASK = """
 import os, sys
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations as ops
 os.umask(int(sys.argv[2], 8))
-reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
-ops.write_file(ops.Workspace.from_settings(), sys.argv[3], "private\\n")
+settings = load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]})
+ops.write_file(ops.Workspace.from_settings(settings), sys.argv[3], "private\\n")
 """
 
 
@@ -558,13 +558,13 @@ def test_nothing_is_ever_deleted(ws: Workspace, root: Path) -> None:
 # process so that a regression fails on the timeout instead of hanging the test run.
 _NAMED_PIPE_CHECKS = """
 import json, sys
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import load_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import StdToolsError
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations as ops
-reset_settings(load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]}))
-ws = ops.Workspace.from_settings()
+settings = load_settings({"DPTTOOLS_WORKSPACE_DIR": sys.argv[1]})
+ws = ops.Workspace.from_settings(settings)
 out = {"search": ops.search_text(ws, "needle"), "find": ops.find_files(ws, "*")}
 calls = {
     "read_file": lambda: ops.read_file(ws, "pipe"),

@@ -239,7 +239,7 @@ async def test_the_text_block_is_what_the_tools_wrote_before(
 ) -> None:
     """The text each tool's logic writes reaches the client byte for byte."""
     settings = get_settings()
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(settings)
     expected = {
         ("list_skills", "{}"): actions.scan(settings).json,
         ("get_file_info", '{"path": "people.csv"}'): operations.get_file_info(ws, "people.csv"),

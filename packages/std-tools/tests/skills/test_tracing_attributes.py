@@ -96,9 +96,9 @@ def test_an_answer_cut_to_the_output_limit_names_that_limit(
     try:
         with served.tracer.start_as_current_span("tools/call load_skill"):
             note_skill("greet")
-            limited("x" * 50)
-            limited("y" * 500)
-            limited("z" * 500)
+            limited("x" * 50, 200)
+            limited("y" * 500, 200)
+            limited("z" * 500, 200)
     finally:
         reset_settings()
     attributes = served.attributes()

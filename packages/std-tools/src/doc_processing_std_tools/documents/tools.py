@@ -19,8 +19,8 @@ from mcp.types import CallToolResult
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
-from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
-from ..config import get_settings
+from .._tooling import ToolCalls, answer_config, json_answer, mcp_tool
+from ..config import Settings, settings_source
 from .worker import run_tool
 
 __all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_docs_tools"]
@@ -117,8 +117,13 @@ _PAGES = (
 )
 
 
-def register_docs_tools(server: MCPServer) -> None:
-    """Add the four document tools to `server`."""
+def register_docs_tools(server: MCPServer, settings: Settings | None = None) -> None:
+    """Add the four document tools to `server`.
+
+    `settings`: what every call uses; None (the default) for the process-wide settings
+    (`config.get_settings`) as they are when each tool is called.
+    """
+    calls = ToolCalls(settings_source(settings))
 
     @mcp_tool(server)
     async def get_file_overview(
@@ -132,9 +137,9 @@ def register_docs_tools(server: MCPServer) -> None:
         files: it does not read the whole document. A PDF without a text layer (a scan)
         is reported as such.
         """
-        with tool_errors():
+        with calls.errors():
             return json_answer(
-                limited(await run_tool("get_file_overview", {"path": path}, get_settings()))
+                calls.limited(await run_tool("get_file_overview", {"path": path}, calls.settings()))
             )
 
     @mcp_tool(server, structured_output=False)
@@ -147,9 +152,9 @@ def register_docs_tools(server: MCPServer) -> None:
         Long output is cut at the output limit; the marker gives the `pages` value that
         reads on.
         """
-        with tool_errors():
-            return limited(
-                await run_tool("read_document", {"path": path, "pages": pages}, get_settings())
+        with calls.errors():
+            return calls.limited(
+                await run_tool("read_document", {"path": path, "pages": pages}, calls.settings())
             )
 
     @mcp_tool(server, structured_output=False)
@@ -174,8 +179,8 @@ def register_docs_tools(server: MCPServer) -> None:
         on a PDF is bounded in time per page and per call; the answer names the pages it
         had to leave out."""
         arguments = {"path": path, "pages": pages, "format": format}
-        with tool_errors():
-            return limited(await run_tool("extract_tables", arguments, get_settings()))
+        with calls.errors():
+            return calls.limited(await run_tool("extract_tables", arguments, calls.settings()))
 
     @mcp_tool(server)
     async def search_document(
@@ -197,7 +202,7 @@ def register_docs_tools(server: MCPServer) -> None:
             "ignore_case": ignore_case,
             "max_results": max_results,
         }
-        with tool_errors():
+        with calls.errors():
             return json_answer(
-                limited(await run_tool("search_document", arguments, get_settings()))
+                calls.limited(await run_tool("search_document", arguments, calls.settings()))
             )

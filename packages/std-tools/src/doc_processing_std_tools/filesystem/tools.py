@@ -17,7 +17,8 @@ from mcp.types import CallToolResult
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
-from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
+from .._tooling import ToolCalls, answer_config, json_answer, mcp_tool
+from ..config import Settings, settings_source
 from . import operations
 from .operations import Workspace
 
@@ -64,8 +65,13 @@ _PATH = (
 )
 
 
-def register_filesystem_tools(server: MCPServer) -> None:
-    """Add the seven file system tools to `server`."""
+def register_filesystem_tools(server: MCPServer, settings: Settings | None = None) -> None:
+    """Add the seven file system tools to `server`.
+
+    `settings`: what every call uses; None (the default) for the process-wide settings
+    (`config.get_settings`) as they are when each tool is called.
+    """
+    calls = ToolCalls(settings_source(settings))
 
     @mcp_tool(server, structured_output=False)
     def read_file(
@@ -81,9 +87,11 @@ def register_filesystem_tools(server: MCPServer) -> None:
 
         Long files are cut at the output limit; the marker names the line to continue from.
         """
-        with tool_errors():
-            return limited(
-                operations.read_file(Workspace.from_settings(), path, start_line, end_line)
+        with calls.errors():
+            return calls.limited(
+                operations.read_file(
+                    Workspace.from_settings(calls.settings()), path, start_line, end_line
+                )
             )
 
     @mcp_tool(server, structured_output=False)
@@ -99,8 +107,10 @@ def register_filesystem_tools(server: MCPServer) -> None:
         unless the operator allows them; the error says why. Written files are never
         executable.
         """
-        with tool_errors():
-            return limited(operations.write_file(Workspace.from_settings(), path, content))
+        with calls.errors():
+            return calls.limited(
+                operations.write_file(Workspace.from_settings(calls.settings()), path, content)
+            )
 
     @mcp_tool(server, structured_output=False)
     def edit_file(
@@ -117,9 +127,11 @@ def register_filesystem_tools(server: MCPServer) -> None:
         same files as for write_file are refused, and an edited file is never left
         executable.
         """
-        with tool_errors():
-            return limited(
-                operations.edit_file(Workspace.from_settings(), path, old_text, new_text)
+        with calls.errors():
+            return calls.limited(
+                operations.edit_file(
+                    Workspace.from_settings(calls.settings()), path, old_text, new_text
+                )
             )
 
     @mcp_tool(server, structured_output=False)
@@ -127,8 +139,10 @@ def register_filesystem_tools(server: MCPServer) -> None:
         path: Annotated[str, Field(description="Folder relative to the workspace.")] = ".",
     ) -> str:
         """List a folder: sub-folders first (ending in '/'), then files with their sizes."""
-        with tool_errors():
-            return limited(operations.list_directory(Workspace.from_settings(), path))
+        with calls.errors():
+            return calls.limited(
+                operations.list_directory(Workspace.from_settings(calls.settings()), path)
+            )
 
     @mcp_tool(server, structured_output=False)
     def find_files(
@@ -143,8 +157,10 @@ def register_filesystem_tools(server: MCPServer) -> None:
         '*' stays inside one folder, '**/' spans any number of folders. Version-control
         and cache folders (.git, node_modules, .venv, ...) are skipped.
         """
-        with tool_errors():
-            return limited(operations.find_files(Workspace.from_settings(), pattern, path))
+        with calls.errors():
+            return calls.limited(
+                operations.find_files(Workspace.from_settings(calls.settings()), pattern, path)
+            )
 
     @mcp_tool(server, structured_output=False)
     def search_text(
@@ -162,10 +178,15 @@ def register_filesystem_tools(server: MCPServer) -> None:
 
         Binary files, files over the size limit and cache folders are skipped.
         """
-        with tool_errors():
-            return limited(
+        with calls.errors():
+            return calls.limited(
                 operations.search_text(
-                    Workspace.from_settings(), pattern, path, include, ignore_case, max_results
+                    Workspace.from_settings(calls.settings()),
+                    pattern,
+                    path,
+                    include,
+                    ignore_case,
+                    max_results,
                 )
             )
 
@@ -175,5 +196,9 @@ def register_filesystem_tools(server: MCPServer) -> None:
     ) -> Annotated[CallToolResult, FileInfo]:
         """Facts about a file or folder as JSON: type, size, modification time, permissions,
         whether it is text and its line count."""
-        with tool_errors():
-            return json_answer(limited(operations.get_file_info(Workspace.from_settings(), path)))
+        with calls.errors():
+            return json_answer(
+                calls.limited(
+                    operations.get_file_info(Workspace.from_settings(calls.settings()), path)
+                )
+            )

@@ -49,7 +49,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         serving = load_serving_settings({**os.environ, **overrides})
         from .server import new_skills_server
 
-        server = new_skills_server(tools=serving.tools, read_only=serving.read_only)
+        server = new_skills_server(
+            settings=settings, tools=serving.tools, read_only=serving.read_only
+        )
         from .scripts.start import start_scripts
 
         start_scripts(settings, read_only=serving.read_only, tools=serving.tools)

@@ -1,8 +1,9 @@
 """The standalone skills MCP server, ``skills-tools``, with the five tools of
 `skills.tools` and the MCP Skills extension of `skills.extension`.
 
-The settings are read when a tool is called, never at import time, so the skills folder
-and limits follow ``DPTTOOLS_*`` as `get_settings()` reports them.
+A server built without settings (such as `skills_server`) reads them when a tool is
+called, never at import time, so the skills folder and limits follow ``DPTTOOLS_*`` as
+`get_settings()` reports them; one built with a `Settings` uses those.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from .._building import new_server
 from .._notices import enable_client_logging
 from ..access import SKILLS_TOOLS
-from ..config import get_settings
+from ..config import Settings, get_settings
 from ..scoped_server import restrict_tools
 from . import actions
 from .extension.serving import SkillsExtension, register_skill_resources
@@ -36,16 +37,24 @@ SKILLS_SERVER_NAME: Final = "skills-tools"
 """The MCP name of the standalone skills server."""
 
 
-def new_skills_server(*, tools: Sequence[str] | None = None, read_only: bool = False) -> MCPServer:
+def new_skills_server(
+    *,
+    settings: Settings | None = None,
+    tools: Sequence[str] | None = None,
+    read_only: bool = False,
+) -> MCPServer:
     """A new skills server holding the five skills tools, or the `tools` among them
     (without create_skill and execute_skill_script when `read_only`), whatever the skills
     folder holds, and serving the MCP Skills extension over the same skills.
+
+    With `settings`, every call uses them; without, the process-wide settings
+    (`config.get_settings`) as they are when each call comes.
 
     Raises:
         ConfigError: `tools` names a tool the skills server does not have, or a tool that
             changes something together with `read_only`.
     """
-    extension = SkillsExtension()
+    extension = SkillsExtension(settings=settings)
     server = new_server(
         MCPServer,
         SKILLS_SERVER_NAME,
@@ -57,24 +66,25 @@ def new_skills_server(*, tools: Sequence[str] | None = None, read_only: bool = F
             "for the files it refers to."
         ),
     )
-    register_skills_tools(server)
+    register_skills_tools(server, settings)
     register_skill_resources(server, extension)
     restrict_tools(server, SKILLS_TOOLS, tools, read_only=read_only)
     enable_client_logging(server)
     return server
 
 
-def make_skills_server() -> MCPServer | None:
+def make_skills_server(settings: Settings | None = None) -> MCPServer | None:
     """A new skills server, or None when the skills folder is missing or holds no skill.
 
     The folder is checked once, now; use `skills_server` instead when skills may appear
     later in the session.
     """
-    catalog = actions.scan(get_settings())
+    current = settings if settings is not None else get_settings()
+    catalog = actions.scan(current)
     if catalog.count == 0:
         logger.info("no skills in %s; not creating a skills server", catalog.skills_dir)
         return None
-    return new_skills_server()
+    return new_skills_server(settings=settings)
 
 
 skills_server: MCPServer = new_skills_server()

@@ -24,9 +24,9 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
-from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
+from .._tooling import ToolCalls, answer_config, json_answer, mcp_tool
 from .._tracing import note_skill
-from ..config import get_settings
+from ..config import Settings, settings_source
 from . import actions
 from .catalog import search
 from .core.images import SkillImage
@@ -126,7 +126,7 @@ def image_answer(resource_path: str, image: SkillImage) -> CallToolResult:
     )
 
 
-def register_skills_tools(server: MCPServer) -> None:
+def register_skills_tools(server: MCPServer, settings: Settings | None = None) -> None:
     """Add the skills tools to `server` (any `MCPServer`, such as a composed one).
 
     The tools are list_skills, search_skills, load_skill, load_skill_resource,
@@ -134,7 +134,11 @@ def register_skills_tools(server: MCPServer) -> None:
     Anticipated failures reach the client as a `ToolError` carrying a message that says
     how to fix the call. Every answer fits DPTTOOLS_OUTPUT_TRUNCATION_LIMIT and says what
     was cut.
+
+    `settings`: what every call uses; None (the default) for the process-wide settings
+    (`config.get_settings`) as they are when each tool is called.
     """
+    calls = ToolCalls(settings_source(settings))
 
     @mcp_tool(server)
     async def list_skills() -> Annotated[CallToolResult, SkillsListing]:
@@ -144,8 +148,8 @@ def register_skills_tools(server: MCPServer) -> None:
         when a SKILL.md has problems and "note" when the skills folder does not exist.
         Call load_skill with a name to read that skill's instructions.
         """
-        with tool_errors():
-            settings = get_settings()
+        with calls.errors():
+            settings = calls.settings()
             # An unchanged folder is answered from the cache right here; reading files
             # happens in a worker thread so the event loop never waits on the disk.
             catalog = actions.cached(settings)
@@ -165,8 +169,8 @@ def register_skills_tools(server: MCPServer) -> None:
         "description", "path", "score"}], "count"}. Use it when list_skills says skills
         were left out, or to find a skill among many; then call load_skill with a name.
         """
-        with tool_errors():
-            settings = get_settings()
+        with calls.errors():
+            settings = calls.settings()
             if actions.cached(settings) is None:
                 # Reading changed skills (and a first search's index) off the event loop.
                 return json_answer(
@@ -183,9 +187,9 @@ def register_skills_tools(server: MCPServer) -> None:
         load_skill_resource and run its .py scripts with execute_skill_script.
         """
         note_skill(skill_name)
-        with tool_errors():
-            return limited(
-                actions.load_skill(get_settings(), skill_name),
+        with calls.errors():
+            return calls.limited(
+                actions.load_skill(calls.settings(), skill_name),
                 hint=f"read SKILL.md whole with load_skill_resource('{skill_name}', 'SKILL.md')",
             )
 
@@ -197,11 +201,11 @@ def register_skills_tools(server: MCPServer) -> None:
         resource_path is relative to the skill's folder, as load_skill lists it.
         """
         note_skill(skill_name)
-        with tool_errors():
-            found = actions.load_skill_resource(get_settings(), skill_name, resource_path)
+        with calls.errors():
+            found = actions.load_skill_resource(calls.settings(), skill_name, resource_path)
             if isinstance(found, SkillImage):
                 return image_answer(resource_path, found)
-            return limited(found)
+            return calls.limited(found)
 
     @mcp_tool(server)
     async def execute_skill_script(
@@ -218,10 +222,12 @@ def register_skills_tools(server: MCPServer) -> None:
         applies).
         """
         note_skill(skill_name)
-        with tool_errors():
-            settings = get_settings()
+        with calls.errors():
+            settings = calls.settings()
             return json_answer(
-                limited(await actions.execute_skill_script(settings, skill_name, script_path, args))
+                calls.limited(
+                    await actions.execute_skill_script(settings, skill_name, script_path, args)
+                )
             )
 
     @mcp_tool(server, structured_output=False)
@@ -232,5 +238,5 @@ def register_skills_tools(server: MCPServer) -> None:
         the skill does and when to use it. The answer says how the template's TODO sections
         can be filled in; list_skills shows the new skill from its next call.
         """
-        with tool_errors():
-            return limited(actions.create_skill(get_settings(), skill_name, description))
+        with calls.errors():
+            return calls.limited(actions.create_skill(calls.settings(), skill_name, description))

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from ..._text import wire_safe
 from ..._tracing import note_skill
-from ...config import Settings, get_settings
+from ...config import Settings, settings_source
 from ...errors import StdToolsError
 from ..catalog.uris import (
     SCHEME,
@@ -89,13 +89,6 @@ def _invalid(message: str, uri: str | None = None) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=wire_safe(message), data=data)
 
 
-def _settings() -> Settings:
-    try:
-        return get_settings()
-    except StdToolsError as exc:
-        raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from exc
-
-
 class SkillsExtension(Extension):
     """``skills/list``, ``skills/get`` and ``resources/directory/read`` over the catalog.
 
@@ -105,9 +98,20 @@ class SkillsExtension(Extension):
 
     identifier = EXTENSION_ID
 
-    def __init__(self, publisher: SkillPublisher | None = None) -> None:
-        """Serve from `publisher` (default: a new one for this extension)."""
+    def __init__(
+        self, publisher: SkillPublisher | None = None, settings: Settings | None = None
+    ) -> None:
+        """Serve from `publisher` (default: a new one for this extension) under `settings`
+        (None: the process-wide settings as they are at each request)."""
         self.publisher = publisher if publisher is not None else SkillPublisher()
+        self._source = settings_source(settings)
+
+    def current_settings(self) -> Settings:
+        """The settings of this request; invalid settings are the request's error."""
+        try:
+            return self._source()
+        except StdToolsError as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from exc
 
     def settings(self) -> dict[str, Any]:
         """``directoryRead: true``: folders of published skills can be listed."""
@@ -124,7 +128,7 @@ class SkillsExtension(Extension):
     async def _list(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams
     ) -> HandlerResult:
-        settings = _settings()
+        settings = self.current_settings()
         try:
             # An unchanged page is answered right here, as list_skills answers an
             # unchanged catalog; anything that may read files runs in a worker thread.
@@ -149,7 +153,9 @@ class SkillsExtension(Extension):
                 params.uri,
             )
         note_skill(uri.skill)
-        found = await anyio.to_thread.run_sync(self.publisher.skill, _settings(), uri.skill)
+        found = await anyio.to_thread.run_sync(
+            self.publisher.skill, self.current_settings(), uri.skill
+        )
         if not isinstance(found, PublishedSkill):
             reason = (
                 f"the skill is not published ({found.code}: {found.message})"
@@ -171,7 +177,9 @@ class SkillsExtension(Extension):
             )
         note_skill(uri.skill)
         try:
-            children = await anyio.to_thread.run_sync(self.publisher.directory, _settings(), uri)
+            children = await anyio.to_thread.run_sync(
+                self.publisher.directory, self.current_settings(), uri
+            )
         except UnknownResourceError as exc:
             raise _invalid(str(exc), params.uri) from exc
         start = 0
@@ -228,7 +236,7 @@ class SkillsExtension(Extension):
             result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         if not isinstance(result, dict) or not isinstance(result.get("resources"), list):
             return result
-        manifests = await anyio.to_thread.run_sync(self._manifests, _settings())
+        manifests = await anyio.to_thread.run_sync(self._manifests, self.current_settings())
         listed = {r.get("uri") for r in result["resources"] if isinstance(r, dict)}
         result["resources"].extend(m for m in manifests if m["uri"] not in listed)
         return result
@@ -272,7 +280,7 @@ def register_skill_resources(server: MCPServer, extension: SkillsExtension) -> N
             raise ResourceNotFoundError(f"No resource is served at {SCHEME}{path}")
         note_skill(uri.skill)
         try:
-            return await anyio.to_thread.run_sync(publisher.read, _settings(), uri)
+            return await anyio.to_thread.run_sync(publisher.read, extension.current_settings(), uri)
         except UnknownResourceError as exc:
             raise ResourceNotFoundError(wire_safe(str(exc))) from exc
         except StdToolsError as exc:
