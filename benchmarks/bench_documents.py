@@ -103,7 +103,7 @@ def use_settings(folder: Path, limit: int) -> Workspace:
             }
         )
     )
-    return Workspace.from_settings()
+    return Workspace.from_settings(get_settings())
 
 
 def bench_file(folder: Path, name: str, runs: int, peer_runs: int) -> list[str]:

@@ -64,7 +64,7 @@ def text_only_server() -> MCPServer:
 
     @server.tool(structured_output=False)
     def get_file_info(path: str) -> str:
-        return operations.get_file_info(Workspace.from_settings(), path)
+        return operations.get_file_info(Workspace.from_settings(get_settings()), path)
 
     return server
 

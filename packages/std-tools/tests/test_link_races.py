@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from doc_processing_std_tools import file_system_server
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
@@ -54,7 +54,7 @@ def site(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 def test_read_file_never_reads_through_a_swapped_file_link(site: tuple[Path, Path]) -> None:
     root, outside = site
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     with swapping(root / "victim.txt", outside / "secret.txt"):
         calls, refused, leaks = hammer(lambda: ops.read_file(ws, "victim.txt"))
     assert leaks == [], f"{len(leaks)} of {calls} calls read outside content"
@@ -63,7 +63,7 @@ def test_read_file_never_reads_through_a_swapped_file_link(site: tuple[Path, Pat
 
 def test_read_file_never_reads_through_a_swapped_folder_link(site: tuple[Path, Path]) -> None:
     root, outside = site
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     with swapping(root / "docs", outside):
         calls, refused, leaks = hammer(lambda: ops.read_file(ws, "docs/notes.txt"))
     assert leaks == [], f"{len(leaks)} of {calls} calls read outside content"
@@ -72,7 +72,7 @@ def test_read_file_never_reads_through_a_swapped_folder_link(site: tuple[Path, P
 
 def test_write_file_never_creates_a_file_outside(site: tuple[Path, Path]) -> None:
     root, outside = site
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     before = sorted(p.name for p in outside.iterdir())
     counter = iter(range(MAX_CALLS))
     with swapping(root / "docs", outside):
@@ -86,7 +86,7 @@ def test_write_file_never_creates_a_file_outside(site: tuple[Path, Path]) -> Non
 
 def test_write_file_never_writes_through_a_swapped_file_link(site: tuple[Path, Path]) -> None:
     root, outside = site
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     with swapping(root / "victim.txt", outside / "secret.txt"):
         hammer(lambda: ops.write_file(ws, "victim.txt", "overwritten"))
     assert (outside / "secret.txt").read_text(encoding="utf-8") == SECRET + "\n"
@@ -170,7 +170,7 @@ def test_list_directory_never_lists_a_folder_swapped_in_from_outside(
     site: tuple[Path, Path],
 ) -> None:
     root, outside = site
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     with swapping(root / "docs", outside):
         calls, refused, leaks = hammer(
             lambda: "never shown" if "secret.txt" in ops.list_directory(ws, "docs") else ""
@@ -183,7 +183,7 @@ def test_get_file_info_never_describes_a_file_swapped_in_from_outside(
     site: tuple[Path, Path],
 ) -> None:
     root, outside = site
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     secret_size = f'"size_bytes": {len(SECRET) + 1}'
     with swapping(root / "victim.txt", outside / "secret.txt"):
         calls, refused, leaks = hammer(

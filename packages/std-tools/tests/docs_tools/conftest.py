@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.filesystem.operations import Workspace
 
 from .samples import write_samples
@@ -38,7 +38,7 @@ def ws(library: Path) -> Iterator[Workspace]:
             }
         )
     )
-    yield Workspace.from_settings()
+    yield Workspace.from_settings(get_settings())
     reset_settings()
 
 

@@ -87,7 +87,7 @@ def test_a_symlink_out_of_the_workspace_is_refused(scratch: Path, library: Path,
 def test_missing_files_folders_and_large_files_are_worded_as_the_file_tools_word_them(
     scratch: Path, tool: str
 ) -> None:
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     (scratch / "reports").mkdir()
     (scratch / "huge.txt").write_bytes(b"invoice\n" * (ws.max_file_bytes // 8 + 1))
     for path, error in [
@@ -109,12 +109,14 @@ def test_missing_files_folders_and_large_files_are_worded_as_the_file_tools_word
 def test_an_unknown_binary_format_is_named(scratch: Path) -> None:
     (scratch / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00")
     with pytest.raises(UnsupportedFormatError, match="PDF, DOCX, XLSX, CSV, HTML"):
-        api.get_file_overview(Workspace.from_settings(), "photo.jpg")
+        api.get_file_overview(Workspace.from_settings(get_settings()), "photo.jpg")
 
 
 def test_a_pdf_with_an_unknown_suffix_is_recognised(scratch: Path, library: Path) -> None:
     (scratch / "download.bin").write_bytes((library / "report.pdf").read_bytes())
-    assert '"page_count": 3' in api.get_file_overview(Workspace.from_settings(), "download.bin")
+    assert '"page_count": 3' in api.get_file_overview(
+        Workspace.from_settings(get_settings()), "download.bin"
+    )
 
 
 @pytest.mark.parametrize(
@@ -160,4 +162,4 @@ def test_an_office_zip_bomb_is_refused_before_it_is_unpacked(
     assert (scratch / name).stat().st_size < 1024 * 1024
     for tool in TOOLS.values():
         with pytest.raises(DocumentError, match="likely ZIP bomb"):
-            tool(Workspace.from_settings(), name)
+            tool(Workspace.from_settings(get_settings()), name)

@@ -166,7 +166,7 @@ def test_a_package_that_unpacks_past_the_bound_is_refused_at_once(folder: Path, 
     packed, unpacked = (folder / name).stat().st_size, unpacked_size(folder / name)
     assert unpacked > 40 * _MIB and unpacked < packed * 100  # not an obvious ZIP bomb
     use(folder, doc_max_unpacked_mb="16")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     for tool, arguments in TOOLS.items():
         start = time.perf_counter()
         with pytest.raises(DocumentError) as refused:
@@ -191,7 +191,7 @@ def test_the_settings_passed_to_a_call_are_the_ones_it_uses(folder: Path) -> Non
     with pytest.raises(DocumentError, match="DPTTOOLS_DOC_MAX_UNPACKED_MB=8"):
         api.get_file_overview(ws, "heavy.xlsx", settings=strict)
     assert get_settings().doc_max_unpacked_mb == 1000
-    overview = api.get_file_overview(Workspace.from_settings(), "heavy.xlsx")
+    overview = api.get_file_overview(Workspace.from_settings(get_settings()), "heavy.xlsx")
     assert json.loads(overview)["format"] == "xlsx"
 
 

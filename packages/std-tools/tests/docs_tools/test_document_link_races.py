@@ -23,7 +23,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from doc_processing_std_tools import docs_server
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -93,7 +93,7 @@ def test_document_tools_never_read_a_document_swapped_in_from_outside(
     site: tuple[Path, Path],
 ) -> None:
     victim, secret = site
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     # The marker is in each tool's answer when it reads the outside document.
     outside = Workspace(secret.parent, ws.max_file_bytes, ws.output_limit)
     for call in CALLS.values():

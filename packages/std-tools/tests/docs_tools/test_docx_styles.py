@@ -13,6 +13,7 @@ from docx.oxml.ns import qn
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.documents.word import _all_text, _table_rows, paragraph_style_names
 from doc_processing_std_tools.workspace import Workspace
@@ -156,7 +157,7 @@ def test_style_names_without_a_default_paragraph_style(tmp_path: Path) -> None:
 
 def test_read_document_follows_the_resolved_styles(scratch: Path) -> None:
     write_style_cases(scratch / "moved.docx", default="Body List Text")
-    text = api.read_document(Workspace.from_settings(), "moved.docx", pages="")
+    text = api.read_document(Workspace.from_settings(get_settings()), "moved.docx", pages="")
     # Paragraphs without a style take the moved default, whose name says "List".
     assert "- Plain text without a style of its own." in text
     assert "\nText in Normal, named." in text
@@ -177,7 +178,7 @@ def test_unstyled_paragraphs_do_not_scan_every_style(scratch: Path) -> None:
         document.add_paragraph(f"Paragraph {number} in the default style.")
     document.save(str(scratch / "many-styles.docx"))
     start = time.perf_counter()
-    text = api.read_document(Workspace.from_settings(), "many-styles.docx")
+    text = api.read_document(Workspace.from_settings(get_settings()), "many-styles.docx")
     seconds = time.perf_counter() - start
     assert "Paragraph 0 in the default style." in text
     assert seconds < 3.0, f"reading took {seconds:.1f} s"
@@ -242,7 +243,7 @@ def test_a_tall_merged_column_is_read_in_linear_time(scratch: Path) -> None:
     body.insert(len(body) - 1, table)
     document.save(str(scratch / "tall.docx"))
     start = time.perf_counter()
-    text = api.extract_tables(Workspace.from_settings(), "tall.docx", format="csv")
+    text = api.extract_tables(Workspace.from_settings(get_settings()), "tall.docx", format="csv")
     seconds = time.perf_counter() - start
     assert "merged,row 100," in text
     assert seconds < 3.0, f"reading took {seconds:.1f} s"

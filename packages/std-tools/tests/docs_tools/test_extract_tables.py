@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fpdf import FPDF
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api, pdf
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
@@ -117,7 +118,7 @@ def test_a_long_pdf_is_searched_for_tables_a_window_at_a_time(
 ) -> None:
     monkeypatch.setattr(pdf, "PDF_TABLE_PAGES", 3)
     write_long_pdf(scratch / "long.pdf", pages=5, lines_per_page=2)
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     assert api.extract_tables(ws, "long.pdf") == (
         "No tables were found in long.pdf.\n\n"
         '[looked for tables on pages 1-3 of 5; call extract_tables with pages="4-" for the rest]'
@@ -141,6 +142,6 @@ def test_a_pdf_only_pdfium_can_repair_gives_text_and_tables(scratch: Path) -> No
                 row.cell(value)
     data = bytes(document.output())
     (scratch / "noxref.pdf").write_bytes(data[: data.rindex(b"xref")])
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     assert "Hello tables" in api.read_document(ws, "noxref.pdf")
     assert INVOICE_MARKDOWN in api.extract_tables(ws, "noxref.pdf")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
@@ -29,7 +30,7 @@ def test_long_blank_lines_are_parsed_quickly(scratch: Path) -> None:
         f"|--{BLANKS}x\n"
     )
     (scratch / "blanks.md").write_text(text, encoding="utf-8")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     started = time.monotonic()
     overview = json.loads(api.get_file_overview(ws, "blanks.md"))
     api.read_document(ws, "blanks.md")
@@ -47,7 +48,7 @@ def test_markdown_headings_tables_and_front_matter(scratch: Path) -> None:
         "## #\n\n#Not a heading\n\n####### Not one either\n",
         encoding="utf-8",
     )
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     overview = json.loads(api.get_file_overview(ws, "doc.md"))
     assert overview["metadata"] == {"title": "Price list", "date": "2026-03-01"}
     # "## #" is an empty heading (the closing "#" is no text), so it adds no outline entry.
@@ -61,7 +62,9 @@ def test_a_csv_built_to_slow_the_delimiter_guess_is_read_quickly(scratch: Path) 
     # The standard library's delimiter sniffer needs about half a minute on 64 KB of this.
     (scratch / "quotes.csv").write_text(',"' * 40_000 + "\n", encoding="utf-8")
     started = time.monotonic()
-    overview = json.loads(api.get_file_overview(Workspace.from_settings(), "quotes.csv"))
+    overview = json.loads(
+        api.get_file_overview(Workspace.from_settings(get_settings()), "quotes.csv")
+    )
     assert time.monotonic() - started < 2
     assert overview["format"] == "csv"
 
@@ -69,7 +72,9 @@ def test_a_csv_built_to_slow_the_delimiter_guess_is_read_quickly(scratch: Path) 
 def test_the_delimiter_is_guessed_from_the_first_lines(scratch: Path) -> None:
     rows = "".join(f"{n};name {n};{n * 2}\n" for n in range(2000))
     (scratch / "long.csv").write_text("id;name;double\n" + rows, encoding="utf-8")
-    overview = json.loads(api.get_file_overview(Workspace.from_settings(), "long.csv"))
+    overview = json.loads(
+        api.get_file_overview(Workspace.from_settings(get_settings()), "long.csv")
+    )
     assert (overview["delimiter"], overview["column_count"], overview["row_count"]) == (
         "semicolon",
         3,
@@ -82,7 +87,7 @@ def test_html_with_constructs_that_never_close_is_read_quickly(scratch: Path) ->
     # 200 KB, minutes for a few megabytes.
     page = "<html><body><h1>Title</h1><p>Text &amp; more</p>" + "<?" * 60_000 + "</" * 60_000
     (scratch / "crafted.html").write_text(page, encoding="utf-8")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     started = time.monotonic()
     overview = json.loads(api.get_file_overview(ws, "crafted.html"))
     assert time.monotonic() - started < 2
@@ -93,4 +98,4 @@ def test_html_with_constructs_that_never_close_is_read_quickly(scratch: Path) ->
 def test_malformed_html_declarations_are_a_clear_error(scratch: Path) -> None:
     (scratch / "broken.html").write_text("<html><body><![" * 20 + ">", encoding="utf-8")
     with pytest.raises(DocumentError, match=r"'broken.html' could not be read as HTML"):
-        api.read_document(Workspace.from_settings(), "broken.html")
+        api.read_document(Workspace.from_settings(get_settings()), "broken.html")

@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from doc_processing_std_tools import docs_server
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -65,7 +66,7 @@ def _ledger(path: Path) -> None:
 
 def test_a_formula_without_a_computed_value_is_shown_marked_and_found(scratch: Path) -> None:
     _ledger(scratch / "ledger.xlsx")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.read_document(ws, "ledger.xlsx", "Costs")
     assert "| Total | =SUM(B2:B3) (formula, not computed) |" in text
     assert "| Share | =B4/2 (formula, not computed) |" in text
@@ -87,7 +88,7 @@ def test_a_formula_with_a_cached_value_shows_the_value(scratch: Path) -> None:
         "xl/worksheets/sheet1.xml",
         {"<f>SUM(B2:B3)</f><v></v>": "<f>SUM(B2:B3)</f><v>1500</v>"},
     )
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.read_document(ws, "ledger.xlsx", "Costs")
     assert "| Total | 1500 |" in text
     overview = json.loads(api.get_file_overview(ws, "ledger.xlsx"))
@@ -110,7 +111,7 @@ def test_a_shared_formula_is_shown_as_it_reads_in_its_own_cell(scratch: Path) ->
             "<f>A3+B3</f>": '<f t="shared" si="0"/>',
         },
     )
-    text = api.read_document(Workspace.from_settings(), "shared.xlsx")
+    text = api.read_document(Workspace.from_settings(get_settings()), "shared.xlsx")
     assert "| 3 | 4 | =A3+B3 (formula, not computed) |" in text
 
 
@@ -125,7 +126,7 @@ def test_a_formula_column_without_a_heading_keeps_the_table_rectangular(
     sheet.append(["Pens", 2, 1.5, "=B2*C2"])
     sheet.append(["Ink", 3, 4, '=B3&"|"&C3'])
     book.save(str(scratch / "orders.xlsx"))
-    text = api.read_document(Workspace.from_settings(), "orders.xlsx")
+    text = api.read_document(Workspace.from_settings(get_settings()), "orders.xlsx")
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert table[0] == "| Item | Qty | Price |  |"
     widths = {len(re.split(r"(?<!\\)\|", line)) for line in table}
@@ -135,7 +136,7 @@ def test_a_formula_column_without_a_heading_keeps_the_table_rectangular(
 
 def test_hidden_sheets_rows_and_columns_are_read_and_named(scratch: Path) -> None:
     _ledger(scratch / "ledger.xlsx")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     whole = api.read_document(ws, "ledger.xlsx")
     assert "## Sheet 2: Archive (hidden)" in whole
     assert "| Lease | =100*12 (formula, not computed) |" in whole
@@ -152,7 +153,7 @@ def test_hidden_sheets_rows_and_columns_are_read_and_named(scratch: Path) -> Non
 
 def test_a_merged_cells_value_is_read_once(scratch: Path) -> None:
     _ledger(scratch / "ledger.xlsx")
-    text = api.read_document(Workspace.from_settings(), "ledger.xlsx", "Costs!1-1")
+    text = api.read_document(Workspace.from_settings(get_settings()), "ledger.xlsx", "Costs!1-1")
     assert "| Item | Amount | Comment |  | Budget 2026 |" in text
     assert text.count("Budget 2026") == 1
 
@@ -161,7 +162,9 @@ def test_an_overview_without_anything_hidden_has_no_notes(scratch: Path) -> None
     book = openpyxl.Workbook()
     book.active.append(["plain", 1])
     book.save(str(scratch / "plain.xlsx"))
-    overview = json.loads(api.get_file_overview(Workspace.from_settings(), "plain.xlsx"))
+    overview = json.loads(
+        api.get_file_overview(Workspace.from_settings(get_settings()), "plain.xlsx")
+    )
     assert "notes" not in overview
     assert not re.search(r"formulas_not_computed|hidden|merged", json.dumps(overview))
 
@@ -250,7 +253,7 @@ def _handbook(path: Path) -> None:
 
 def test_docx_parts_outside_the_body_paragraphs_are_read(scratch: Path) -> None:
     _handbook(scratch / "handbook.docx")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.read_document(ws, "handbook.docx")
     assert "See the box.[^1]" in text
     assert text.count("[text box] Boxed warning: check the seals") == 1  # not its fallback
@@ -321,7 +324,7 @@ def test_pdf_annotations_and_form_fields_are_read_with_their_page(scratch: Path)
     document.free_text_annotation("Approved by legal", 20, 60, 60, 20)
     document.output(str(scratch / "draft.pdf"))
     _form_pdf(scratch / "form.pdf")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     draft = api.read_document(ws, "draft.pdf")
     assert "Contract draft" in draft
     assert "[note: Reviewer: clause 4 is missing]" in draft
@@ -343,7 +346,7 @@ def test_xlsx_cell_comments_are_read_found_and_counted(scratch: Path) -> None:
     sheet["B2"].comment = openpyxl.comments.Comment("Includes the garage", "Rita")
     sheet["A3"].comment = openpyxl.comments.Comment("Winter estimate", "Sam")
     book.save(str(scratch / "noted.xlsx"))
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.read_document(ws, "noted.xlsx")
     assert "Comments:\n- B2 (Rita): Includes the garage\n- A3 (Sam): Winter estimate\n" in text
     only_row_2 = api.read_document(ws, "noted.xlsx", "Costs!2-2")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pypdfium2  # type: ignore[import-untyped]
 import pytest
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api, sheets
 from doc_processing_std_tools.errors import (
     DocumentError,
@@ -64,7 +65,7 @@ def test_a_multi_page_pdf_is_opened_once_per_call(
     scratch: Path, pdf_opens: list[object], tool: str, pages: str
 ) -> None:
     write_long_pdf(scratch / "long.pdf", pages=12, lines_per_page=5)
-    text = CALLS[tool](Workspace.from_settings(), "long.pdf", pages)
+    text = CALLS[tool](Workspace.from_settings(get_settings()), "long.pdf", pages)
     assert "line" in text or "No tables" in text
     assert len(pdf_opens) == 1
 
@@ -75,7 +76,7 @@ def test_an_xlsx_is_opened_once_per_call(
     scratch: Path, xlsx_opens: list[object], tool: str, pages: str
 ) -> None:
     write_book_xlsx(scratch / "book.xlsx", sales_rows=20)
-    CALLS[tool](Workspace.from_settings(), "book.xlsx", pages)
+    CALLS[tool](Workspace.from_settings(get_settings()), "book.xlsx", pages)
     assert len(xlsx_opens) == 1
 
 

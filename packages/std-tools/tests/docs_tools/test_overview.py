@@ -10,6 +10,7 @@ import openpyxl
 import pytest
 from fpdf import FPDF
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api, pdf
 from doc_processing_std_tools.errors import DocumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
@@ -49,7 +50,7 @@ def test_scanned_pdf_is_reported_as_having_no_text_layer(ws: Workspace) -> None:
 
 def test_pdf_overview_looks_only_at_the_first_pages(scratch: Path) -> None:
     write_long_pdf(scratch / "long.pdf", pages=45, lines_per_page=3)
-    result = overview(Workspace.from_settings(), "long.pdf")
+    result = overview(Workspace.from_settings(get_settings()), "long.pdf")
     assert result["page_count"] == 45
     assert result["pages_examined"] == pdf.OVERVIEW_PAGES
     assert result["outline_kind"] == "first line of each page"
@@ -90,7 +91,7 @@ def test_xlsx_overview_names_sheets_with_used_ranges(ws: Workspace) -> None:
 
 def test_xlsx_overview_of_a_long_sheet_shows_only_its_first_rows(scratch: Path) -> None:
     write_book_xlsx(scratch / "long.xlsx", sales_rows=3000)
-    result = overview(Workspace.from_settings(), "long.xlsx")
+    result = overview(Workspace.from_settings(get_settings()), "long.xlsx")
     assert result["outline"][0]["used_range"] == "A1:C3001"  # type: ignore[index]
     assert len(str(result["preview"]).splitlines()) == 2 + 4
 
@@ -131,7 +132,7 @@ def test_text_overview_counts_lines_and_words(ws: Workspace) -> None:
 
 def test_windows_1252_text_is_decoded(scratch: Path) -> None:
     (scratch / "legacy.txt").write_bytes("Prix: 12 € à payer".encode("cp1252"))
-    result = overview(Workspace.from_settings(), "legacy.txt")
+    result = overview(Workspace.from_settings(get_settings()), "legacy.txt")
     assert result["encoding"] == "cp1252"
     assert result["preview"] == "Prix: 12 € à payer"
 
@@ -142,7 +143,7 @@ def test_xlsx_overview_previews_a_sheet_that_does_not_record_its_size(scratch: P
     for index in range(2000):
         sheet.append([index, f"row {index}"])
     book.save(str(scratch / "stream.xlsx"))
-    result = overview(Workspace.from_settings(), "stream.xlsx")
+    result = overview(Workspace.from_settings(get_settings()), "stream.xlsx")
     assert result["outline"] == [
         {"sheet": 1, "name": "Stream", "used_range": "not recorded in the file"}
     ]
@@ -152,7 +153,7 @@ def test_xlsx_overview_previews_a_sheet_that_does_not_record_its_size(scratch: P
         "| 3 | row 3 |",
         "| 4 | row 4 |",
     ]
-    first_rows = api.read_document(Workspace.from_settings(), "stream.xlsx", "1!1-3")
+    first_rows = api.read_document(Workspace.from_settings(get_settings()), "stream.xlsx", "1!1-3")
     assert "| 1 | row 1 |" in first_rows and "row 3" not in first_rows
 
 
@@ -167,12 +168,12 @@ def test_pdf_overview_never_looks_past_its_first_pages(scratch: Path) -> None:
     for _ in range(30):
         document.add_page()
     document.output(str(scratch / "mostly-blank.pdf"))
-    result = overview(Workspace.from_settings(), "mostly-blank.pdf")
+    result = overview(Workspace.from_settings(get_settings()), "mostly-blank.pdf")
     assert result["page_count"] == pdf.OVERVIEW_PAGES + 30
     assert result["text_layer"] == "present"
     assert "pages_without_text" not in result
     # Reading the whole document does find the blank pages.
-    whole = api.read_document(Workspace.from_settings(), "mostly-blank.pdf", "21-22")
+    whole = api.read_document(Workspace.from_settings(get_settings()), "mostly-blank.pdf", "21-22")
     assert "[page 21 has no text]" in whole
 
 
@@ -180,7 +181,7 @@ def test_xlsx_overview_does_not_read_the_sheet_to_its_end(scratch: Path) -> None
     # The sheet's XML is cut in half: only a reader that goes past its first rows fails.
     write_book_xlsx(scratch / "long.xlsx", sales_rows=3000)
     write_with_cut_member(scratch / "long.xlsx", scratch / "half.xlsx", "xl/worksheets/sheet1.xml")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     result = overview(ws, "half.xlsx")
     assert result["outline"][0]["used_range"] == "A1:C3001"  # type: ignore[index]
     assert "| North | 100 | 2026-01-01 |" in str(result["preview"])
@@ -215,7 +216,7 @@ def test_an_overview_over_the_output_limit_stays_json_and_says_what_was_cut(
     (scratch / "many.md").write_text(
         "".join(f"# Heading {n}\n\nText {n}.\n\n" for n in range(3000))
     )
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.get_file_overview(ws, "many.md")
     assert len(text) <= ws.output_limit
     result = json.loads(text)

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.types import TextContent
 from table_layouts import LAYOUTS, NON_TABLES, Expected, write_layout
 
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.documents.server import docs_server
 from doc_processing_std_tools.filesystem.operations import Workspace
@@ -82,7 +82,9 @@ async def test_pages_without_a_table_give_none(folder: Path, layout: str) -> Non
 
 def _grid_methods(folder: Path, layout: str) -> list[str]:
     write_layout(folder / f"{layout}.pdf", layout)
-    answer = json.loads(api.extract_tables(Workspace.from_settings(), f"{layout}.pdf", "", "json"))
+    answer = json.loads(
+        api.extract_tables(Workspace.from_settings(get_settings()), f"{layout}.pdf", "", "json")
+    )
     return [t["method"] for t in answer["tables"]]
 
 
@@ -111,13 +113,15 @@ def test_a_ruled_frame_does_not_swallow_the_unruled_body(folder: Path) -> None:
     pdf.rect(20, 20, 174, 30)
     pdf.line(20, 28.5, 194, 28.5)
     pdf.output(str(folder / "framed.pdf"))
-    answer = json.loads(api.extract_tables(Workspace.from_settings(), "framed.pdf", "", "json"))
+    answer = json.loads(
+        api.extract_tables(Workspace.from_settings(get_settings()), "framed.pdf", "", "json")
+    )
     assert [t["rows"] for t in answer["tables"]] == [rows]
 
 
 def test_markdown_and_csv_say_which_spanning_cells_were_flattened(folder: Path) -> None:
     write_layout(folder / "span.pdf", "ruled_spanning_header")
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     markdown = api.extract_tables(ws, "span.pdf")
     label = markdown.split("\n", 1)[0]
     assert label.startswith("### Table 1 (page 1, ruled, confidence ")
@@ -129,14 +133,14 @@ def test_markdown_and_csv_say_which_spanning_cells_were_flattened(folder: Path) 
 
 def test_a_continued_table_names_the_table_it_continues(folder: Path) -> None:
     write_layout(folder / "long.pdf", "continued_over_a_page")
-    text = api.extract_tables(Workspace.from_settings(), "long.pdf")
+    text = api.extract_tables(Workspace.from_settings(get_settings()), "long.pdf")
     assert "### Table 2 (page 2, aligned, confidence " in text
     assert text.split("### Table 2 (", 1)[1].split(")", 1)[0].endswith("continues table 1")
 
 
 def test_read_document_shows_tables_as_markdown_in_reading_order(folder: Path) -> None:
     expected = write_layout(folder / "two.pdf", "two_tables")
-    text = api.read_document(Workspace.from_settings(), "two.pdf")
+    text = api.read_document(Workspace.from_settings(get_settings()), "two.pdf")
     first, second = expected[0]
     order = [
         text.index("Table 1: First quarter"),
@@ -153,7 +157,7 @@ def test_read_document_shows_tables_as_markdown_in_reading_order(folder: Path) -
 
 def test_read_document_of_a_page_without_tables_is_its_text(folder: Path) -> None:
     write_layout(folder / "chart.pdf", "bar_chart")
-    text = api.read_document(Workspace.from_settings(), "chart.pdf")
+    text = api.read_document(Workspace.from_settings(get_settings()), "chart.pdf")
     assert "|" not in text and "Figure 2: Exports by country" in text
 
 
@@ -163,7 +167,9 @@ def _expected_names(expected: list[list[Expected]]) -> list[str]:
 
 def test_a_sideways_table_is_read_upright(folder: Path) -> None:
     expected = write_layout(folder / "turned.pdf", "rotated")
-    answer = json.loads(api.extract_tables(Workspace.from_settings(), "turned.pdf", "", "json"))
+    answer = json.loads(
+        api.extract_tables(Workspace.from_settings(get_settings()), "turned.pdf", "", "json")
+    )
     (table,) = answer["tables"]
     assert table["turned"] in (90, 270)
     assert [table["rows"][1][0]] == _expected_names(expected)

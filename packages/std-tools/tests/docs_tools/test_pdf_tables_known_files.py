@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem.operations import Workspace
 
@@ -40,7 +40,7 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
             {"DPTTOOLS_WORKSPACE_DIR": str(tmp_path), "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT": "500000"}
         )
     )
-    yield Workspace.from_settings()
+    yield Workspace.from_settings(get_settings())
     reset_settings()
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
@@ -50,7 +51,7 @@ def test_a_scanned_page_is_never_returned_as_empty_text(ws: Workspace) -> None:
 
 def test_a_long_pdf_is_cut_with_the_page_to_read_on_from(scratch: Path) -> None:
     write_long_pdf(scratch / "long.pdf", pages=40, lines_per_page=10)
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.read_document(ws, "long.pdf")
     assert len(text) <= ws.output_limit
     restart = re.search(r'pages="(\d+)-"', text)
@@ -86,7 +87,7 @@ def test_xlsx_sheets_are_chosen_by_name_number_and_rows(ws: Workspace) -> None:
 
 def test_a_long_sheet_is_cut_with_the_row_to_read_on_from(scratch: Path) -> None:
     write_book_xlsx(scratch / "long.xlsx", sales_rows=2000)
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.read_document(ws, "long.xlsx")
     restart = re.search(r'pages="(1!\d+-)"', text)
     assert restart is not None

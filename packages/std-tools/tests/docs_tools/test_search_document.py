@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.errors import InvalidArgumentError
 from doc_processing_std_tools.filesystem.operations import Workspace
@@ -94,7 +95,7 @@ def test_matches_over_the_output_limit_are_cut_with_the_shared_truncated_note(
     within the limit, the matches cut from the end, and a ``truncated`` note that names
     the cut and how to see the rest (no format-specific ``matches_cut`` field)."""
     (scratch / "log.txt").write_text("".join(f"line {n} has the word needle\n" for n in range(500)))
-    ws = Workspace.from_settings()
+    ws = Workspace.from_settings(get_settings())
     text = api.search_document(ws, "log.txt", "needle", max_results=500)
     assert len(text) <= ws.output_limit
     result = json.loads(text)

@@ -16,7 +16,7 @@ from fpdf import FPDF
 from mcp import Client
 from mcp.types import TextContent
 
-from doc_processing_std_tools.config import load_settings, reset_settings
+from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.documents.server import docs_server
 from doc_processing_std_tools.filesystem.operations import Workspace
@@ -95,7 +95,7 @@ def test_a_dense_grid_page_is_cut_at_the_page_bound_and_the_others_are_read(
     bounded: Path,
 ) -> None:
     start = time.perf_counter()
-    text = api.extract_tables(Workspace.from_settings(), "grid.pdf")
+    text = api.extract_tables(Workspace.from_settings(get_settings()), "grid.pdf")
     elapsed = time.perf_counter() - start
     assert elapsed < 0.5 + MARGIN
     assert "### Table 1 (page 1, ruled" in text and "### Table 2 (page 3, ruled" in text
@@ -164,7 +164,7 @@ def test_both_bounds_are_reported_together(bounded: Path) -> None:
         )
     )
     start = time.perf_counter()
-    text = api.extract_tables(Workspace.from_settings(), "grids.pdf", "1-3")
+    text = api.extract_tables(Workspace.from_settings(get_settings()), "grids.pdf", "1-3")
     assert time.perf_counter() - start < 1.5 + MARGIN
     found, note = text.split("\n\n", 1)
     assert found == "No tables were found in grids.pdf in the selected part (1-3)."

@@ -53,7 +53,7 @@ async def _listings_log(skills: Path, tmp_path: Path, *extra: str) -> list[str]:
                 page = await session.send_request(request, RawResult)
                 assert len(page.model_dump()["skills"]) == 2
     lines = log.read_text(encoding="utf-8").splitlines()
-    return [line for line in lines if "skills.publisher" in line]
+    return [line for line in lines if "skills.extension.publisher" in line]
 
 
 async def test_left_out_skills_get_one_info_line_per_new_batch(

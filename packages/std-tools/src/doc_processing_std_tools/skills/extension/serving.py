@@ -1,6 +1,6 @@
 """The MCP Skills extension (``io.modelcontextprotocol/skills``) on any `MCPServer`.
 
-Thin glue over `skills.publisher` (with `skills.uris`), which hold the logic and never
+Thin glue over `publisher` (with `catalog.uris`), which hold the logic and never
 import MCP:
 
 - `SkillsExtension` goes into ``MCPServer(extensions=[...])``: it advertises the extension
