@@ -2,8 +2,9 @@
 
 Each tool is a few lines of glue around `api`, run in a worker process by `worker` (so a
 hostile document can exhaust neither the server's memory nor its time, and a call the
-client cancels is stopped); the settings (the workspace, the limits) are read here, at
-call time, and travel with the call to the worker and the readers.
+client cancels is stopped); the settings (the workspace, the limits) come from the
+settings given to `register_docs_tools` (by default the process's settings, read at each
+call), and travel with the call to the worker and the readers as an argument.
 
 get_file_overview and search_document answer with a JSON object: the client gets it as the
 text block and as structured content, described by the tool's output schema
@@ -12,6 +13,7 @@ text block and as structured content, described by the tool's output schema
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Required
 
 from mcp.server.mcpserver import MCPServer
@@ -20,7 +22,7 @@ from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
 from .._tooling import answer_config, json_answer, limited, mcp_tool, tool_errors
-from ..config import get_settings
+from ..config import Settings, get_settings
 from .worker import run_tool
 
 __all__ = ["DocumentMatch", "DocumentMatches", "DocumentOverview", "register_docs_tools"]
@@ -117,8 +119,17 @@ _PAGES = (
 )
 
 
-def register_docs_tools(server: MCPServer) -> None:
-    """Add the four document tools to `server`."""
+def register_docs_tools(
+    server: MCPServer, settings: Settings | Callable[[], Settings] = get_settings
+) -> None:
+    """Add the four document tools to `server`.
+
+    Args:
+        server: the server to add them to.
+        settings: the settings every call runs under, or what gives them at each call
+            (default: the process's current settings, `config.get_settings`).
+    """
+    current = settings if callable(settings) else lambda: settings
 
     @mcp_tool(server)
     async def get_file_overview(
@@ -134,7 +145,7 @@ def register_docs_tools(server: MCPServer) -> None:
         """
         with tool_errors():
             return json_answer(
-                limited(await run_tool("get_file_overview", {"path": path}, get_settings()))
+                limited(await run_tool("get_file_overview", {"path": path}, current()))
             )
 
     @mcp_tool(server, structured_output=False)
@@ -149,7 +160,7 @@ def register_docs_tools(server: MCPServer) -> None:
         """
         with tool_errors():
             return limited(
-                await run_tool("read_document", {"path": path, "pages": pages}, get_settings())
+                await run_tool("read_document", {"path": path, "pages": pages}, current())
             )
 
     @mcp_tool(server, structured_output=False)
@@ -175,7 +186,7 @@ def register_docs_tools(server: MCPServer) -> None:
         had to leave out."""
         arguments = {"path": path, "pages": pages, "format": format}
         with tool_errors():
-            return limited(await run_tool("extract_tables", arguments, get_settings()))
+            return limited(await run_tool("extract_tables", arguments, current()))
 
     @mcp_tool(server)
     async def search_document(
@@ -198,6 +209,4 @@ def register_docs_tools(server: MCPServer) -> None:
             "max_results": max_results,
         }
         with tool_errors():
-            return json_answer(
-                limited(await run_tool("search_document", arguments, get_settings()))
-            )
+            return json_answer(limited(await run_tool("search_document", arguments, current())))

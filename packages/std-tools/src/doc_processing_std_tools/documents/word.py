@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import DocumentError
-from .flow import FlowBuilder, FlowDocument
-from .source import Source, missing_extra
+from .flow import FlowBuilder, FlowDocument, FlowReader
+from .reader import DocumentFormat
+from .source import Source, check_office_package, missing_extra
 
-__all__ = ["load", "paragraph_style_names"]
+__all__ = ["FORMAT", "load", "paragraph_style_names"]
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
@@ -382,3 +383,18 @@ def load(source: Source) -> FlowDocument:
         if value:
             facts[key] = value
     return builder.build(_metadata(document), **facts)
+
+
+def _load_flow(source: Source) -> tuple[FlowDocument, None]:
+    return load(source), None
+
+
+FORMAT = DocumentFormat(
+    "docx",
+    "DOCX",
+    (".docx",),
+    FlowReader(_load_flow),
+    content_check=check_office_package,
+    saved_from=(".doc", ".odt", ".rtf"),
+)
+"""DOCX, read into sections."""
