@@ -221,28 +221,34 @@ def _parts(document: Any, kind: str) -> list[Any]:
     return roots
 
 
+def _one_line_texts(document: Any, part: str, tag: str) -> Iterator[tuple[Any, str]]:
+    """Each `tag` element of the document's `part` parts that holds text, with its text
+    on one line."""
+    for root in _parts(document, part):
+        for element in root.iter(f"{_W}{tag}"):
+            text = " ".join(_all_text(element).split("\n"))
+            if text:
+                yield element, text
+
+
+_SEPARATORS = ("separator", "continuationSeparator", "continuationNotice")
+
+
 def _notes(document: Any, kind: str, prefix: str) -> list[str]:
     """Footnotes or endnotes as Markdown note lines (``[^N]: text``), without the
     separators every such part holds."""
-    lines: list[str] = []
-    for root in _parts(document, f"{kind}s"):
-        for note in root.iter(f"{_W}{kind}"):
-            if note.get(_TYPE) in ("separator", "continuationSeparator", "continuationNotice"):
-                continue
-            text = " ".join(_all_text(note).split("\n"))
-            if text:
-                lines.append(f"[^{prefix}{note.get(_ID)}]: {text}")
-    return lines
+    return [
+        f"[^{prefix}{note.get(_ID)}]: {text}"
+        for note, text in _one_line_texts(document, f"{kind}s", kind)
+        if note.get(_TYPE) not in _SEPARATORS
+    ]
 
 
 def _comments(document: Any) -> list[str]:
-    lines: list[str] = []
-    for root in _parts(document, "comments"):
-        for comment in root.iter(f"{_W}comment"):
-            text = " ".join(_all_text(comment).split("\n"))
-            if text:
-                lines.append(f"- {comment.get(_AUTHOR) or 'unknown author'}: {text}")
-    return lines
+    return [
+        f"- {comment.get(_AUTHOR) or 'unknown author'}: {text}"
+        for comment, text in _one_line_texts(document, "comments", "comment")
+    ]
 
 
 def _margins(document: Any) -> list[str]:
