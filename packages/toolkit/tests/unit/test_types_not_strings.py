@@ -1,5 +1,5 @@
 """Where a string used to switch, a type decides (issue 33): the skills source is a
-`SkillSource` whose differences are one line of `SourceTraits` each, and the model
+`SkillSource` whose differences are one entry of `SourceTraits` each, and the model
 providers are one table (`models.providers.PROVIDERS`) that the adapters read too."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_no_module_switches_on_a_provider_name() -> None:
     assert string_switches(set(PROVIDERS), ("provider", "name", "_PROVIDER")) == []
 
 
-def test_every_skills_source_has_one_line_of_traits() -> None:
+def test_every_skills_source_has_its_traits() -> None:
     for source in SkillSource:
         assert isinstance(source.traits, SourceTraits)
         assert source == source.value  # reported as its name, as before

@@ -170,8 +170,8 @@ Status = Literal["disabled", "own_catalog", "no_server", "injected", "stale", "e
 class SkillSource(StrEnum):
     """How the skills source serves its catalog; each member equals its name, as
     `SkillsOutcome.source` reports it. What sets one source apart from another is data,
-    in `SourceTraits` (one line per source in `_TRAITS`): a new source is one member and
-    one line there, plus its catalog call in `toolset`.
+    in `SourceTraits` (one entry per source in `_TRAITS`): a new source is one member and
+    one entry there, plus its catalog call in `toolset`.
     """
 
     TOOLS = "tools"
@@ -257,10 +257,22 @@ _FIND_BY_URI = "Call `list_skills` to see them all; `load_skill` loads any of th
 
 _TRAITS: dict[SkillSource, SourceTraits] = {
     SkillSource.TOOLS: SourceTraits(
-        _TOOLS_GUIDE, _FIND_BY_LIST, _FIND_BY_NAME, ACTIVATION_TOOLS, True, False, False
+        guide=_TOOLS_GUIDE,
+        finder=_FIND_BY_LIST,
+        finder_cut=_FIND_BY_NAME,
+        hidden_when_empty=ACTIVATION_TOOLS,
+        searches=True,
+        by_uri=False,
+        held=False,
     ),
     SkillSource.EXTENSION: SourceTraits(
-        _EXTENSION_GUIDE, _FIND_BY_URI, _FIND_BY_URI, frozenset(), False, True, True
+        guide=_EXTENSION_GUIDE,
+        finder=_FIND_BY_URI,
+        finder_cut=_FIND_BY_URI,
+        hidden_when_empty=frozenset(),
+        searches=False,
+        by_uri=True,
+        held=True,
     ),
 }
 
