@@ -256,23 +256,12 @@ _FIND_BY_NAME = (
 _FIND_BY_URI = "Call `list_skills` to see them all; `load_skill` loads any of them by its `uri`."
 
 _TRAITS: dict[SkillSource, SourceTraits] = {
+    # guide, finder, finder_cut, hidden_when_empty, searches, by_uri, held
     SkillSource.TOOLS: SourceTraits(
-        guide=_TOOLS_GUIDE,
-        finder=_FIND_BY_LIST,
-        finder_cut=_FIND_BY_NAME,
-        hidden_when_empty=ACTIVATION_TOOLS,
-        searches=True,
-        by_uri=False,
-        held=False,
+        _TOOLS_GUIDE, _FIND_BY_LIST, _FIND_BY_NAME, ACTIVATION_TOOLS, True, False, False
     ),
     SkillSource.EXTENSION: SourceTraits(
-        guide=_EXTENSION_GUIDE,
-        finder=_FIND_BY_URI,
-        finder_cut=_FIND_BY_URI,
-        hidden_when_empty=frozenset(),
-        searches=False,
-        by_uri=True,
-        held=True,
+        _EXTENSION_GUIDE, _FIND_BY_URI, _FIND_BY_URI, frozenset(), False, True, True
     ),
 }
 
