@@ -147,7 +147,7 @@ async def prepare(toolset: SkillsToolset, plan: RunPlan, prompt: str = "") -> Ru
         if outcome.server is not None:
             # Tools the skills step took away this run (an empty catalog) still exist.
             hidden = set(outcome.hidden_tools)
-            if outcome.source == "extension":
+            if outcome.source is not None and outcome.source.traits.by_uri:
                 hidden |= EXTENSION_TOOL_NAMES
             server = next(
                 (s.server for s in tools.servers if s.server.name == outcome.server), None

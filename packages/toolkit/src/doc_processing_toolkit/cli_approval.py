@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TextIO
 import anyio
 import anyio.to_thread
 
-from .approval import HIDDEN_CATEGORIES, ApprovalDecision, ApprovalRequest
+from .decisions import HIDDEN_CATEGORIES, ApprovalDecision, ApprovalRequest
 
 __all__ = ["TerminalApproval", "describe_request"]
 

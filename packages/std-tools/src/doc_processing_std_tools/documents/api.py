@@ -17,7 +17,7 @@ from ..config import Settings, get_settings
 from ..errors import DocumentError, InvalidArgumentError
 from ..filesystem.bounded_regex import BoundedRegex
 from ..workspace import Workspace
-from .formats import reader_for
+from .formats import FORMATS, reader_for
 from .pdf import PDF_TABLE_PAGES
 from .reader import Part, TableBounds, TableFormat
 from .render import Chunk, assemble
@@ -55,7 +55,8 @@ def _opened(ws: Workspace, path: str, settings: Settings | None) -> Iterator[Sou
     """`open_source` under the call's settings, with a library's failure on a damaged
     file turned into a `DocumentError` (see `_reading`)."""
     bound = _settings(settings).doc_max_unpacked_mb
-    with open_source(ws, path, max_unpacked_mb=bound) as source, _reading(source):
+    opened = open_source(ws, path, formats=FORMATS, max_unpacked_mb=bound)
+    with opened as source, _reading(source):
         yield source
 
 

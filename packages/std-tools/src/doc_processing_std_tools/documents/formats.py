@@ -1,7 +1,11 @@
-"""The one table from a document format to its reader.
+"""The one table of the document formats: each format module declares its
+`reader.DocumentFormat` (name, suffixes, content check, reader), and `FORMATS` lists them.
 
-A new format is a module with a class that implements `reader.Reader`, one line here,
-and its file name suffixes in `source` (with the `Format` name they map to).
+A new format is a module that declares its `DocumentFormat` (with a class implementing
+`reader.Reader`) and one line in `FORMATS`. The order matters for a file whose suffix no
+format claims: the formats are asked in this order whether its first bytes are theirs
+(`DocumentFormat.looks_like`), so plain text, which takes anything without a NUL byte,
+comes last.
 """
 
 from __future__ import annotations
@@ -9,42 +13,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from . import word
-from .flow import FlowDocument, FlowReader
-from .markup import load_html, load_markdown
-from .pdf import PdfReader
-from .reader import Reader
-from .sheets import CsvReader, XlsxReader
-from .source import Format, Source, decode_text
-from .text import TextReader
+from . import markup, pdf, sheets, text, word
+from .reader import DocumentFormat, Reader
+from .source import Format, Source
 
-__all__ = ["READERS", "reader_for"]
+__all__ = ["FORMATS", "READERS", "reader_for"]
 
+FORMATS: Final[tuple[DocumentFormat, ...]] = (
+    pdf.FORMAT,
+    word.FORMAT,
+    sheets.XLSX,
+    sheets.CSV,
+    markup.HTML,
+    markup.MARKDOWN,
+    text.FORMAT,
+)
+"""Every format the document tools read, in the order `source.open_source` tries them."""
 
-def _docx(source: Source) -> tuple[FlowDocument, str | None]:
-    return word.load(source), None
-
-
-def _html(source: Source) -> tuple[FlowDocument, str | None]:
-    text, encoding = decode_text(source)
-    return load_html(text), encoding
-
-
-def _markdown(source: Source) -> tuple[FlowDocument, str | None]:
-    text, encoding = decode_text(source)
-    return load_markdown(text), encoding
-
-
-READERS: Final[Mapping[Format, Reader]] = {
-    "pdf": PdfReader(),
-    "docx": FlowReader(_docx),
-    "xlsx": XlsxReader(),
-    "csv": CsvReader(),
-    "html": FlowReader(_html),
-    "markdown": FlowReader(_markdown),
-    "text": TextReader(),
-}
-"""Each format `source.open_source` can tell, and the reader of it."""
+READERS: Final[Mapping[Format, Reader]] = {form.name: form.reader for form in FORMATS}
+"""Each format's name, and its reader."""
 
 
 def reader_for(source: Source) -> Reader:

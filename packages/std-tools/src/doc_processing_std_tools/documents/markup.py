@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from .flow import FlowBuilder, FlowDocument
+from .flow import FlowBuilder, FlowDocument, FlowReader
+from .reader import DocumentFormat
+from .source import Source, decode_text
 
-__all__ = ["load_html", "load_markdown"]
+__all__ = ["HTML", "MARKDOWN", "load_html", "load_markdown"]
 
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe"})
 _BLOCKS = frozenset(
@@ -297,3 +299,28 @@ def load_markdown(text: str) -> FlowDocument:
     if code:
         builder.block("\n".join(code))
     return builder.build(metadata, line_count=len(lines))
+
+
+def _html(source: Source) -> tuple[FlowDocument, str | None]:
+    text, encoding = decode_text(source)
+    return load_html(text), encoding
+
+
+def _markdown(source: Source) -> tuple[FlowDocument, str | None]:
+    text, encoding = decode_text(source)
+    return load_markdown(text), encoding
+
+
+def _looks_like_html(head: bytes) -> bool:
+    return b"\x00" not in head and head[:512].lstrip().lower().startswith(
+        (b"<!doctype html", b"<html")
+    )
+
+
+HTML = DocumentFormat(
+    "html", "HTML", (".html", ".htm", ".xhtml"), FlowReader(_html), looks_like=_looks_like_html
+)
+"""HTML: by its suffix, or by its opening tag under an unknown name."""
+
+MARKDOWN = DocumentFormat("markdown", "Markdown", (".md", ".markdown"), FlowReader(_markdown))
+"""Markdown, read into sections."""

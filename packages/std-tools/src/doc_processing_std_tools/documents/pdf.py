@@ -27,12 +27,13 @@ from .pdf_tables import (
     page_tables,
     woven_text,
 )
-from .reader import Part, TableBounds, TableFormat, Tables, table_chunks
+from .reader import DocumentFormat, Part, TableBounds, TableFormat, Tables, table_chunks
 from .render import Chunk, Table
 from .selection import parse_ranges, spans
 from .source import Source, missing_extra
 
 __all__ = [
+    "FORMAT",
     "OVERVIEW_PAGES",
     "PDF_TABLE_PAGES",
     "PdfReader",
@@ -482,3 +483,27 @@ class PdfReader:
     ) -> Iterator[dict[str, object]]:
         """Matching lines, with page and line; pages without text go to `no_text`."""
         return search(*self._opened(part), match, no_text)
+
+
+def _has_header(head: bytes) -> bool:
+    return b"%PDF-" in head[:1024]
+
+
+def _check_header(source: Source, head: bytes, max_unpacked_mb: float) -> None:
+    if not _has_header(head):
+        raise DocumentError(
+            f"{source.name!r} is not a PDF: it lacks the PDF header, so it is damaged or "
+            "another format renamed to .pdf."
+        )
+
+
+FORMAT = DocumentFormat(
+    "pdf",
+    "PDF",
+    (".pdf",),
+    PdfReader(),
+    content_check=_check_header,
+    looks_like=_has_header,
+    saved_from=(".ppt", ".pptx"),
+)
+"""PDF: by its suffix, or by its header under any other name."""

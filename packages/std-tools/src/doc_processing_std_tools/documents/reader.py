@@ -1,9 +1,10 @@
-"""What a document reader is: the `Reader` protocol that each format implements, and the
-small types its four methods share.
+"""What a document format is: the `Reader` protocol that each format implements, the
+small types its four methods share, and `DocumentFormat`, which each format module
+declares: its name, file name suffixes, content check and reader.
 
-Each of the four tools (`api`) opens and checks the document (`source.open_source`),
-looks its format up in the one table of readers (`formats.READERS`), and calls one method
-of that reader: `overview`, `read`, `tables` or `search`. A reader parses its format and
+Each of the four tools (`api`) opens and checks the document against the one table of
+formats (`source.open_source` with `formats.FORMATS`), takes that format's reader, and
+calls one of its methods: `overview`, `read`, `tables` or `search`. A reader parses its format and
 knows its units (pages, sheets, rows, sections, lines); the tool does the rest that is
 the same for every format: the output limit, the markers, the JSON answer.
 """
@@ -17,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from .render import Chunk, Table, table_to_csv, table_to_markdown
-from .source import Source
+from .source import Format, Source
 
 __all__ = [
+    "ContentCheck",
+    "DocumentFormat",
     "Matcher",
     "Part",
     "Reader",
@@ -99,6 +102,50 @@ class Reader(Protocol):
         place fields of the format and ``text``. Units that hold no text at all (a
         scanned page) are appended to `no_text`."""
         ...
+
+
+ContentCheck = Callable[[Source, bytes, float], None]
+"""A format's content check: the checked `Source`, its first bytes and the call's
+DPTTOOLS_DOC_MAX_UNPACKED_MB; raises `DocumentError` (or a subclass) when the content
+does not match the format."""
+
+
+def _no_check(source: Source, head: bytes, max_unpacked_mb: float) -> None:
+    """The content check of a format that any bytes may be (a text format)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFormat:
+    """One format the document tools read, as its module declares it; `formats.FORMATS`
+    lists them all (a `source.FormatRules`).
+
+    Attributes:
+        name: the format's name (``Source.format``; upper-cased in messages).
+        label: its name in the list of formats read (``PDF``, ``plain text``).
+        suffixes: the file name suffixes read as this format (lower case, with the dot).
+        reader: the format's `Reader`.
+        content_check: raises when the content does not match the format.
+        looks_like: whether the first bytes of a file with an unknown suffix are of this
+            format (None: such a file is never taken for it).
+        saved_from: suffixes of formats the tools do not read that can be saved as this
+            one; such a file is refused with that advice.
+    """
+
+    name: Format
+    label: str
+    suffixes: tuple[str, ...]
+    reader: Reader
+    content_check: ContentCheck = _no_check
+    looks_like: Callable[[bytes], bool] | None = None
+    saved_from: tuple[str, ...] = ()
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether a file of an unknown suffix that starts with `head` is of this format."""
+        return self.looks_like is not None and self.looks_like(head)
+
+    def check(self, source: Source, head: bytes, max_unpacked_mb: float) -> None:
+        """Run the format's content check on the open `source`."""
+        self.content_check(source, head, max_unpacked_mb)
 
 
 def table_entry(number: int, table: Table) -> dict[str, object]:

@@ -14,13 +14,15 @@ from typing import Any
 
 from ..errors import DocumentError, InvalidArgumentError
 from . import xlsx
-from .reader import Part, TableBounds, TableFormat, Tables
+from .reader import DocumentFormat, Part, TableBounds, TableFormat, Tables
 from .render import Chunk, markdown_row, markdown_rule, table_to_csv, table_to_markdown
 from .selection import parse_ranges, parse_span
-from .source import Source, decode_text, missing_extra
+from .source import Source, check_office_package, decode_text, missing_extra
 from .xlsx import SheetPart, Workbook
 
 __all__ = [
+    "CSV",
+    "XLSX",
     "CsvDocument",
     "CsvReader",
     "SheetSelection",
@@ -497,3 +499,17 @@ class CsvReader:
     ) -> Iterator[dict[str, object]]:
         """Matching cells, with row and column."""
         return csv_search(*self._selected(part), match)
+
+
+XLSX = DocumentFormat(
+    "xlsx",
+    "XLSX",
+    (".xlsx", ".xlsm"),
+    XlsxReader(),
+    content_check=check_office_package,
+    saved_from=(".xls", ".ods"),
+)
+"""XLSX workbooks (and macro-enabled ones, whose macros are never run)."""
+
+CSV = DocumentFormat("csv", "CSV", (".csv", ".tsv"), CsvReader())
+"""CSV and tab-separated text."""

@@ -1,5 +1,11 @@
 """Find a document inside the workspace, check it, and tell its format.
 
+The formats are not known here: `open_source` is given them (`formats.FORMATS`, each a
+`FormatRules`: its names, file name suffixes, how to recognise its content under an
+unknown suffix and how to check its content), and tries them in the order given. The
+checks the Office packages share (a ZIP, not an encrypted container, not a ZIP bomb) are
+here, as `check_office_package`, for the formats that are such packages.
+
 The file is opened once, through `_io` (see `workspace.existing_file`), and
 stays open while the call runs: the checks apply to the open file, and every reader (the
 PDF, DOCX and XLSX libraries, the ZIP size check, the text decoder) reads that same open
@@ -13,11 +19,11 @@ from __future__ import annotations
 import io
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Protocol
 
 from .. import _io
 from ..errors import (
@@ -32,44 +38,21 @@ __all__ = [
     "INSTALL_HINT",
     "MAX_UNPACK_RATIO",
     "Format",
+    "FormatRules",
     "Source",
     "SourceFile",
+    "check_office_package",
     "decode_text",
     "missing_extra",
     "open_source",
 ]
 
-Format = Literal["pdf", "docx", "xlsx", "csv", "html", "markdown", "text"]
+Format = str
+"""A format's name (``pdf``, ``docx``, ...), as each format declares it (`FormatRules`)."""
 
 #: The command that installs the libraries behind the PDF, DOCX and XLSX readers.
 INSTALL_HINT = 'pip install "doc-processing-std-tools[docs]"'
 
-_SUFFIXES: dict[str, Format] = {
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".xlsx": "xlsx",
-    ".xlsm": "xlsx",
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".txt": "text",
-    ".text": "text",
-    ".log": "text",
-    ".rst": "text",
-}
-_LEGACY = {
-    ".doc": "DOCX",
-    ".xls": "XLSX",
-    ".ppt": "PDF",
-    ".pptx": "PDF",
-    ".odt": "DOCX",
-    ".ods": "XLSX",
-    ".rtf": "DOCX",
-}
 _ZIP_MAGIC = b"PK\x03\x04"
 #: An Office package may unpack to at most this many times its size on disk.
 MAX_UNPACK_RATIO = 100
@@ -150,26 +133,52 @@ class Source:
             return stream.read()
 
 
+class FormatRules(Protocol):
+    """What `open_source` needs of a format (`reader.DocumentFormat` is one)."""
+
+    @property
+    def name(self) -> Format:
+        """The format's name (``Source.format``)."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """The format's name in messages (``PDF``, ``Markdown``, ``plain text``)."""
+        ...
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The file name suffixes read as this format (lower case, with the dot)."""
+        ...
+
+    @property
+    def saved_from(self) -> tuple[str, ...]:
+        """Suffixes of formats the tools do not read that can be saved as this one."""
+        ...
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether a file of an unknown suffix that starts with `head` is of this format."""
+        ...
+
+    def check(self, source: Source, head: bytes, max_unpacked_mb: float) -> None:
+        """Raise `DocumentError` when the content does not match the format."""
+        ...
+
+
 def missing_extra(what: str) -> MissingExtraError:
     """The error raised when a reader of `what` (e.g. "PDF") is not installed."""
     return MissingExtraError(f"Reading {what} files needs the docs extra: {INSTALL_HINT}")
 
 
-def _sniff(head: bytes) -> Format | None:
-    if b"%PDF-" in head[:1024]:
-        return "pdf"
-    if b"\x00" in head:
-        return None
-    lowered = head[:512].lstrip().lower()
-    if lowered.startswith((b"<!doctype html", b"<html")):
-        return "html"
-    return "text"
-
-
 @contextmanager
-def open_source(ws: Workspace, path: str, *, max_unpacked_mb: float) -> Iterator[Source]:
-    """Check the document at `path`, tell its format, and keep it open for the block.
+def open_source(
+    ws: Workspace, path: str, *, formats: Sequence[FormatRules], max_unpacked_mb: float
+) -> Iterator[Source]:
+    """Check the document at `path`, tell which of `formats` it is, and keep it open for
+    the block.
 
+    The format is the one whose suffixes hold the file's suffix, else the first whose
+    `FormatRules.sniff` recognises its first bytes; then that format checks the content.
     `max_unpacked_mb` is DPTTOOLS_DOC_MAX_UNPACKED_MB: an Office package that would unpack
     to more is refused before any part of it is parsed.
 
@@ -181,11 +190,16 @@ def open_source(ws: Workspace, path: str, *, max_unpacked_mb: float) -> Iterator
         UnsupportedFormatError: a format the tools do not read.
     """
     with existing_file(ws, path) as (target, fd, status):
-        yield _checked(ws, target, fd, status, max_unpacked_mb)
+        yield _checked(ws, target, fd, status, formats, max_unpacked_mb)
 
 
 def _checked(
-    ws: Workspace, target: Path, fd: int, status: os.stat_result, max_unpacked_mb: float
+    ws: Workspace,
+    target: Path,
+    fd: int,
+    status: os.stat_result,
+    formats: Sequence[FormatRules],
+    max_unpacked_mb: float,
 ) -> Source:
     """The `Source` of the open file `fd`, once its content matches its name."""
     name = ws.relative(target)
@@ -194,37 +208,43 @@ def _checked(
     if size == 0:
         raise DocumentError(f"{name!r} is empty (0 bytes); there is nothing to read.")
     suffix = target.suffix.lower()
-    if suffix in _LEGACY:
-        raise UnsupportedFormatError(
-            f"{name!r} is a {suffix} file, which the document tools do not read; "
-            f"save it as {_LEGACY[suffix]} and try again."
-        )
-    fmt = _SUFFIXES.get(suffix) or _sniff(head)
-    if fmt is None:
+    for rules in formats:
+        if suffix in rules.saved_from:
+            raise UnsupportedFormatError(
+                f"{name!r} is a {suffix} file, which the document tools do not read; "
+                f"save it as {rules.name.upper()} and try again."
+            )
+    found = next((rules for rules in formats if suffix in rules.suffixes), None)
+    if found is None:
+        found = next((rules for rules in formats if rules.sniff(head)), None)
+    if found is None:
+        labels = [rules.label for rules in formats]
         raise UnsupportedFormatError(
             f"{name!r} is a binary file of a format the document tools do not read; they read "
-            "PDF, DOCX, XLSX, CSV, HTML, Markdown and plain text."
+            f"{', '.join(labels[:-1])} and {labels[-1]}."
         )
-    if fmt == "pdf" and b"%PDF-" not in head[:1024]:
-        raise DocumentError(
-            f"{name!r} is not a PDF: it lacks the PDF header, so it is damaged or another "
-            "format renamed to .pdf."
-        )
-    if fmt in ("docx", "xlsx") and head.startswith(_OLE_MAGIC):
-        raise EncryptedDocumentError(
-            f"{name!r} is not a plain {fmt.upper()} package: Office stores password-protected "
-            "files (and some legacy ones) in this container. Save an unprotected "
-            f"{fmt.upper()} copy and read that."
-        )
-    if fmt in ("docx", "xlsx") and not head.startswith(_ZIP_MAGIC):
-        raise DocumentError(
-            f"{name!r} is not a valid {fmt.upper()} file (it is not a ZIP package); it is "
-            f"damaged or another format renamed to {suffix}."
-        )
-    source = Source(target, name, fmt, size, status.st_mtime, fd)
-    if fmt in ("docx", "xlsx"):
-        _check_unpacked_size(source, max_unpacked_mb)
+    source = Source(target, name, found.name, size, status.st_mtime, fd)
+    found.check(source, head, max_unpacked_mb)
     return source
+
+
+def check_office_package(source: Source, head: bytes, max_unpacked_mb: float) -> None:
+    """The content check of an Office package (DOCX, XLSX): a ZIP package, not the
+    container Office keeps password-protected files in, and not one that would unpack to
+    far more than its size or than `max_unpacked_mb`."""
+    name, kind = source.name, source.format.upper()
+    if head.startswith(_OLE_MAGIC):
+        raise EncryptedDocumentError(
+            f"{name!r} is not a plain {kind} package: Office stores password-protected "
+            "files (and some legacy ones) in this container. Save an unprotected "
+            f"{kind} copy and read that."
+        )
+    if not head.startswith(_ZIP_MAGIC):
+        raise DocumentError(
+            f"{name!r} is not a valid {kind} file (it is not a ZIP package); it is "
+            f"damaged or another format renamed to {source.path.suffix.lower()}."
+        )
+    _check_unpacked_size(source, max_unpacked_mb)
 
 
 def _check_unpacked_size(source: Source, bound: float) -> None:

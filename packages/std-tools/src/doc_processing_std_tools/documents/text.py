@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from .reader import Part, TableBounds, TableFormat, Tables
+from .reader import DocumentFormat, Part, TableBounds, TableFormat, Tables
 from .render import Chunk
 from .selection import parse_ranges
 from .source import Source, decode_text
 
-__all__ = ["TextReader"]
+__all__ = ["FORMAT", "TextReader"]
 
 _PREVIEW_CHARS = 500
 
@@ -54,3 +54,14 @@ class TextReader:
             for n in parse_ranges(part.pages, len(lines), "line")
             if match(lines[n - 1])
         )
+
+
+def _is_text(head: bytes) -> bool:
+    return b"\x00" not in head
+
+
+FORMAT = DocumentFormat(
+    "text", "plain text", (".txt", ".text", ".log", ".rst"), TextReader(), looks_like=_is_text
+)
+"""Plain text: by its suffix, or any file of an unknown suffix without a NUL byte (the
+last format tried)."""

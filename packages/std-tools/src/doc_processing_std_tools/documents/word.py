@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import DocumentError
-from .flow import FlowBuilder, FlowDocument
-from .source import Source, missing_extra
+from .flow import FlowBuilder, FlowDocument, FlowReader
+from .reader import DocumentFormat
+from .source import Source, check_office_package, missing_extra
 
-__all__ = ["load", "paragraph_style_names"]
+__all__ = ["FORMAT", "load", "paragraph_style_names"]
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
@@ -220,28 +221,34 @@ def _parts(document: Any, kind: str) -> list[Any]:
     return roots
 
 
+def _one_line_texts(document: Any, part: str, tag: str) -> Iterator[tuple[Any, str]]:
+    """Each `tag` element of the document's `part` parts that holds text, with its text
+    on one line."""
+    for root in _parts(document, part):
+        for element in root.iter(f"{_W}{tag}"):
+            text = " ".join(_all_text(element).split("\n"))
+            if text:
+                yield element, text
+
+
+_SEPARATORS = ("separator", "continuationSeparator", "continuationNotice")
+
+
 def _notes(document: Any, kind: str, prefix: str) -> list[str]:
     """Footnotes or endnotes as Markdown note lines (``[^N]: text``), without the
     separators every such part holds."""
-    lines: list[str] = []
-    for root in _parts(document, f"{kind}s"):
-        for note in root.iter(f"{_W}{kind}"):
-            if note.get(_TYPE) in ("separator", "continuationSeparator", "continuationNotice"):
-                continue
-            text = " ".join(_all_text(note).split("\n"))
-            if text:
-                lines.append(f"[^{prefix}{note.get(_ID)}]: {text}")
-    return lines
+    return [
+        f"[^{prefix}{note.get(_ID)}]: {text}"
+        for note, text in _one_line_texts(document, f"{kind}s", kind)
+        if note.get(_TYPE) not in _SEPARATORS
+    ]
 
 
 def _comments(document: Any) -> list[str]:
-    lines: list[str] = []
-    for root in _parts(document, "comments"):
-        for comment in root.iter(f"{_W}comment"):
-            text = " ".join(_all_text(comment).split("\n"))
-            if text:
-                lines.append(f"- {comment.get(_AUTHOR) or 'unknown author'}: {text}")
-    return lines
+    return [
+        f"- {comment.get(_AUTHOR) or 'unknown author'}: {text}"
+        for comment, text in _one_line_texts(document, "comments", "comment")
+    ]
 
 
 def _margins(document: Any) -> list[str]:
@@ -382,3 +389,18 @@ def load(source: Source) -> FlowDocument:
         if value:
             facts[key] = value
     return builder.build(_metadata(document), **facts)
+
+
+def _load_flow(source: Source) -> tuple[FlowDocument, None]:
+    return load(source), None
+
+
+FORMAT = DocumentFormat(
+    "docx",
+    "DOCX",
+    (".docx",),
+    FlowReader(_load_flow),
+    content_check=check_office_package,
+    saved_from=(".doc", ".odt", ".rtf"),
+)
+"""DOCX, read into sections."""

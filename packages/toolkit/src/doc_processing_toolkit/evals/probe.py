@@ -92,7 +92,11 @@ def _named_skill(arguments: Mapping[str, Any], outcome: SkillsOutcome) -> str | 
         value = arguments.get(key)
         if isinstance(value, str) and value:
             return value
-    uri = arguments.get("uri")
+    return _skill_at(arguments.get("uri"), outcome)
+
+
+def _skill_at(uri: object, outcome: SkillsOutcome) -> str | None:
+    """The name of the skill of `outcome` whose SKILL.md has the URI `uri`, if any."""
     if isinstance(uri, str):
         for entry in outcome.skills:
             if entry.uri == uri:
@@ -106,12 +110,7 @@ def _resource_skill(arguments: Mapping[str, Any], outcome: SkillsOutcome) -> str
     name = arguments.get("skill_name")
     if isinstance(path, str) and isinstance(name, str):
         return name if posixpath.normpath(path.strip()) == _SKILL_FILE else None
-    uri = arguments.get("uri")
-    if isinstance(uri, str):
-        for entry in outcome.skills:
-            if entry.uri == uri:
-                return entry.name
-    return None
+    return _skill_at(arguments.get("uri"), outcome)
 
 
 def _strings(value: Any) -> list[str]:

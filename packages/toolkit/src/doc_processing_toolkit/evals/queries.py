@@ -148,7 +148,7 @@ async def read_eval_queries(preview: RunPreview, entry: SkillEntry) -> str | Non
             f"skills server {outcome.server!r} offers no load_skill_resource tool, so the "
             f"eval files cannot be read; allow that tool on the server."
         )
-    if outcome.source == "extension":
+    if outcome.source.traits.by_uri:
         if entry.uri is None or not entry.uri.endswith("SKILL.md"):
             return None
         uri = entry.uri[: -len("SKILL.md")] + EVAL_FILE

@@ -101,7 +101,7 @@ async def load_eval_set(
     for name in skills or known:
         entry = known.get(name)
         if entry is None:
-            if preview.skills.source == "extension":
+            if preview.skills.source is not None and preview.skills.source.traits.by_uri:
                 raise EvalError(
                     f"skill {name!r} is not in the catalog of server "
                     f"{preview.skills.server!r}; known: {', '.join(known) or 'none'}."
@@ -210,7 +210,9 @@ async def _rank(preview: RunPreview, skill: str, query: str) -> tuple[int | None
     outcome = preview.skills
     search = (
         preview.visible_name(outcome.server, "search_skills")
-        if outcome.server is not None and outcome.source == "tools"
+        if outcome.server is not None
+        and outcome.source is not None
+        and outcome.source.traits.searches
         else None
     )
     names: list[str] | None = None

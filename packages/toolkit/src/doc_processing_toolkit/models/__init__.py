@@ -1,19 +1,22 @@
 """Model providers: `resolve_model` turns ``"provider:model"`` or a bare name into a `Model`.
 
-Providers: ``anthropic`` (official anthropic SDK, extra ``[anthropic]``), ``openai``
-(official openai SDK, extra ``[openai]``; any OpenAI-compatible server through
-``base_url``) and ``test`` (offline, scriptable). Provider modules are imported only when
-used, so a missing SDK costs nothing until that provider is asked for; that holds for
-``from doc_processing_toolkit.models import AnthropicModel`` (or ``OpenAIModel``) too.
+Providers (the one table, `providers.PROVIDERS`): ``anthropic`` (official anthropic SDK,
+extra ``[anthropic]``), ``openai`` (official openai SDK, extra ``[openai]``; any
+OpenAI-compatible server through ``base_url``) and ``test`` (offline, scriptable).
+Provider modules are imported only when used, so a missing SDK costs nothing until that
+provider is asked for; that holds for ``from doc_processing_toolkit.models import
+AnthropicModel`` (or ``OpenAIModel``) too.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .base import Model, ModelRequest, TextDelta, ThinkingDelta
+from .providers import PROVIDERS, Provider
 from .test import TestModel
 
 if TYPE_CHECKING:
@@ -30,28 +33,28 @@ __all__ = [
     "resolve_model",
 ]
 
-PROVIDERS = ("anthropic", "openai", "test")
-
 
 def infer_provider(model_name: str) -> str:
     """The provider of a bare model name: ``claude-*`` is anthropic; ``gpt-*``, ``o1*``,
-    ``o3*`` and ``o4*`` are openai; ``test`` is the offline test model.
+    ``o3*`` and ``o4*`` are openai; ``test`` is the offline test model (see
+    `providers.PROVIDERS`).
 
     Raises:
         ConfigError: the provider cannot be inferred.
     """
+    return _inferred(model_name).name
+
+
+def _inferred(model_name: str) -> Provider:
     name = model_name.strip().lower()
-    if name.startswith("claude"):
-        return "anthropic"
-    if name.startswith(("gpt-", "o1", "o3", "o4")):
-        return "openai"
-    if name == "test":
-        return "test"
-    raise ConfigError(
-        f"cannot tell which provider serves model {model_name!r}; write it as "
-        f"'provider:model' with provider one of {', '.join(PROVIDERS)} "
-        "(for example 'openai:llama3.1' for an OpenAI-compatible server)."
-    )
+    found = next((p for p in PROVIDERS.values() if p.serves(name)), None)
+    if found is None:
+        raise ConfigError(
+            f"cannot tell which provider serves model {model_name!r}; write it as "
+            f"'provider:model' with provider one of {', '.join(PROVIDERS)} "
+            "(for example 'openai:llama3.1' for an OpenAI-compatible server)."
+        )
+    return found
 
 
 def resolve_model(model: str | Model, **options: Any) -> Model:
@@ -74,30 +77,36 @@ def resolve_model(model: str | Model, **options: Any) -> Model:
     text = model.strip()
     if not text:
         raise ConfigError("model is empty; pass a name such as 'claude-sonnet-5' or 'test'.")
-    provider, sep, name = text.partition(":")
-    if not sep:
-        provider, name = infer_provider(text), text
-        if provider == "test":
-            name = ""
-    provider = provider.strip().lower()
-    if provider == "test":
-        _check_options(TestModel, provider, options, ("name",))
-        return TestModel(name=name or "model", **options)
-    if not name:
+    prefix, sep, name = text.partition(":")
+    if sep:
+        provider = PROVIDERS.get(prefix.strip().lower())
+        if provider is None:
+            if not name:
+                raise ConfigError(f"model {model!r} names no model after the provider prefix.")
+            raise ConfigError(
+                f"unknown model provider {prefix.strip().lower()!r} in {model!r}; use one of "
+                f"{', '.join(PROVIDERS)}."
+            )
+    else:
+        provider = _inferred(text)
+        # A bare name that names the provider ("test") stands for its default model.
+        name = "" if text.lower() in provider.names else text
+    if not name and provider.default_model is None:
         raise ConfigError(f"model {model!r} names no model after the provider prefix.")
-    if provider == "anthropic":
-        from .anthropic import AnthropicModel
+    adapter = _adapter(provider)
+    _check_options(adapter, provider.name, options, (provider.name_option,))
+    return adapter(**{provider.name_option: name or provider.default_model}, **options)
 
-        _check_options(AnthropicModel, provider, options)
-        return AnthropicModel(name, **options)
-    if provider == "openai":
-        from .openai import OpenAIModel
 
-        _check_options(OpenAIModel, provider, options)
-        return OpenAIModel(name, **options)
-    raise ConfigError(
-        f"unknown model provider {provider!r} in {model!r}; use one of {', '.join(PROVIDERS)}."
-    )
+def _adapter(provider: Provider) -> type[Model]:
+    """The provider's `Model` class, imported (with its SDK) now.
+
+    Raises:
+        MissingDependencyError: the provider's SDK is not installed.
+    """
+    module = importlib.import_module(f".{provider.name}", __name__)
+    adapter: type[Model] = getattr(module, provider.adapter)
+    return adapter
 
 
 def _check_options(
@@ -113,7 +122,7 @@ def _check_options(
         for parameter in inspect.signature(model_class).parameters.values()
         if parameter.kind
         in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        and parameter.name not in ("model_name", *taken)
+        and parameter.name not in taken
     ]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
@@ -126,12 +135,7 @@ def _check_options(
 
 def __getattr__(name: str) -> Any:
     """`AnthropicModel` and `OpenAIModel`, imported (with their SDK) on first access."""
-    if name == "AnthropicModel":
-        from .anthropic import AnthropicModel
-
-        return AnthropicModel
-    if name == "OpenAIModel":
-        from .openai import OpenAIModel
-
-        return OpenAIModel
+    for provider in PROVIDERS.values():
+        if provider.adapter == name:
+            return _adapter(provider)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

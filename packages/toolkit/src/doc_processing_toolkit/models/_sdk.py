@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 
 from ..errors import ModelError
 from ._common import api_error, client_options, connection_error, key_from_environment
+from .providers import Provider
 
 __all__ = ["APIFailure", "ClientSettings", "LoopClients", "SDKModel"]
 
@@ -128,17 +129,13 @@ class SDKModel(Generic[SDKClient]):
         client: an SDK client to use as is; the options above are then not used, and
             `aclose` leaves it open.
 
-    A subclass sets the class attributes `_provider`, `_label`, `_default_key_env`,
-    `_sdk_errors` and `_connection_error`, and the hooks `_http_client`, `_open_client`
-    and `_api_failure`.
+    A subclass sets the class attributes `_spec` (its entry of `providers.PROVIDERS`:
+    name, label, API key variable), `_sdk_errors` and `_connection_error`, and the hooks
+    `_http_client`, `_open_client` and `_api_failure`.
     """
 
-    _provider: ClassVar[str]
-    """The provider's prefix of model names, for example ``anthropic``."""
-    _label: ClassVar[str]
-    """The provider's name in messages, for example ``Anthropic``."""
-    _default_key_env: ClassVar[str]
-    """The environment variable the SDK reads the API key from."""
+    _spec: ClassVar[Provider]
+    """The provider's entry in `providers.PROVIDERS`."""
     _sdk_errors: ClassVar[tuple[type[Exception], ...]]
     """What the SDK raises for a request that failed."""
     _connection_error: ClassVar[type[Exception]]
@@ -156,7 +153,7 @@ class SDKModel(Generic[SDKClient]):
         client: SDKClient | None = None,
     ) -> None:
         self._model_name = model_name
-        self._key_env = api_key_env or self._default_key_env
+        self._key_env = api_key_env or self._spec.key_env
         if client is None:
             settings = ClientSettings(api_key, api_key_env, base_url, timeout, max_retries)
             # Bound to the class, not to the model: the clients do not keep the model alive.
@@ -168,12 +165,12 @@ class SDKModel(Generic[SDKClient]):
     @property
     def name(self) -> str:
         """``<provider>:<model>``, for example ``anthropic:<model>`` or ``openai:<model>``."""
-        return f"{self._provider}:{self._model_name}"
+        return f"{self._spec.name}:{self._model_name}"
 
     def answered_by(self, api_model: str | None) -> str:
         """``<provider>:<model>`` for a reply, with the model id the API reported (the
         requested one when it reported none), so every provider names it the same way."""
-        return f"{self._provider}:{api_model or self._model_name}"
+        return f"{self._spec.name}:{api_model or self._model_name}"
 
     @property
     def model_name(self) -> str:
@@ -195,10 +192,10 @@ class SDKModel(Generic[SDKClient]):
     @classmethod
     def _new_client(cls, settings: ClientSettings) -> SDKClient:
         api_key = key_from_environment(
-            cls._label,
+            cls._spec.label,
             api_key=settings.api_key,
             api_key_env=settings.api_key_env,
-            default_env=cls._default_key_env,
+            default_env=cls._spec.key_env,
         )
         # The SDK's default HTTP client closes itself from __del__ by scheduling a task on
         # the running loop, which fails for a client whose loop has ended (see LoopClients).
@@ -240,15 +237,15 @@ class SDKModel(Generic[SDKClient]):
     def _translate_error(self, client: SDKClient, exc: Exception) -> ModelError:
         if isinstance(exc, self._connection_error):
             reason = getattr(exc, "message", str(exc))
-            return connection_error(self._provider, str(client.base_url), reason)
+            return connection_error(self._spec.name, str(client.base_url), reason)
         failure = self._api_failure(exc)
         if failure is not None:
             return api_error(
-                self._provider,
+                self._spec.name,
                 status_code=failure.status_code,
                 api_message=failure.api_message,
                 error_type=failure.error_type,
                 key_env=self._key_env,
                 retry_after=failure.retry_after,
             )
-        return ModelError(f"{self._provider} request failed: {exc}")
+        return ModelError(f"{self._spec.name} request failed: {exc}")

@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ..errors import MissingCredentialsError, MissingDependencyError
+from ..errors import MissingCredentialsError
 from ..messages import (
     Message,
     ModelResponse,
@@ -26,14 +26,12 @@ from ..messages import (
 from ._common import RequestExtras, add_request_extras, retry_after_seconds, split_provider_kwargs
 from ._sdk import APIFailure, SDKModel
 from .base import ModelRequest, TextDelta, ThinkingDelta
+from .providers import ANTHROPIC
 
 try:
     import anthropic
 except ImportError as exc:
-    raise MissingDependencyError(
-        "the anthropic provider needs the anthropic SDK: "
-        'pip install "doc-processing-toolkit[anthropic]"'
-    ) from exc
+    raise ANTHROPIC.missing_sdk() from exc
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel"]
 
@@ -42,7 +40,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 8192
 """Reply length cap sent when none is given; the Messages API requires one."""
 
-_PROVIDER = "anthropic"
+_PROVIDER = ANTHROPIC.name
 
 
 class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
@@ -73,9 +71,7 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         MissingCredentialsError: no API key, token or profile could be found.
     """
 
-    _provider = _PROVIDER
-    _label = "Anthropic"
-    _default_key_env = "ANTHROPIC_API_KEY"
+    _spec = ANTHROPIC
     _sdk_errors = (anthropic.AnthropicError, ValueError)
     _connection_error = anthropic.APIConnectionError
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MissingCredentialsError, MissingDependencyError, ModelError
+from ..errors import MissingCredentialsError, ModelError
 from ..messages import (
     Message,
     ModelResponse,
@@ -28,13 +28,12 @@ from ..messages import (
 from ._common import add_request_extras, retry_after_seconds, split_provider_kwargs
 from ._sdk import APIFailure, SDKModel
 from .base import ModelRequest, TextDelta
+from .providers import OPENAI
 
 try:
     import openai
 except ImportError as exc:
-    raise MissingDependencyError(
-        'the openai provider needs the openai SDK: pip install "doc-processing-toolkit[openai]"'
-    ) from exc
+    raise OPENAI.missing_sdk() from exc
 
 __all__ = ["KEYLESS_API_KEY", "OpenAIModel", "parse_tool_arguments"]
 
@@ -43,7 +42,7 @@ logger = logging.getLogger(__name__)
 KEYLESS_API_KEY = "no-key"
 """Sent as the API key to a server given by base_url when no key is set anywhere."""
 
-_PROVIDER = "openai"
+_PROVIDER = OPENAI.name
 _ERROR_PREFIX = "Error: "
 
 
@@ -82,9 +81,7 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         MissingCredentialsError: no API key and no base URL.
     """
 
-    _provider = _PROVIDER
-    _label = "OpenAI"
-    _default_key_env = "OPENAI_API_KEY"
+    _spec = OPENAI
     _sdk_errors = (openai.OpenAIError,)
     _connection_error = openai.APIConnectionError
 
@@ -169,10 +166,10 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
 
     @classmethod
     def _open_client(cls, options: dict[str, Any]) -> openai.AsyncOpenAI:
-        has_key = bool(options.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+        has_key = bool(options.get("api_key") or os.environ.get(OPENAI.key_env))
         base_url = options.get("base_url")
         if not has_key:
-            if not (base_url or os.environ.get("OPENAI_BASE_URL")):
+            if not (base_url or os.environ.get(OPENAI.base_url_env)):
                 raise MissingCredentialsError(
                     "no OpenAI API key: set the environment variable OPENAI_API_KEY, or name "
                     "the variable that holds the key in model_options.api_key_env; a local "

@@ -18,12 +18,12 @@ from xml.sax.saxutils import escape
 
 from .entries import (
     CATALOG_HEADING,
+    FIND_BY_SEARCH,
     OWN_CATALOG_TAG,
-    SEARCH_TOOL,
     Rendered,
     SkillEntry,
     SkillsCatalog,
-    Source,
+    SkillSource,
 )
 from .hidden import escape_hidden, hidden_note
 
@@ -36,42 +36,15 @@ __all__ = [
     "render_selected",
 ]
 
-_GUIDE = """\
-Each skill below packages instructions, and often reference files and scripts, for one
-kind of task. Before you start a task that matches a skill's description, load that skill
-and follow it.
-
-To load a skill:
-- Call `load_skill` with the skill's name (preferred). Its result holds the
-  skill's instructions inside <skill_content>, the files bundled with it inside
-  <skill_resources>, and the skill's folder. Paths mentioned in the instructions are
-  relative to that folder."""
-
-_GUIDE_PATH = """
-- Or, if you have a tool that reads files, read the SKILL.md at the skill's `path`.
-  Relative paths inside it are resolved from the folder that contains that SKILL.md."""
-
 
 def _attr(value: str) -> str:
     return escape(value, {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
 
 
-_EXTENSION_GUIDE = """\
-Each skill below packages instructions, and often reference files, for one kind of task.
-Before you start a task that matches a skill's description, load that skill and follow it.
-
-These skills are published by the MCP server {server}; treat their content as that
-server's text. To load a skill, call `load_skill` with the skill's `uri`. Its result holds
-the instructions inside <skill_content> and the skill's other files inside
-<skill_resources>; read one with `load_skill_resource` and its uri. Relative paths in the
-instructions resolve against the skill's uri without the final /SKILL.md. Nothing in these
-skills is run for you."""
-
-
 def render_catalog(skills: Sequence[SkillEntry]) -> str:
     """The block appended to the system prompt for a non-empty catalog of std-tools'
     tools (each skill with its ``path``)."""
-    return _render(skills, guide=_GUIDE + _GUIDE_PATH, notes=())
+    return _render(skills, guide=SkillSource.TOOLS.traits.guide, notes=())
 
 
 def _line(skill: SkillEntry) -> str:
@@ -148,21 +121,6 @@ def _catalog_lines(catalog: SkillsCatalog, limit: int) -> tuple[str, ...]:
     if lines is None:
         lines = catalog.lines[limit] = tuple(_short_line(s, limit) for s in catalog.skills)
     return lines
-
-
-# How the model reaches the skills a block does not show, by what the server offers.
-_FIND_BY_SEARCH = (
-    f"To find another, call `{SEARCH_TOOL}` with a few words about what you need; "
-    "`load_skill` loads any skill by its exact name."
-)
-_FIND_BY_LIST = (
-    "Call `list_skills` to see them all; `load_skill` loads any skill by its exact name."
-)
-_FIND_BY_NAME = (
-    "`list_skills` cannot list them all either (its answer is cut short too), but "
-    "`load_skill` loads any skill by its exact name."
-)
-_FIND_BY_URI = "Call `list_skills` to see them all; `load_skill` loads any of them by its `uri`."
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,15 +220,13 @@ def _fit(
     return Rendered(block, shortened=shortened, left_out=tuple(s.name for s in skills[keep:]))
 
 
-def _guide(source: Source, server: str) -> str:
-    if source == "tools":
-        return _GUIDE + _GUIDE_PATH
-    return _EXTENSION_GUIDE.format(server=_attr(repr(server)))
+def _guide(source: SkillSource, server: str) -> str:
+    return source.traits.guide_for(_attr(repr(server)))
 
 
 def render_for(
     catalog: SkillsCatalog,
-    source: Source,
+    source: SkillSource,
     server: str,
     budget: int | None = None,
     *,
@@ -295,7 +251,7 @@ def render_for(
 
 def _render_with(
     catalog: SkillsCatalog,
-    source: Source,
+    source: SkillSource,
     server: str,
     budget: int | None,
     notices: tuple[str, ...],
@@ -303,7 +259,7 @@ def _render_with(
     guide = _guide(source, server)
     if budget is None:
         return Rendered(_render(catalog.skills, guide=guide, notes=notices))
-    finder = _FIND_BY_LIST if source == "tools" else _FIND_BY_URI
+    finder = source.traits.finder
     return _fit(
         catalog.skills,
         _catalog_lines(catalog, 0),
@@ -334,7 +290,7 @@ class Selected:
 
 def render_selected(
     catalog: SkillsCatalog,
-    source: Source,
+    source: SkillSource,
     server: str,
     budget: int | None,
     *,
@@ -380,11 +336,9 @@ def render_selected(
     unlisted = catalog.unlisted
     total = None if unlisted is None else max(len(listed) + unlisted, len(known))
     if searchable:
-        finder = _FIND_BY_SEARCH
-    elif source == "extension":
-        finder = _FIND_BY_URI
+        finder = FIND_BY_SEARCH
     else:
-        finder = _FIND_BY_NAME if unlisted != 0 else _FIND_BY_LIST
+        finder = source.traits.finder_cut if unlisted != 0 else source.traits.finder
     notices = () if notice is None else (notice,)
     rendered = _fit(
         tuple(known[index] for index in order),

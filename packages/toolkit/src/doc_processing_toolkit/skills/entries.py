@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, Literal
 from xml.sax.saxutils import unescape
 
@@ -26,6 +27,7 @@ __all__ = [
     "ACTIVATION_TOOLS",
     "CATALOG_HEADING",
     "DETECTION_TOOLS",
+    "FIND_BY_SEARCH",
     "LOGGER_NAME",
     "OWN_CATALOG_TAG",
     "SEARCH_TOOL",
@@ -33,9 +35,10 @@ __all__ = [
     "Ranking",
     "Rendered",
     "SkillEntry",
+    "SkillSource",
     "SkillsCatalog",
     "SkillsOutcome",
-    "Source",
+    "SourceTraits",
     "describe_diagnostic",
     "has_own_catalog",
     "parse_catalog",
@@ -162,7 +165,106 @@ def _names_within(head: str, names: list[str], limit: int) -> str:
 
 
 Status = Literal["disabled", "own_catalog", "no_server", "injected", "stale", "empty", "failed"]
-Source = Literal["tools", "extension"]
+
+
+class SkillSource(StrEnum):
+    """How the skills source serves its catalog; each member equals its name, as
+    `SkillsOutcome.source` reports it. What sets one source apart from another is data,
+    in `SourceTraits` (one entry per source in `_TRAITS`): a new source is one member and
+    one entry there, plus its catalog call in `toolset`.
+    """
+
+    TOOLS = "tools"
+    """The server's own ``list_skills`` and ``load_skill`` tools (std-tools)."""
+    EXTENSION = "extension"
+    """The MCP Skills extension (``skills/list``), read through the toolkit's own tools."""
+
+    @property
+    def traits(self) -> SourceTraits:
+        """What this source does differently (see `SourceTraits`)."""
+        return _TRAITS[self]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceTraits:
+    """How one `SkillSource` differs from the others.
+
+    Attributes:
+        guide: the block's guide for the model; ``{server}`` stands for the server's
+            name, quoted.
+        finder: how the model finds the skills the block does not show when the server
+            listed them all.
+        finder_cut: the same when the server cut its list and offers no search.
+        hidden_when_empty: the server's tools hidden from the model when the catalog is
+            empty.
+        searches: the server's own ``search_skills`` (when listed) ranks the skills.
+        by_uri: skills are named by the URI of their SKILL.md and loaded through the
+            toolkit's own tools (`extension.EXTENSION_TOOL_NAMES`).
+        held: the server's answer is kept, and reused without asking, while its time to
+            live lasts.
+    """
+
+    guide: str
+    finder: str
+    finder_cut: str
+    hidden_when_empty: frozenset[str]
+    searches: bool
+    by_uri: bool
+    held: bool
+
+    def guide_for(self, server: str) -> str:
+        """The guide with `server` (already quoted for the block) in place."""
+        return self.guide.replace("{server}", server)
+
+
+_TOOLS_GUIDE = """\
+Each skill below packages instructions, and often reference files and scripts, for one
+kind of task. Before you start a task that matches a skill's description, load that skill
+and follow it.
+
+To load a skill:
+- Call `load_skill` with the skill's name (preferred). Its result holds the
+  skill's instructions inside <skill_content>, the files bundled with it inside
+  <skill_resources>, and the skill's folder. Paths mentioned in the instructions are
+  relative to that folder.
+- Or, if you have a tool that reads files, read the SKILL.md at the skill's `path`.
+  Relative paths inside it are resolved from the folder that contains that SKILL.md."""
+
+_EXTENSION_GUIDE = """\
+Each skill below packages instructions, and often reference files, for one kind of task.
+Before you start a task that matches a skill's description, load that skill and follow it.
+
+These skills are published by the MCP server {server}; treat their content as that
+server's text. To load a skill, call `load_skill` with the skill's `uri`. Its result holds
+the instructions inside <skill_content> and the skill's other files inside
+<skill_resources>; read one with `load_skill_resource` and its uri. Relative paths in the
+instructions resolve against the skill's uri without the final /SKILL.md. Nothing in these
+skills is run for you."""
+
+#: How the model reaches the skills a block does not show, when it may search for them.
+FIND_BY_SEARCH = (
+    f"To find another, call `{SEARCH_TOOL}` with a few words about what you need; "
+    "`load_skill` loads any skill by its exact name."
+)
+_FIND_BY_LIST = (
+    "Call `list_skills` to see them all; `load_skill` loads any skill by its exact name."
+)
+_FIND_BY_NAME = (
+    "`list_skills` cannot list them all either (its answer is cut short too), but "
+    "`load_skill` loads any skill by its exact name."
+)
+_FIND_BY_URI = "Call `list_skills` to see them all; `load_skill` loads any of them by its `uri`."
+
+_TRAITS: dict[SkillSource, SourceTraits] = {
+    # guide, finder, finder_cut, hidden_when_empty, searches, by_uri, held
+    SkillSource.TOOLS: SourceTraits(
+        _TOOLS_GUIDE, _FIND_BY_LIST, _FIND_BY_NAME, ACTIVATION_TOOLS, True, False, False
+    ),
+    SkillSource.EXTENSION: SourceTraits(
+        _EXTENSION_GUIDE, _FIND_BY_URI, _FIND_BY_URI, frozenset(), False, True, True
+    ),
+}
+
 Ranking = Literal["search_skills", "local"]
 
 
@@ -224,7 +326,7 @@ class SkillsOutcome:
     skills: tuple[SkillEntry, ...] = ()
     warning: str | None = None
     diagnostics: tuple[Mapping[str, Any], ...] = ()
-    source: Source | None = None
+    source: SkillSource | None = None
     shortened: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
     left_out_count: int = 0

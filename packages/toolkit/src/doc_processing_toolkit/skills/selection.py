@@ -26,7 +26,7 @@ from .entries import (
     Rendered,
     SkillEntry,
     SkillsCatalog,
-    Source,
+    SkillSource,
     parse_search,
 )
 from .scope import Offered
@@ -141,7 +141,7 @@ class Shown:
 async def show(
     catalog: SkillsCatalog,
     offer: ServerTools,
-    kind: Source,
+    kind: SkillSource,
     budget: int | None,
     time_limit: float,
     request: str,
@@ -156,7 +156,7 @@ async def show(
         rendered = render_for(catalog, kind, name, budget, notice=notice)
         if not rendered.left_out:
             return Shown(rendered, catalog.skills, total=len(catalog.skills))
-    searchable = kind == "tools" and any(t.name == SEARCH_TOOL for t in offer.tools)
+    searchable = kind.traits.searches and any(t.name == SEARCH_TOOL for t in offer.tools)
     query = _query(request)
     found: tuple[SkillEntry, ...] = ()
     failure: str | None = None

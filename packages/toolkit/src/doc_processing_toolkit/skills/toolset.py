@@ -47,13 +47,12 @@ from ..tools.base import RunTools, ServerTools, ToolServer, ToolSession
 from ..tools.connections import ConnectionPool
 from ..tools.routing import describe_error
 from .entries import (
-    ACTIVATION_TOOLS,
     DETECTION_TOOLS,
     LOGGER_NAME,
     CatalogReplyError,
     SkillsCatalog,
+    SkillSource,
     SkillsOutcome,
-    Source,
     describe_diagnostic,
     has_own_catalog,
     parse_catalog,
@@ -171,17 +170,23 @@ class _EarlyFetch:
         return self._catalog
 
 
-def _sources(servers: tuple[ServerTools, ...]) -> list[tuple[ServerTools, Source]]:
+def _sources(servers: tuple[ServerTools, ...]) -> list[tuple[ServerTools, SkillSource]]:
     """Every server that serves skills, the source first: the seed's rule first (both
     tools on one server), then the extension."""
-    found: list[tuple[ServerTools, Source]] = [
-        (offer, "tools") for offer in servers if {t.name for t in offer.tools} >= DETECTION_TOOLS
+    found: list[tuple[ServerTools, SkillSource]] = [
+        (offer, SkillSource.TOOLS)
+        for offer in servers
+        if {t.name for t in offer.tools} >= DETECTION_TOOLS
     ]
-    found.extend((offer, "extension") for offer in servers if declares_extension(offer.session))
+    found.extend(
+        (offer, SkillSource.EXTENSION) for offer in servers if declares_extension(offer.session)
+    )
     return found
 
 
-def _warn_unused_sources(source: ServerTools, others: list[tuple[ServerTools, Source]]) -> None:
+def _warn_unused_sources(
+    source: ServerTools, others: list[tuple[ServerTools, SkillSource]]
+) -> None:
     """One WARNING per other server that serves skills: its skills are not offered, so a
     skill it shares a name with the source's is dropped, never silently."""
     for other, _ in others:
@@ -203,7 +208,7 @@ def _warn_unused_sources(source: ServerTools, others: list[tuple[ServerTools, So
 class _Good:
     """The last catalog fetched from a server, how, and when (`time.monotonic()`)."""
 
-    source: Source
+    source: SkillSource
     fetched: _Fetched
     at: float
 
@@ -225,7 +230,7 @@ class SkillsToolset:
 
     def __init__(self, inner: ConnectionPool) -> None:
         self.inner = inner
-        self._last_source: tuple[ServerTools, Source] | None = None
+        self._last_source: tuple[ServerTools, SkillSource] | None = None
         self._held: dict[ToolServer, _Held] = {}
         self._good: dict[ToolServer, _Good] = {}
         self._rejections: dict[ToolServer, Rejections] = {}
@@ -287,12 +292,12 @@ class SkillsToolset:
         if last.server.in_process or not self.inner.is_live(last.session):
             return None
         held = self._held.get(last.server)
-        if source == "extension" and held is not None and self._fresh(held, last.session):
+        if source.traits.held and held is not None and self._fresh(held, last.session):
             return None  # nothing to ask: the held answer is still good
         return _EarlyFetch(last, self._fetch(last, source, options.timeout))
 
     def _last_good(
-        self, server: ToolServer, source: Source, stale_after: float | None
+        self, server: ToolServer, source: SkillSource, stale_after: float | None
     ) -> _Good | None:
         """The last good catalog of `server` by the same `source`, when it may stand in:
         `stale_after` is set, it is no older than that, and it has skills."""
@@ -314,10 +319,10 @@ class SkillsToolset:
             held.session is session and extension is not None and extension.fresh(time.monotonic())
         )
 
-    def _fetch(self, offer: ServerTools, source: Source, timeout: float) -> Fetch:
-        if source == "tools":
-            return _tools_fetch(offer, timeout)
-        return self._extension_fetch(offer, timeout)
+    def _fetch(self, offer: ServerTools, source: SkillSource, timeout: float) -> Fetch:
+        if source.traits.held:
+            return self._extension_fetch(offer, timeout)
+        return _tools_fetch(offer, timeout)
 
     def _extension_fetch(self, offer: ServerTools, timeout: float) -> Fetch:
         """Every page of ``skills/list``, or the held answer while its ttl lasts."""
@@ -476,7 +481,7 @@ class SkillsToolset:
             )
         if not catalog.skills:
             listed = frozenset(t.name for t in offer.tools)
-            hidden = ACTIVATION_TOOLS & listed if kind == "tools" else frozenset()
+            hidden = kind.traits.hidden_when_empty & listed
             visible = tuple(t for t in offer.tools if t.name not in hidden)
             offer = replace(offer, tools=visible)
             outcome = SkillsOutcome(
