@@ -198,30 +198,13 @@ def _no_skill(settings: Settings, skill_name: str, catalog: Catalog | None) -> N
     )
 
 
-def _read_text(
-    settings: Settings,
-    root: Path,
-    relative: str,
-    what: str,
-    *,
-    missing: StdToolsError,
-    folder: StdToolsError,
-    record: SkillRecord | None = None,
-) -> str:
-    """The text of the regular file at `relative` inside the skills folder `root` (checked
-    against the skills lock when `record` is given, see `_read_file`).
-
-    Read through `_io`: no link is followed by name, so the path stays inside the skills
-    folder even while links change; the checks apply to the open file.
+def _skill_md_text(data: bytes, what: str) -> str:
+    """SKILL.md's `data` (read by `_read_file`) as text with Unix line ends.
 
     Raises:
-        `missing`: nothing is there. `folder`: it is a folder.
-        NotRegularFileError: a named pipe, socket or device.
-        FileTooLargeError: the file is over DPTTOOLS_MAX_FILE_SIZE_MB.
         BinaryFileError: the file is binary or not UTF-8 (the rule the catalog applies to
             SKILL.md too, so a listed skill always loads).
     """
-    data = _read_file(settings, root, relative, what, missing=missing, folder=folder, record=record)
     text, _ = _io.decode_utf8(
         data, what, hint="a SKILL.md must be text: save it as UTF-8 without NUL bytes."
     )
@@ -238,9 +221,18 @@ def _read_file(
     folder: StdToolsError,
     record: SkillRecord | None = None,
 ) -> bytes:
-    """The bytes of the regular file at `relative` inside `root`, read through `_io` (see
-    `_read_text` for what is refused). With a skills lock, the bytes of `record`'s file
-    must be those the lock holds: they are checked after the read, and served as read."""
+    """The bytes of the regular file at `relative` inside the skills folder `root`. With a
+    skills lock, the bytes of `record`'s file must be those the lock holds: they are
+    checked after the read, and served as read.
+
+    Read through `_io`: no link is followed by name, so the path stays inside the skills
+    folder even while links change; the checks apply to the open file.
+
+    Raises:
+        `missing`: nothing is there. `folder`: it is a folder.
+        NotRegularFileError: a named pipe, socket or device.
+        FileTooLargeError: the file is over DPTTOOLS_MAX_FILE_SIZE_MB.
+    """
     _, data, _ = _io.read_bytes(
         root,
         relative,
@@ -303,7 +295,7 @@ def load_skill(settings: Settings, skill_name: str) -> str:
     # The SKILL.md itself may be a symbolic link; it too must stay inside the skills folder.
     absent = _no_skill(settings, skill_name, None)
     what = f"The SKILL.md of '{skill_name}'"
-    text = _read_text(
+    data = _read_file(
         settings,
         _root(record),
         f"{record.folder}/{SKILL_FILE}",
@@ -312,6 +304,7 @@ def load_skill(settings: Settings, skill_name: str) -> str:
         folder=absent,
         record=record,
     )
+    text = _skill_md_text(data, what)
     resources, outside = resource_files(folder, _root(record))
     limit = settings.output_truncation_limit
     head = f"<skill_content name={_attr(skill_name)} directory={_attr(str(folder))}>\n"

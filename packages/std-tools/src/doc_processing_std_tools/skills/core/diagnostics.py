@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
-__all__ = ["AUDIT_CODES", "CODES", "CodeInfo", "Diagnostic", "Level", "diagnostic"]
+__all__ = [
+    "AUDIT_CODES",
+    "CODES",
+    "FIELD_RULE_WARNINGS",
+    "CodeInfo",
+    "Diagnostic",
+    "Level",
+    "diagnostic",
+]
 
 Level = Literal["warning", "error"]
 
@@ -154,6 +162,23 @@ CODES: Final[Mapping[str, CodeInfo]] = MappingProxyType(
 )
 """Every diagnostic code, with its level and meaning: the one table of the catalog, of
 ``dpt-skills validate`` and of the security audit."""
+
+FIELD_RULE_WARNINGS: Final = frozenset(
+    {
+        "missing_name",
+        "name_mismatch",
+        "invalid_name",
+        "invalid_folder_name",
+        "name_too_long",
+        "description_too_long",
+        "compatibility_too_long",
+        "invalid_license",
+        "invalid_compatibility",
+        "invalid_metadata",
+    }
+)
+"""The warnings of the Agent Skills field rules: the skill is listed, but its frontmatter
+breaks a rule of the specification (the MCP Skills extension leaves such a skill out)."""
 
 AUDIT_CODES: Final[Mapping[str, CodeInfo]] = MappingProxyType(
     {

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ..catalog.scan import SKILL_FILE, SkillDiagnostic, SkillRecord
 from ..catalog.skill_files import Tree
+from ..core.diagnostics import FIELD_RULE_WARNINGS
 from ..core.frontmatter import NAME_RULE, suggest_name
 
 __all__ = [
@@ -47,20 +48,7 @@ LEFT_OUT_CODES: Final[Mapping[str, str]] = {
 """Codes the extension adds when it leaves a skill out, and what each means."""
 
 
-UNPUBLISHABLE_WARNINGS: Final = frozenset(
-    {
-        "missing_name",
-        "name_mismatch",
-        "invalid_name",
-        "invalid_folder_name",
-        "name_too_long",
-        "description_too_long",
-        "compatibility_too_long",
-        "invalid_license",
-        "invalid_compatibility",
-        "invalid_metadata",
-    }
-)
+UNPUBLISHABLE_WARNINGS: Final = FIELD_RULE_WARNINGS
 """The catalog's warnings after which a skill cannot be published: its URI must end in its
 frontmatter name, that name must follow the naming rule, and the frontmatter fields must
 have the types and lengths the Agent Skills specification gives them."""

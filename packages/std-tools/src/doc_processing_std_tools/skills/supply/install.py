@@ -33,6 +33,7 @@ from ..audit.checks import finding
 from ..audit.folders import Finding, audit_skill
 from ..catalog.discovery import discover
 from ..catalog.reading import read_skill
+from ..core.diagnostics import FIELD_RULE_WARNINGS
 from ..core.frontmatter import NAME_RULE, is_valid_name, read_skill_md_text
 from ..core.records import SkillDiagnostic
 from .copying import copy_skill
@@ -247,21 +248,7 @@ def _stage_one(
 
 # The warnings of the catalog's own rules that install passes on (the audit's findings are
 # reported by the audit itself).
-_LISTED: Final = frozenset(
-    {
-        "missing_name",
-        "name_mismatch",
-        "invalid_name",
-        "invalid_folder_name",
-        "name_too_long",
-        "description_too_long",
-        "compatibility_too_long",
-        "invalid_metadata",
-        "invalid_license",
-        "invalid_compatibility",
-        "unquoted_colon",
-    }
-)
+_LISTED: Final = FIELD_RULE_WARNINGS | {"unquoted_colon"}
 
 
 def prepare(
