@@ -240,6 +240,41 @@ def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[_expected(grid)]]
 
 
+def _sections(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """One unruled table in sections: a heading of one cell over each, a wider space
+    before each heading than between rows (as key figures in a report are set)."""
+    pdf.add_page()
+    y = _title(pdf, "Key figures", 20)
+    years = ["2024", "2023"]
+    parts: list[_Grid] = []
+    for k, heading in enumerate(rng.sample(["Class A", "Class B", "Total", "Reserves"], 3)):
+        rows = [[heading, "", ""]]
+        for item in rng.sample(["Net assets", "Units", "Value per unit", "Costs", "Result"], 3):
+            rows.append([f"{item} at 31 December", _number(rng), _number(rng)])
+        parts.append(_Grid([["", *years], *rows] if k == 0 else rows))
+    widths = [90.0, 35.0, 35.0]
+    expected: list[list[str]] = []
+    for part in parts:
+        y, _ = _draw(pdf, part, 20, y, "none", widths=widths)
+        y += rng.choice([6.0, 7.0, 8.0])
+        expected.extend(part.cells)
+    _prose(pdf, rng, 20, y + 6, 170, 3)
+    return [[Expected(expected)]]
+
+
+def _same_columns(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """Two unruled tables of the same columns, one under the other, each under its own
+    caption and with its own column heads: two tables, not one."""
+    pdf.add_page()
+    first, second = _grid(rng, 4, 3), _grid(rng, 5, 3)
+    second.cells[0] = list(first.cells[0])
+    y = _title(pdf, "Table 1: Spring", 20)
+    y, widths = _draw(pdf, first, 20, y, "none", gap=20.0)
+    y = _title(pdf, "Table 2: Autumn", y + 4)
+    _draw(pdf, second, 20, y, "none", widths=widths)
+    return [[_expected(first), _expected(second)]]
+
+
 def _two_tables(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     pdf.add_page()
     y = _title(pdf, "Table 1: First quarter", 20)
@@ -361,6 +396,8 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "unruled_two_line_header": _one("none", two_line_header=True),
     "header_rules_two_line_cells": _one("booktabs", two_lines=True),
     "price_list": _price_list,
+    "sections_under_headings": _sections,
+    "two_tables_same_columns": _same_columns,
     "two_tables": _two_tables,
     "rotated": _rotated,
     "continued_over_a_page": _continued,

@@ -13,6 +13,7 @@ words), or that have fewer than two columns or rows, are not tables.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 
 from .page_layout import Rule, TextLine, Word
@@ -34,6 +35,11 @@ _PROSE_WORDS = 4.5
 _PROSE_CELLS = 12
 #: ... and so is one in which every column's cells hold more words than this.
 _WORDY_COLUMN = 3.0
+#: Blocks with the same columns this many line heights apart, or less, with at most a few
+#: section headings between them, are parts of one table.
+_SECTION_GAP = 4.0
+#: A line that opens like this names a table or figure of its own (or notes one).
+_CAPTION = re.compile(r"(table|tab\.|figure|fig\.|chart|source|notes?)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +81,13 @@ def _blocks(lines: list[TextLine], cut: list[list[_Segment]]) -> list[list[int]]
         elif current:
             left = min(lines[i].x0 for i in current)
             right = max(lines[i].x1 for i in current)
-            if line.x1 - line.x0 > _WIDE_LINE * (right - left) or len(singles) >= _SINGLE_RUN:
-                # A sentence across the block (a note, a title) or a run of such lines.
+            if (
+                line.x1 - line.x0 > _WIDE_LINE * (right - left)
+                or len(singles) >= _SINGLE_RUN
+                or _CAPTION.match(_text(line))
+            ):
+                # A sentence across the block (a note, a title), a run of such lines, or
+                # the caption of the next table.
                 blocks.append(current)
                 current, singles = [], []
             else:
@@ -357,9 +368,78 @@ def aligned_tables(lines: list[TextLine], hrules: list[Rule]) -> list[FoundTable
     if not lines:
         return []
     cut = [segments(line) for line in lines]
-    found: list[FoundTable] = []
+    found: list[tuple[list[int], FoundTable]] = []
     for block in _blocks(lines, cut):
         table = _one_table(lines, cut, block, hrules)
-        if table is not None:
-            found.append(table)
-    return found
+        if table is None:
+            continue
+        if found and (joined := _stacked(lines, cut, found[-1], (block, table), hrules)):
+            found[-1] = joined
+        else:
+            found.append((block, table))
+    return [table for _, table in found]
+
+
+def _numeric(text: str) -> bool:
+    return any(ch.isdigit() for ch in text)
+
+
+def _stacked(
+    lines: list[TextLine],
+    cut: list[list[_Segment]],
+    upper: tuple[list[int], FoundTable],
+    lower: tuple[list[int], FoundTable],
+    hrules: list[Rule],
+) -> tuple[list[int], FoundTable] | None:
+    """One table made of two blocks found one above the other, when they are parts of one
+    table that a wider gap (a space between sections) or section headings of one cell
+    split: the lines between them are such headings, set in the first column, and both
+    parts, and the two joined, have the same columns. Not when the lower part starts with
+    column heads of its own (words over columns of figures): that is another table."""
+    (above, first), (below, second) = upper, lower
+    width = len(first.rows[0])
+    if width != len(second.rows[0]):
+        return None
+    size = sorted(lines[i].size for i in above)[len(above) // 2]
+    if abs(first.box[0] - second.box[0]) > size or abs(first.box[2] - second.box[2]) > 3 * size:
+        return None
+    opening = second.rows[0]
+    body = first.rows[1:]
+    if all(opening) and not any(_numeric(c) for c in opening[1:]):
+        if any(_numeric(row[c]) for row in body for c in range(1, width)):
+            return None
+    end = max(above)
+    between = [
+        k
+        for k in range(end + 1, min(below))
+        if lines[k].top >= first.box[3] - 1 and lines[k].bottom <= second.box[1] + 1
+    ]
+    heads = [k for k in range(end + 1, min(below)) if lines[k].top >= second.box[1] - 1]
+    if len(between) > _SINGLE_RUN + 1 or len(between) + len(heads) < min(below) - end - 1:
+        # More than a few headings, or lines beside the blocks: not one table.
+        return None
+    below = [*heads, *below]
+    inner = first.columns[1] if len(first.columns) > 2 else first.box[2]
+    previous = lines[end]
+    for k in [*between, below[0]]:
+        line = lines[k]
+        if line.top - previous.bottom > _SECTION_GAP * max(size, line.size):
+            return None
+        if k in between and (
+            len(cut[k]) != 1
+            or abs(line.x0 - first.box[0]) > size
+            or line.x1 > inner
+            or _CAPTION.match(_text(line))
+        ):
+            return None
+        previous = line
+    joined = _one_table(lines, cut, sorted({*above, *between, *below}), hrules)
+    if joined is None or len(joined.rows[0]) != width:
+        return None
+    if len(joined.rows) < len(first.rows) + len(second.rows):
+        return None
+    return sorted({*above, *between, *below}), joined
+
+
+def _text(line: TextLine) -> str:
+    return " ".join(w.text for w in line.words)
