@@ -52,6 +52,8 @@ class Expected:
     rows: list[list[str]]
     spans: list[tuple[int, int, int, int]] = field(default_factory=list)
     continues: bool = False
+    """Whether the table carries on the last table of the page before: the tools join the
+    two (without this part's first row when it repeats the table's column heads)."""
 
 
 @dataclass
@@ -295,22 +297,29 @@ def _rotated(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[_expected(grid)]]
 
 
-def _continued(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
-    grid = _grid(rng, 30, 4)
-    pdf.set_auto_page_break(False)
-    pdf.add_page()
-    y = _title(pdf, "Table 7: All countries", 20)
-    y = _prose(pdf, rng, 20, y, 170, 12) + 6
-    # As many rows as fit above the bottom margin, the rest on the next page under the
-    # same column heads.
-    fit = int((280 - y) // (_LINE + 1.5)) - 1
-    top = _Grid(grid.cells[: fit + 1])
-    _, widths = _draw(pdf, top, 20, y, "rows")
-    pdf.add_page()
-    rest = _Grid([grid.cells[0], *grid.cells[fit + 1 :]])
-    y, _ = _draw(pdf, rest, 20, 20, "rows", widths=widths)
-    _prose(pdf, rng, 20, y + 8, 170, 3)
-    return [[_expected(top)], [_expected(rest, continues=True)]]
+def _continued(heads: bool) -> Callable[[FPDF, random.Random], list[list[Expected]]]:
+    """A table continued over a page break, under the same column heads on the next page
+    (`heads`) or without them."""
+
+    def write(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+        grid = _grid(rng, 30, 4)
+        grid.cells.extend([f"Region {k}", *(_number(rng) for _ in range(3))] for k in range(1, 9))
+        pdf.set_auto_page_break(False)
+        pdf.add_page()
+        y = _title(pdf, "Table 7: All countries", 20)
+        y = _prose(pdf, rng, 20, y, 170, 12) + 6
+        # As many rows as fit above the bottom margin, the rest at the top of the next
+        # page.
+        fit = int((280 - y) // (_LINE + 1.5)) - 1
+        top = _Grid(grid.cells[: fit + 1])
+        _, widths = _draw(pdf, top, 20, y, "rows")
+        pdf.add_page()
+        rest = _Grid([grid.cells[0], *grid.cells[fit + 1 :]] if heads else grid.cells[fit + 1 :])
+        y, _ = _draw(pdf, rest, 20, 20, "rows", widths=widths)
+        _prose(pdf, rng, 20, y + 8, 170, 3)
+        return [[_expected(top)], [_expected(rest, continues=True)]]
+
+    return write
 
 
 def _text_columns(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
@@ -400,7 +409,8 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "two_tables_same_columns": _same_columns,
     "two_tables": _two_tables,
     "rotated": _rotated,
-    "continued_over_a_page": _continued,
+    "continued_over_a_page": _continued(heads=True),
+    "continued_without_heads": _continued(heads=False),
 }
 """Layouts with tables: each writes its pages and returns the expected tables per page."""
 
