@@ -35,6 +35,9 @@ _PROSE_WORDS = 4.5
 _PROSE_CELLS = 12
 #: ... and so is one in which every column's cells hold more words than this.
 _WORDY_COLUMN = 3.0
+#: A line set closer than this share of the usual distance between rows to the line
+#: above can be the next line of a cell.
+_CELL_LINES = 0.85
 #: Blocks with the same columns this many line heights apart, or less, with at most a few
 #: section headings between them, are parts of one table.
 _SECTION_GAP = 4.0
@@ -278,6 +281,34 @@ def _row_bounds(
     return ys, False
 
 
+def _join_cell_lines(
+    ys: list[float], block: list[TextLine], cut: list[list[_Segment]], xs: list[float]
+) -> list[float]:
+    """Row boundaries without those inside a cell of several lines. A line carries on the
+    row above when it is set closer to it than the rows are to each other, and it holds
+    text only in columns where the line above does, leaving some of them empty (the second
+    line of a name or of a column head, not a row of its own)."""
+    pitches = [b.baseline - a.baseline for a, b in itertools.pairwise(block)]
+    if len(pitches) < 2:
+        return ys
+    usual = sorted(pitches)[len(pitches) // 2]
+    filled: list[set[int]] = []
+    for segs in cut:
+        columns: set[int] = set()
+        for seg in segs:
+            first, last = _covers(seg, xs)
+            columns.update(range(first, last + 1))
+        filled.append(columns)
+    kept = [ys[0]]
+    for k, pitch in enumerate(pitches, start=1):
+        above, here = filled[k - 1], filled[k]
+        tight = pitch < _CELL_LINES * usual and pitch < usual - 0.2 * block[k].size
+        if not (tight and here < above):
+            kept.append(ys[k])
+    kept.append(ys[-1])
+    return kept
+
+
 def _one_table(
     lines: list[TextLine], cut: list[list[_Segment]], indices: list[int], hrules: list[Rule]
 ) -> FoundTable | None:
@@ -302,6 +333,8 @@ def _one_table(
     ]
     block = [lines[i] for i in indices]
     ys, by_rules = _row_bounds(block, hrules, x0, x1)
+    if not by_rules:
+        ys = _join_cell_lines(ys, block, [cut[i] for i in indices], xs)
     crossing: set[tuple[int, int]] = set()
     for i in indices:
         line = lines[i]
