@@ -119,10 +119,13 @@ def _draw(
     widths: list[float] | None = None,
     size: float = _FONT,
     gap: float = 3.0,
+    leading: float = 1.5,
+    shaded: bool = False,
 ) -> tuple[float, list[float]]:
     """Draw `grid` at (x, y) with `rules` ("all", "rows", "booktabs", "frame", "none"),
-    in a font of `size` points with `gap` mm added between columns; returns the y below
-    it and the column widths."""
+    in a font of `size` points with `gap` mm added between columns and `leading` mm
+    between rows, every other row on a grey band when `shaded`; returns the y below it
+    and the column widths."""
     pdf.set_font("helvetica", size=size)
     line = _LINE * size / _FONT
     columns = len(grid.cells[0])
@@ -145,11 +148,15 @@ def _draw(
     edges = [x]
     for w in widths:
         edges.append(edges[-1] + w)
-    heights = [max(len(c.split("\n")) for c in row) * line + 1.5 for row in grid.cells]
+    heights = [max(len(c.split("\n")) for c in row) * line + leading for row in grid.cells]
     tops = [y]
     for h in heights:
         tops.append(tops[-1] + h)
     pdf.set_line_width(0.3)
+    if shaded:
+        pdf.set_fill_color(225, 225, 225)
+        for r in range(1, len(grid.cells), 2):
+            pdf.rect(edges[0], tops[r], edges[-1] - edges[0], heights[r], style="F")
     for r, row in enumerate(grid.cells):
         for c, text in enumerate(row):
             if not text:
@@ -212,6 +219,16 @@ def _one(rules: str, **options: bool) -> Callable[[FPDF, random.Random], list[li
         return [[_expected(grid)]]
 
     return write
+
+
+def _shaded(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A table without rules whose rows are told apart by grey bands only: its lines are
+    evenly spaced, those of a cell of two lines as those of two rows."""
+    pdf.add_page()
+    y = _title(pdf, "Table 3: Figures by country", 20)
+    grid = _grid(rng, rng.randint(6, 10), rng.randint(3, 5), two_lines=True)
+    _draw(pdf, grid, 20, y, "none", leading=0.0, shaded=True, gap=rng.choice([4.0, 8.0]))
+    return [[_expected(grid)]]
 
 
 def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
@@ -396,6 +413,7 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "unruled_sparse": _one("none", sparse=True),
     "unruled_two_line_header": _one("none", two_line_header=True),
     "unruled_two_line_cells": _one("none", two_lines=True),
+    "shaded_rows_two_line_cells": _shaded,
     "header_rules_two_line_cells": _one("booktabs", two_lines=True),
     "price_list": _price_list,
     "sections_under_headings": _sections,

@@ -263,9 +263,16 @@ def _row_bounds(
     for y in inside:
         if not separating or y - separating[-1] > 2.0:
             separating.append(y)
-    # Rules must not cut through a line of text.
+    # Rules must not cut through a line of text; of rules with no text between them (the
+    # edges of two bands of colour with a white line between), one is enough.
     separating = [
         y for y in separating if not any(line.top + 1 < y < line.bottom - 1 for line in block)
+    ]
+    middles = [(line.top + line.bottom) / 2 for line in block]
+    separating = [
+        y
+        for k, y in enumerate(separating)
+        if k == 0 or any(separating[k - 1] < m < y for m in middles)
     ]
     bounds = [top - 0.5, *separating, bottom + 0.5]
     per_row = [
@@ -291,7 +298,6 @@ def _join_cell_lines(
     pitches = [b.baseline - a.baseline for a, b in itertools.pairwise(block)]
     if len(pitches) < 2:
         return ys
-    usual = sorted(pitches)[len(pitches) // 2]
     filled: list[set[int]] = []
     for segs in cut:
         columns: set[int] = set()
@@ -299,6 +305,10 @@ def _join_cell_lines(
             first, last = _covers(seg, xs)
             columns.update(range(first, last + 1))
         filled.append(columns)
+    # The usual distance between rows: between lines of which the lower one cannot be the
+    # next line of a cell (it fills a column the upper one leaves empty, or all of them).
+    starts = [p for k, p in enumerate(pitches, start=1) if not filled[k] < filled[k - 1]]
+    usual = sorted(starts or pitches)[len(starts or pitches) // 2]
     kept = [ys[0]]
     for k, pitch in enumerate(pitches, start=1):
         above, here = filled[k - 1], filled[k]

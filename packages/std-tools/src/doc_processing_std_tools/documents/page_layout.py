@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Affine", "Layout", "Rule", "TextLine", "Word", "apply", "read_layout"]
@@ -130,6 +130,9 @@ class Layout:
     other_text: int = 0
     """Characters in another direction than the dominant one (turned column headers, say),
     which table finding leaves out."""
+    bands: list[Rule] = field(default_factory=list)
+    """The upper and lower edges of filled shapes wider than tall (shaded rows or cells),
+    which can separate the rows of a table without rules."""
 
     def page_box(self, x0: float, top: float, x1: float, bottom: float) -> list[float]:
         """A box of the frame as [left, top, right, bottom] on the displayed page."""
@@ -317,14 +320,20 @@ def _path_segments(obj: Any, raw: Any, matrix: Affine) -> Iterator[tuple[float, 
         elif h <= _RULE_THICKNESS and w > h:
             y = (max(ys) + min(ys)) / 2
             yield (min(xs), y, max(xs), y, h, 1.0)
+        elif w > h:
+            # A band of colour (a shaded row or cell): its upper and lower edges.
+            for y in (min(ys), max(ys)):
+                yield (min(xs), y, max(xs), y, h, 2.0)
         return
     for index in range(0, len(points) - 1, 2):
         (x0, y0), (x1, y1) = points[index], points[index + 1]
         yield (x0, y0, x1, y1, thickness, 0.0)
 
 
-def _rules(page: Any, raw: Any, to_frame: Affine) -> list[Rule]:
+def _rules(page: Any, raw: Any, to_frame: Affine) -> tuple[list[Rule], list[Rule]]:
+    """The page's ruling lines, and the horizontal edges of its bands of colour."""
     found: list[Rule] = []
+    bands: list[Rule] = []
     matrix = raw.FS_MATRIX()
 
     def walk(get: Any, count: int, parent: Affine, depth: int) -> None:
@@ -334,11 +343,15 @@ def _rules(page: Any, raw: Any, to_frame: Affine) -> list[Rule]:
                 continue
             kind = raw.FPDFPageObj_GetType(obj)
             if kind == raw.FPDF_PAGEOBJ_PATH:
-                for x0, y0, x1, y1, _thick, _filled in _path_segments(obj, raw, parent):
+                for x0, y0, x1, y1, _thick, filled in _path_segments(obj, raw, parent):
                     fx0, fy0 = apply(to_frame, x0, y0)
                     fx1, fy1 = apply(to_frame, x1, y1)
                     dx, dy = abs(fx1 - fx0), abs(fy1 - fy0)
-                    if dx >= 1.0 and dy <= dx * _SLOPE:
+                    if filled == 2.0:
+                        if dx >= 1.0 and dy <= dx * _SLOPE:
+                            y = (fy0 + fy1) / 2
+                            bands.append(Rule(min(fx0, fx1), y, max(fx0, fx1), y))
+                    elif dx >= 1.0 and dy <= dx * _SLOPE:
                         y = (fy0 + fy1) / 2
                         found.append(Rule(min(fx0, fx1), y, max(fx0, fx1), y))
                     elif dy >= 1.0 and dx <= dy * _SLOPE:
@@ -363,7 +376,7 @@ def _rules(page: Any, raw: Any, to_frame: Affine) -> list[Rule]:
         return raw.FPDFPage_GetObject(page, i)
 
     walk(top, raw.FPDFPage_CountObjects(page), identity, 0)
-    return found
+    return found, bands
 
 
 def read_layout(page: Any, textpage: Any) -> Layout:
@@ -395,11 +408,13 @@ def read_layout(page: Any, textpage: Any) -> Layout:
         # below it, the same for every character of a line.
         main.append((char.text, x0, top, x1, bottom, bottom))
     lines = _words(main)
+    rules, bands = _rules(page.raw, raw, to_frame)
     return Layout(
         width=frame_w,
         height=frame_h,
         lines=lines,
-        rules=_rules(page.raw, raw, to_frame),
+        rules=rules,
+        bands=bands,
         to_page=_invert(upright),
         from_user=to_frame,
         turned=direction,
