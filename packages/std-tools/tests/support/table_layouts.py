@@ -231,6 +231,39 @@ def _shaded(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[_expected(grid)]]
 
 
+def _vertical_heads(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A ruled table whose column heads are set vertically, reading upwards."""
+    pdf.add_page()
+    y = _title(pdf, "Table 5: Votes by district", 20)
+    grid = _grid(rng, rng.randint(5, 9), rng.randint(4, 7))
+    widths = [40.0, *[14.0] * (len(grid.cells[0]) - 1)]
+    edges = [20.0]
+    for w in widths:
+        edges.append(edges[-1] + w)
+    tops = [y, y + 24.0]
+    for _ in grid.cells[1:]:
+        tops.append(tops[-1] + _LINE + 1.5)
+    pdf.set_font("helvetica", size=_FONT)
+    pdf.set_line_width(0.3)
+    for c, head in enumerate(grid.cells[0]):
+        if c == 0:
+            pdf.set_xy(edges[0] + _PAD, tops[1] - _LINE - 1)
+            pdf.cell(widths[0] - 2 * _PAD, _LINE, head)
+            continue
+        x, base = edges[c] + widths[c] / 2 + 1.2, tops[1] - 2
+        with pdf.rotation(90, x, base):
+            pdf.text(x, base, head)
+    for r, row in enumerate(grid.cells[1:], start=1):
+        for c, text in enumerate(row):
+            pdf.set_xy(edges[c] + _PAD, tops[r] + 0.75)
+            pdf.cell(widths[c] - 2 * _PAD, _LINE, text, align="R" if c else "L")
+    for t in tops:
+        pdf.line(edges[0], t, edges[-1], t)
+    for e in edges:
+        pdf.line(e, tops[0], e, tops[-1])
+    return [[_expected(grid)]]
+
+
 def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     """A list of items and prices under headings of one cell, without rules."""
     pdf.add_page()
@@ -404,6 +437,7 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "ruled": _one("all"),
     "ruled_two_line_cells": _one("all", two_lines=True),
     "ruled_spanning_header": _one("all", span=True),
+    "ruled_vertical_heads": _vertical_heads,
     "rules_between_rows": _one("rows"),
     "rules_between_rows_two_line_cells": _one("rows", two_lines=True),
     "header_rules": _one("booktabs"),

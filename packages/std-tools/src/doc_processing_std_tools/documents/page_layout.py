@@ -130,6 +130,9 @@ class Layout:
     other_text: int = 0
     """Characters in another direction than the dominant one (turned column headers, say),
     which table finding leaves out."""
+    turned_lines: list[TextLine] = field(default_factory=list)
+    """Lines of text set at a right angle to the rest (vertical column heads), each as
+    one word whose box is the whole line's, upright in the frame."""
     bands: list[Rule] = field(default_factory=list)
     """The upper and lower edges of filled shapes wider than tall (shaded rows or cells),
     which can separate the rows of a table without rules."""
@@ -259,6 +262,22 @@ def _words(chars: list[tuple[str, float, float, float, float, float]]) -> list[T
         )
     lines.sort(key=lambda line: line.baseline)
     return lines
+
+
+def _turned(lines: list[TextLine], turn: int) -> list[TextLine]:
+    """Lines read in a frame turned by `turn` degrees (90 or 270), back in the frame: each
+    line one word with the line's box."""
+    found: list[TextLine] = []
+    for line in lines:
+        start, end = min(w.x0 for w in line.words), max(w.x1 for w in line.words)
+        if turn == 270:
+            x0, top, x1, bottom = line.top, -end, line.bottom, -start
+        else:
+            x0, top, x1, bottom = -line.bottom, start, -line.top, end
+        text = " ".join(w.text for w in line.words)
+        word = Word(text, x0, top, x1, bottom, bottom, line.size)
+        found.append(TextLine([word], top, bottom, bottom, line.size))
+    return found
 
 
 def _word(chars: list[tuple[str, float, float, float, float, float]]) -> Word:
@@ -392,18 +411,24 @@ def read_layout(page: Any, textpage: Any) -> Layout:
     to_frame = _compose(to_display, upright)
     frame_w, frame_h = (height, width) if direction in (90, 270) else (width, height)
     main: list[tuple[str, float, float, float, float, float]] = []
+    across: dict[int, list[tuple[str, float, float, float, float, float]]] = {90: [], 270: []}
     other = 0
     a, b, c, d, e, f = to_frame
     for char in chars:
-        if char.direction != direction:
-            other += 1
-            continue
         left, lower, right, upper = char.box
         # The frame is the user space turned by quarter turns: two corners make the box.
         xa, ya = a * left + c * lower + e, b * left + d * lower + f
         xb, yb = a * right + c * upper + e, b * right + d * upper + f
         x0, x1 = (xa, xb) if xa <= xb else (xb, xa)
         top, bottom = (ya, yb) if ya <= yb else (yb, ya)
+        if char.direction != direction:
+            other += 1
+            turn = (char.direction - direction) % 360
+            if turn == 270:  # reading upwards: its own frame is this one turned back
+                across[turn].append((char.text, -bottom, x0, -top, x1, x1))
+            elif turn == 90:  # reading downwards
+                across[turn].append((char.text, top, -x1, bottom, -x0, -x0))
+            continue
         # The loose box's bottom stands in for the baseline: it lies the font's descent
         # below it, the same for every character of a line.
         main.append((char.text, x0, top, x1, bottom, bottom))
@@ -414,6 +439,7 @@ def read_layout(page: Any, textpage: Any) -> Layout:
         height=frame_h,
         lines=lines,
         rules=rules,
+        turned_lines=[*_turned(_words(across[270]), 270), *_turned(_words(across[90]), 90)],
         bands=bands,
         to_page=_invert(upright),
         from_user=to_frame,

@@ -46,7 +46,7 @@ def _contains(outer: tuple[float, ...], inner: tuple[float, ...]) -> bool:
 
 def find_tables(layout: Layout) -> list[FoundTable]:
     """The page's tables, top to bottom (left to right for tables side by side)."""
-    ruled = ruled_tables(layout.rules, layout.lines)
+    ruled = ruled_tables(layout.rules, layout.lines, layout.turned_lines)
     # A grid drawn inside a cell of another grid is part of that table.
     ruled = [t for t in ruled if not any(o is not t and _contains(o.box, t.box) for o in ruled)]
     rest = _outside(layout.lines, [t.box for t in ruled])
