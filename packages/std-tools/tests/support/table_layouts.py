@@ -264,6 +264,76 @@ def _vertical_heads(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[_expected(grid)]]
 
 
+def _comments(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A ruled table with a column of long comments beside short cells."""
+    pdf.add_page()
+    y = _title(pdf, "Table 8: Outbreaks reported", 20)
+    grid = _grid(rng, rng.randint(4, 7), 3)
+    grid.cells[0].append("Comments")
+    for row in grid.cells[1:]:
+        row.append(" ".join(rng.choice(_WORDS) for _ in range(rng.randint(14, 22))))
+    pdf.set_font("helvetica", size=_FONT)
+    widths = [35.0, 22.0, 22.0, 90.0]
+    edges = [20.0]
+    for w in widths:
+        edges.append(edges[-1] + w)
+    wrapped = [
+        pdf.multi_cell(widths[3] - 2 * _PAD, _LINE, row[3], dry_run=True, output="LINES")
+        for row in grid.cells
+    ]
+    tops = [y]
+    for lines in wrapped:
+        tops.append(tops[-1] + len(lines) * _LINE + 2)
+    for r, row in enumerate(grid.cells):
+        for c, text in enumerate(row[:3]):
+            pdf.set_xy(edges[c] + _PAD, tops[r] + 1)
+            pdf.cell(widths[c] - 2 * _PAD, _LINE, text, align="R" if c else "L")
+        pdf.set_xy(edges[3] + _PAD, tops[r] + 1)
+        pdf.multi_cell(widths[3] - 2 * _PAD, _LINE, row[3])
+    pdf.set_line_width(0.3)
+    for t in tops:
+        pdf.line(edges[0], t, edges[-1], t)
+    for e in edges:
+        pdf.line(e, tops[0], e, tops[-1])
+    rows = [[*row[:3], " ".join(lines)] for row, lines in zip(grid.cells, wrapped, strict=True)]
+    return [[Expected(rows)]]
+
+
+def _overprinted(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A table without rules whose first column is made bold by printing it twice."""
+    pdf.add_page()
+    y = _title(pdf, "Table 9: Results", 20)
+    grid = _grid(rng, rng.randint(6, 10), rng.randint(3, 5))
+    _draw(pdf, grid, 20, y, "none")
+    again = _Grid([[row[0], *([""] * (len(row) - 1))] for row in grid.cells])
+    _draw(pdf, again, 20, y, "none", widths=_draw_widths(pdf, grid))
+    return [[_expected(grid)]]
+
+
+def _draw_widths(pdf: FPDF, grid: _Grid, gap: float = 3.0) -> list[float]:
+    pdf.set_font("helvetica", size=_FONT)
+    return [
+        max(pdf.get_string_width(row[c]) for row in grid.cells) + 2 * _PAD + gap
+        for c in range(len(grid.cells[0]))
+    ]
+
+
+def _numbered_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """Steps numbered 1. to 5., set with a hanging indent: a list, not a table."""
+    pdf.add_page()
+    y = _title(pdf, "Method", 20)
+    y = _prose(pdf, rng, 20, y, 170, 3) + 4
+    pdf.set_font("helvetica", size=_FONT)
+    for k in range(1, rng.randint(4, 7)):
+        pdf.set_xy(28, y)
+        pdf.cell(8, _LINE, f"{k}.")
+        pdf.set_xy(40, y)
+        pdf.cell(120, _LINE, " ".join(rng.choice(_WORDS) for _ in range(rng.randint(4, 9))))
+        y += _LINE + 1
+    _prose(pdf, rng, 20, y + 4, 170, 3)
+    return [[]]
+
+
 def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     """A list of items and prices under headings of one cell, without rules."""
     pdf.add_page()
@@ -438,6 +508,8 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "ruled_two_line_cells": _one("all", two_lines=True),
     "ruled_spanning_header": _one("all", span=True),
     "ruled_vertical_heads": _vertical_heads,
+    "ruled_with_comments": _comments,
+    "overprinted_bold_column": _overprinted,
     "rules_between_rows": _one("rows"),
     "rules_between_rows_two_line_cells": _one("rows", two_lines=True),
     "header_rules": _one("booktabs"),
@@ -465,6 +537,7 @@ NON_TABLES: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "empty_ruled_form": _empty_form,
     "frame_around_text": _framed_text,
     "text_over_a_grid": _lined_text,
+    "numbered_list": _numbered_list,
 }
 """Pages that hold no table; a finder must return nothing for them."""
 

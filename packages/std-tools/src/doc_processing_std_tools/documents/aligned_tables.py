@@ -41,6 +41,11 @@ _CELL_LINES = 0.85
 #: Blocks with the same columns this many line heights apart, or less, with at most a few
 #: section headings between them, are parts of one table.
 _SECTION_GAP = 4.0
+#: The marker of a list item: a number, letter or roman numeral with a full stop or a
+#: bracket, or a bullet.
+_MARKER = re.compile(
+    r"(?:\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,6})[.)]|[\u2022\u00b7\u25aa\u25cf\u2013\u2014*-])$"
+)
 #: A line that opens like this names a table or figure of its own (or notes one).
 _CAPTION = re.compile(r"(table|tab\.|figure|fig\.|chart|source|notes?)\b", re.IGNORECASE)
 
@@ -366,20 +371,22 @@ def _one_table(
     return _judged(table, by_rules)
 
 
-def prose_like(rows: list[list[str]]) -> bool:
+def prose_like(rows: list[list[str]], *, ruled: bool = False) -> bool:
     """Whether cells read like running text cut into columns: every column wordy, many
-    words a cell, or most cells starting in the middle of a sentence."""
+    words a cell, or most cells starting in the middle of a sentence. In a grid drawn
+    with rules (`ruled`), one column of long text (comments, descriptions) beside
+    columns of short cells is a table: there it takes most columns being wordy."""
     cells = [c for row in rows for c in row if c]
     if not cells:
         return True
-    if sum(len(c.split()) for c in cells) / len(cells) > _PROSE_WORDS:
+    if not ruled and sum(len(c.split()) for c in cells) / len(cells) > _PROSE_WORDS:
         return True
     wordy = []
     for c in range(len(rows[0])):
         column = [row[c] for row in rows if row[c]]
         if column:
             wordy.append(sum(len(t.split()) for t in column) / len(column) > _WORDY_COLUMN)
-    if wordy and all(wordy):
+    if wordy and (all(wordy) or (ruled and sum(wordy) * 2 > len(wordy))):
         return True
     # Cells of a table are names, figures and codes; text cut into pieces starts most of
     # them in mid-sentence, and holds few figures (told apart on enough cells only).
@@ -390,10 +397,16 @@ def prose_like(rows: list[list[str]]) -> bool:
     return lower > 0.5 or (lower > 0.3 and figures < 0.2)
 
 
+def _listed(rows: list[list[str]]) -> bool:
+    """Whether the rows are a list: a column of markers (1. 2. 3., a) b), bullets) and one
+    of the items' text."""
+    return len(rows[0]) == 2 and all(_MARKER.match(row[0]) for row in rows if any(row))
+
+
 def _judged(table: FoundTable, by_rules: bool) -> FoundTable | None:
     """The table with its confidence, or None when it does not look like a table."""
     rows = table.rows
-    if len(rows) < 2 or not rows or len(rows[0]) < 2 or prose_like(rows):
+    if len(rows) < 2 or not rows or len(rows[0]) < 2 or prose_like(rows) or _listed(rows):
         return None
     cells = [c for row in rows for c in row if c]
     multi = sum(1 for row in rows if sum(1 for c in row if c) >= 2) / len(rows)

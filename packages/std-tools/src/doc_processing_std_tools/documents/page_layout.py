@@ -414,8 +414,15 @@ def read_layout(page: Any, textpage: Any) -> Layout:
     across: dict[int, list[tuple[str, float, float, float, float, float]]] = {90: [], 270: []}
     other = 0
     a, b, c, d, e, f = to_frame
+    seen: set[tuple[str, int, int]] = set()
     for char in chars:
         left, lower, right, upper = char.box
+        # A character drawn again in the same place (text made bold by printing it twice)
+        # is read once.
+        key = (char.text, round(left * 2), round(lower * 2))
+        if key in seen:
+            continue
+        seen.add(key)
         # The frame is the user space turned by quarter turns: two corners make the box.
         xa, ya = a * left + c * lower + e, b * left + d * lower + f
         xb, yb = a * right + c * upper + e, b * right + d * upper + f

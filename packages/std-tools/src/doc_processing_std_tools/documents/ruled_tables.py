@@ -202,7 +202,7 @@ def _one_grid(
     filled = sum(1 for row in rows for c in row if c)
     if filled < 2 or cells <= 0 or filled / cells < _MIN_FILLED:
         return None
-    if prose_like(rows):
+    if prose_like(rows, ruled=True):
         return None
     used_rows = sum(1 for row in rows if any(row))
     used_cols = sum(1 for c in range(len(rows[0])) if any(row[c] for row in rows))
