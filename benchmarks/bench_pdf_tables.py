@@ -85,8 +85,9 @@ CAMELOT_CASES: list[tuple[str, int, list[str]]] = [
 #: The first page of each other PDF of camelot's tests (none of them has an expected table
 #: there), labelled by hand from the rendered page before any finder's output on it was
 #: read: for each table, two texts that lie in its cells (first and last rows), matched
-#: without whitespace and case (one label had its case misread). Detection only. Left out: electoral_roll.pdf (voter cards in boxes: a table or not is a matter of
-#: taste), table_region.pdf (a ruled form around a small table), tableception.pdf (tables
+#: without whitespace and case (one label had its case misread). Detection only. Left
+#: out: electoral_roll.pdf (voter cards in boxes: a table or not is a matter of taste),
+#: table_region.pdf (a ruled form around a small table), tableception.pdf (tables
 #: inside cells), budget_2014-15.pdf (the same page as budget.pdf), health_protected.pdf
 #: (encrypted). image.pdf is a scan without text: every finder here misses its table.
 ANCHORED: list[tuple[str, list[tuple[str, str]]]] = [

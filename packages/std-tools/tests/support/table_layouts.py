@@ -17,6 +17,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from fpdf import FPDF
 
@@ -278,7 +279,10 @@ def _comments(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     for w in widths:
         edges.append(edges[-1] + w)
     wrapped = [
-        pdf.multi_cell(widths[3] - 2 * _PAD, _LINE, row[3], dry_run=True, output="LINES")
+        cast(
+            list[str],
+            pdf.multi_cell(widths[3] - 2 * _PAD, _LINE, row[3], dry_run=True, output="LINES"),
+        )
         for row in grid.cells
     ]
     tops = [y]

@@ -460,10 +460,9 @@ def _stacked(
     if abs(first.box[0] - second.box[0]) > size or abs(first.box[2] - second.box[2]) > 3 * size:
         return None
     opening = second.rows[0]
-    body = first.rows[1:]
-    if all(opening) and not any(_numeric(c) for c in opening[1:]):
-        if any(_numeric(row[c]) for row in body for c in range(1, width)):
-            return None
+    own_heads = all(opening) and not any(_numeric(c) for c in opening[1:])
+    if own_heads and any(_numeric(row[c]) for row in first.rows[1:] for c in range(1, width)):
+        return None
     end = max(above)
     between = [
         k

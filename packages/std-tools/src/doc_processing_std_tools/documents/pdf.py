@@ -29,9 +29,9 @@ from .pdf_tables import (
 )
 from .reader import Part, TableBounds, TableFormat, Tables, table_chunks
 from .render import Chunk, Table
-from .table_grid import FoundTable
 from .selection import parse_ranges, spans
 from .source import Source, missing_extra
+from .table_grid import FoundTable
 
 __all__ = [
     "OVERVIEW_PAGES",
