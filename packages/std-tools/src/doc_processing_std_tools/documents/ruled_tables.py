@@ -119,11 +119,12 @@ def _inside(lines: list[TextLine], box: tuple[float, float, float, float]) -> li
 def _column_rivers(lines: list[TextLine], xs: list[float]) -> list[float]:
     """Column boundaries the text shows inside the grid's columns."""
     extra: list[float] = []
+    cuts = [segments(line) for line in lines]
     for a, b in itertools.pairwise(xs):
         rows = []
         several = 0
-        for line in lines:
-            cut = [s for s in segments(line) if a < (s.x0 + s.x1) / 2 < b]
+        for pieces in cuts:
+            cut = [s for s in pieces if a < (s.x0 + s.x1) / 2 < b]
             if cut:
                 rows.append(cut)
                 several += len(cut) >= 2
