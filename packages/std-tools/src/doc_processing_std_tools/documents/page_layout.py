@@ -128,8 +128,8 @@ class Layout:
     turned: int = 0
     """Degrees the page as displayed was turned to make its text upright."""
     other_text: int = 0
-    """Characters in another direction than the dominant one (turned column headers, say),
-    which table finding leaves out."""
+    """Characters in another direction than the dominant one (turned column headers, say);
+    those at a right angle to it are also read into `turned_lines`."""
     turned_lines: list[TextLine] = field(default_factory=list)
     """Lines of text set at a right angle to the rest (vertical column heads), each as
     one word whose box is the whole line's, upright in the frame."""
