@@ -413,27 +413,38 @@ def _rotated(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[_expected(grid)]]
 
 
-def _continued(heads: bool) -> Callable[[FPDF, random.Random], list[list[Expected]]]:
-    """A table continued over a page break, under the same column heads on the next page
-    (`heads`) or without them."""
+def _continued(
+    heads: bool, pages: int = 2
+) -> Callable[[FPDF, random.Random], list[list[Expected]]]:
+    """A table continued over `pages` pages, under the same column heads on each further
+    page (`heads`) or without them."""
 
     def write(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
         grid = _grid(rng, 30, 4)
-        grid.cells.extend([f"Region {k}", *(_number(rng) for _ in range(3))] for k in range(1, 9))
+        extra = 8 + 38 * (pages - 2)
+        grid.cells.extend(
+            [f"Region {k}", *(_number(rng) for _ in range(3))] for k in range(1, extra + 1)
+        )
         pdf.set_auto_page_break(False)
         pdf.add_page()
         y = _title(pdf, "Table 7: All countries", 20)
         y = _prose(pdf, rng, 20, y, 170, 12) + 6
         # As many rows as fit above the bottom margin, the rest at the top of the next
-        # page.
+        # pages, a full page each but the last.
         fit = int((280 - y) // (_LINE + 1.5)) - 1
         top = _Grid(grid.cells[: fit + 1])
         _, widths = _draw(pdf, top, 20, y, "rows")
-        pdf.add_page()
-        rest = _Grid([grid.cells[0], *grid.cells[fit + 1 :]] if heads else grid.cells[fit + 1 :])
-        y, _ = _draw(pdf, rest, 20, 20, "rows", widths=widths)
+        found = [[_expected(top)]]
+        body = grid.cells[fit + 1 :]
+        while body:
+            pdf.add_page()
+            room = int(260 // (_LINE + 1.5)) - (1 if heads else 0)
+            part, body = body[:room], body[room:]
+            rest = _Grid([grid.cells[0], *part] if heads else part)
+            y, _ = _draw(pdf, rest, 20, 20, "rows", widths=widths)
+            found.append([_expected(rest, continues=True)])
         _prose(pdf, rng, 20, y + 8, 170, 3)
-        return [[_expected(top)], [_expected(rest, continues=True)]]
+        return found
 
     return write
 
@@ -532,6 +543,7 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "rotated": _rotated,
     "continued_over_a_page": _continued(heads=True),
     "continued_without_heads": _continued(heads=False),
+    "continued_over_three_pages": _continued(heads=True, pages=3),
 }
 """Layouts with tables: each writes its pages and returns the expected tables per page."""
 
