@@ -1,14 +1,15 @@
 """PDF table finding against known answers: extract_tables' finder, pdfplumber's defaults
 and camelot's stream mode, on the same pages in one run.
 
-Two sets of pages:
+Three sets of pages:
 
 - generated: PDFs drawn by the tests' `table_layouts` (ruled, rules between rows only,
   header rules only, a frame around an unruled body, no rules; spanning headers, cells and
-  headers of two lines, rows told apart by shaded bands only, sections under headings, two
-  tables on a page, two tables of the same columns, a sideways table, tables over two
-  pages) and pages without any table (text in two columns, a bar chart, an empty form, a
-  framed page, text over a grid of lines). The finder was developed on these.
+  headers of two lines, vertical heads, a column of comments, rows told apart by shaded
+  bands only, text printed twice, sections under headings, two tables on a page, two
+  tables of the same columns, a sideways table, tables over two and three pages) and pages
+  without any table (text in two columns, a bar chart, an empty form, a framed page, text
+  over a grid of lines, a numbered list). The finder was developed on these.
 - camelot: the test PDFs of the camelot project with the tables its tests expect, read
   from a folder given with --tables (default: `../shared/tables` beside the repository);
   skipped, with a message, when the folder is absent. The split is by source: every page
@@ -16,6 +17,8 @@ Two sets of pages:
   generated layout is; no threshold was fitted to it. It has been read, though: the pages
   the finder got wrong were looked at to find the causes (the docs page names them), so
   it is a check on unseen layouts only for the causes not yet looked at.
+- camelot, other pages: the first page of each other PDF in that folder, its tables
+  labelled by hand (`ANCHORED`); detection only.
 
 Scores, per set:
 
