@@ -1,17 +1,24 @@
 """PDF table finding against known answers: extract_tables' finder, pdfplumber's defaults
 and camelot's stream mode, on the same pages in one run.
 
-Two sets of pages:
+Three sets of pages:
 
 - generated: PDFs drawn by the tests' `table_layouts` (ruled, rules between rows only,
-  header rules only, a frame around an unruled body, no rules; spanning headers, cells of
-  two lines, two tables on a page, a sideways table, a table over two pages) and pages
-  without any table (text in two columns, a bar chart, an empty form, a framed page). The
-  finder was tuned on these.
+  header rules only, a frame around an unruled body, no rules; spanning headers, cells and
+  headers of two lines, vertical heads, a column of comments, rows told apart by shaded
+  bands only, text printed twice, sections under headings, two tables on a page, two
+  tables of the same columns, a sideways table, tables over two and three pages) and pages
+  without any table (text in two columns, a bar chart, an empty form, a framed page, text
+  over a grid of lines, a numbered list). The finder was developed on these.
 - camelot: the test PDFs of the camelot project with the tables its tests expect, read
   from a folder given with --tables (default: `../shared/tables` beside the repository);
-  skipped, with a message, when the folder is absent. Not used for tuning: the held-out
-  check.
+  skipped, with a message, when the folder is absent. The split is by source: every page
+  of camelot's tests whose expected table is its default reading is in this set, and no
+  generated layout is; no threshold was fitted to it. It has been read, though: the pages
+  the finder got wrong were looked at to find the causes (the docs page names them), so
+  it is a check on unseen layouts only for the causes not yet looked at.
+- camelot, other pages: the first page of each other PDF in that folder, its tables
+  labelled by hand (`ANCHORED`); detection only.
 
 Scores, per set:
 
@@ -76,6 +83,39 @@ CAMELOT_CASES: list[tuple[str, int, list[str]]] = [
     ("stream_inner_outer_columns.pdf", 1, ["data_stream_inner_outer_columns"]),
     ("mexican_towns.pdf", 1, ["data_stream_columns"]),
     ("empty.pdf", 1, []),
+]
+
+#: The first page of each other PDF of camelot's tests (none of them has an expected table
+#: there), labelled by hand from the rendered page before any finder's output on it was
+#: read: for each table, two texts that lie in its cells (first and last rows), matched
+#: without whitespace and case (one label had its case misread). Detection only. Left
+#: out: electoral_roll.pdf (voter cards in boxes: a table or not is a matter of taste),
+#: table_region.pdf (a ruled form around a small table), tableception.pdf (tables
+#: inside cells), budget_2014-15.pdf (the same page as budget.pdf), health_protected.pdf
+#: (encrypted). image.pdf is a scan without text: every finder here misses its table.
+ANCHORED: list[tuple[str, list[tuple[str, str]]]] = [
+    ("agstat.pdf", [("Balasore", "Sundargarh")]),
+    ("assam.pdf", [("Barpeta", "Tinsukia")]),
+    ("background_lines_2.pdf", [("39053", "119033")]),
+    ("birdisland.pdf", [("K2-1901", "PB-1823R2")]),
+    ("budget.pdf", [("22260.55", "1275.43")]),
+    ("column_span_1.pdf", [("126762", "400517")]),
+    ("diesel_engines.pdf", []),
+    ("district_health.pdf", [("Antenatal care", "Women who consume alcohol")]),
+    ("foo.pdf", [("2012_2", "4171_1")]),
+    ("good_energy.pdf", [("Tariff Type", "Exit Fees"), ("26.19", "67.54"), ("27.60", "26.06")]),
+    ("hybrid_multipage.pdf", [("Abc", "Chonk")]),
+    ("image.pdf", [("L Arm", "Head")]),
+    ("issue_288.pdf", [("Forster, Mark", "Klinik Ziegelblitz")]),
+    ("medicine.pdf", [("Halothane", "Vecuronium")]),
+    ("missing_values.pdf", [("Any injury", "Very High")]),
+    ("only_page_number.pdf", []),
+    ("population_growth.pdf", [("Andaman and Nicobar Islands", "West Bengal")]),
+    ("rainfall_distribution.pdf", [("ARUNACHAL PRADESH", "LAKSHADWEEP"), ("Excess", "No Data")]),
+    ("row_span_1.pdf", [("Sacramento", "Family Mosaic")]),
+    ("row_span_2.pdf", [("Kerala", "Howrah")]),
+    ("row_span_3.pdf", [("Trivandrum", "Umaria")]),
+    ("twotables_1.pdf", [("Bankura", "15/11/13"), ("Madhubani", "Katihar")]),
 ]
 
 
@@ -235,6 +275,58 @@ def _camelot_cases(folder: Path) -> list[tuple[str, Path, int, list[Grid]]]:
     ]
 
 
+@dataclass
+class Detected:
+    """Detection against tables known by two texts in their cells."""
+
+    matched: int = 0
+    found: int = 0
+    expected: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, name: str, found: list[Grid], expected: list[tuple[str, str]]) -> None:
+        cells = [[_norm(c).casefold() for row in grid for c in row if c] for grid in found]
+        free = list(range(len(found)))
+        for anchors in expected:
+            wanted = [_norm(a).casefold() for a in anchors]
+            hit = next(
+                (k for k in free if all(any(w in c for c in cells[k]) for w in wanted)), None
+            )
+            if hit is None:
+                self.misses.append(f"{name}: missed {anchors[0]}")
+            else:
+                self.matched += 1
+                free.remove(hit)
+        self.misses.extend(f"{name}: extra table of {len(found[k])} rows" for k in free)
+        self.found += len(found)
+        self.expected += len(expected)
+
+    def row(self) -> tuple[float, float, float]:
+        p = self.matched / self.found if self.found else 1.0
+        r = self.matched / self.expected if self.expected else 1.0
+        return p, r, Score._f1(p, r)
+
+
+def _anchored(finder: Finder, folder: Path, show: bool) -> Detected | None:
+    detected = Detected()
+    files = folder / "tests/files"
+    for name, tables in ANCHORED:
+        if not (files / name).exists():
+            continue
+        try:
+            found = finder(files / name, 1)
+        except ImportError:
+            return None
+        except Exception as error:  # a peer that refuses a file finds nothing in it
+            detected.misses.append(f"{name}: {type(error).__name__}")
+            found = []
+        detected.add(name, found, tables)
+    if show:
+        for miss in detected.misses:
+            print(f"  -- {miss}")
+    return detected
+
+
 def _run(
     finder: Finder, cases: list[tuple[str, Path, int, list[Grid]]], show: bool
 ) -> Score | None:
@@ -264,7 +356,9 @@ def main() -> None:
     parser.add_argument("--tables", type=Path, default=here.parent / "shared" / "tables")
     parser.add_argument("--seeds", type=int, default=4, help="generated PDFs per layout")
     parser.add_argument("--show", action="store_true", help="name the pages that differ")
-    parser.add_argument("--only", choices=["generated", "camelot"], default=None)
+    parser.add_argument(
+        "--only", choices=["generated", "camelot", "anchored"], default=None, help="one set"
+    )
     args = parser.parse_args()
     finders: dict[str, Finder] = {
         "extract_tables": ours,
@@ -278,7 +372,7 @@ def main() -> None:
         folder = args.tables / "camelot"
         if args.only in (None, "camelot"):
             if folder.is_dir():
-                sets["camelot (held out)"] = _camelot_cases(folder)
+                sets["camelot"] = _camelot_cases(folder)
             else:
                 print(f"[camelot set skipped: no folder {folder}; pass --tables]")
         for title, cases in sets.items():
@@ -297,6 +391,18 @@ def main() -> None:
                     f"{label:22} {p:6.3f} {r:6.3f} {f:6.3f} {dp:6.3f} {dr:6.3f} {df:6.3f} "
                     f"{ms:7.1f} {high:6.1f} {wall:7.1f}"
                 )
+        if args.only in (None, "anchored") and folder.is_dir():
+            pages = sum(1 for name, _ in ANCHORED if (folder / "tests/files" / name).exists())
+            tables = sum(len(t) for name, t in ANCHORED if (folder / "tests/files" / name).exists())
+            print(f"\ncamelot, other pages (labelled by hand): {pages} pages, {tables} tables")
+            print(f"{'finder':22} {'det P':>6} {'det R':>6} {'det F1':>6}")
+            for label, finder in finders.items():
+                detected = _anchored(finder, folder, args.show)
+                if detected is None:
+                    print(f"{label:22} not installed")
+                    continue
+                dp, dr, df = detected.row()
+                print(f"{label:22} {dp:6.3f} {dr:6.3f} {df:6.3f}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from fpdf import FPDF
 
@@ -52,6 +53,8 @@ class Expected:
     rows: list[list[str]]
     spans: list[tuple[int, int, int, int]] = field(default_factory=list)
     continues: bool = False
+    """Whether the table carries on the last table of the page before: the tools join the
+    two (without this part's first row when it repeats the table's column heads)."""
 
 
 @dataclass
@@ -101,17 +104,9 @@ def _grid(
     return _Grid(cells, spans)
 
 
-def _expected(grid: _Grid, continues: bool = False, *, by_lines: bool = False) -> Expected:
-    """The table as found: cells of several lines joined, or, where no rule separates the
-    rows (`by_lines`), each text line a row of its own."""
-    if not by_lines:
-        rows = [[" ".join(c.split("\n")) for c in row] for row in grid.cells]
-        return Expected(rows, list(grid.spans), continues)
-    rows = []
-    for row in grid.cells:
-        parts = [c.split("\n") for c in row]
-        for k in range(max(len(p) for p in parts)):
-            rows.append([p[k] if k < len(p) else "" for p in parts])
+def _expected(grid: _Grid, continues: bool = False) -> Expected:
+    """The table as found: the lines of a cell joined by spaces."""
+    rows = [[" ".join(c.split("\n")) for c in row] for row in grid.cells]
     return Expected(rows, list(grid.spans), continues)
 
 
@@ -125,10 +120,13 @@ def _draw(
     widths: list[float] | None = None,
     size: float = _FONT,
     gap: float = 3.0,
+    leading: float = 1.5,
+    shaded: bool = False,
 ) -> tuple[float, list[float]]:
     """Draw `grid` at (x, y) with `rules` ("all", "rows", "booktabs", "frame", "none"),
-    in a font of `size` points with `gap` mm added between columns; returns the y below
-    it and the column widths."""
+    in a font of `size` points with `gap` mm added between columns and `leading` mm
+    between rows, every other row on a grey band when `shaded`; returns the y below it
+    and the column widths."""
     pdf.set_font("helvetica", size=size)
     line = _LINE * size / _FONT
     columns = len(grid.cells[0])
@@ -151,11 +149,15 @@ def _draw(
     edges = [x]
     for w in widths:
         edges.append(edges[-1] + w)
-    heights = [max(len(c.split("\n")) for c in row) * line + 1.5 for row in grid.cells]
+    heights = [max(len(c.split("\n")) for c in row) * line + leading for row in grid.cells]
     tops = [y]
     for h in heights:
         tops.append(tops[-1] + h)
     pdf.set_line_width(0.3)
+    if shaded:
+        pdf.set_fill_color(225, 225, 225)
+        for r in range(1, len(grid.cells), 2):
+            pdf.rect(edges[0], tops[r], edges[-1] - edges[0], heights[r], style="F")
     for r, row in enumerate(grid.cells):
         for c, text in enumerate(row):
             if not text:
@@ -215,9 +217,125 @@ def _one(rules: str, **options: bool) -> Callable[[FPDF, random.Random], list[li
         gap = rng.choice([3.0, 4.0, 6.0, 9.0])
         y, _ = _draw(pdf, grid, 20, y, rules, size=size, gap=gap)
         _prose(pdf, rng, 20, y + 8, 170, 4)
-        return [[_expected(grid, by_lines=rules not in ("all", "rows"))]]
+        return [[_expected(grid)]]
 
     return write
+
+
+def _shaded(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A table without rules whose rows are told apart by grey bands only: its lines are
+    evenly spaced, those of a cell of two lines as those of two rows."""
+    pdf.add_page()
+    y = _title(pdf, "Table 3: Figures by country", 20)
+    grid = _grid(rng, rng.randint(6, 10), rng.randint(3, 5), two_lines=True)
+    _draw(pdf, grid, 20, y, "none", leading=0.0, shaded=True, gap=rng.choice([4.0, 8.0]))
+    return [[_expected(grid)]]
+
+
+def _vertical_heads(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A ruled table whose column heads are set vertically, reading upwards."""
+    pdf.add_page()
+    y = _title(pdf, "Table 5: Votes by district", 20)
+    grid = _grid(rng, rng.randint(5, 9), rng.randint(4, 7))
+    widths = [40.0, *[14.0] * (len(grid.cells[0]) - 1)]
+    edges = [20.0]
+    for w in widths:
+        edges.append(edges[-1] + w)
+    tops = [y, y + 24.0]
+    for _ in grid.cells[1:]:
+        tops.append(tops[-1] + _LINE + 1.5)
+    pdf.set_font("helvetica", size=_FONT)
+    pdf.set_line_width(0.3)
+    for c, head in enumerate(grid.cells[0]):
+        if c == 0:
+            pdf.set_xy(edges[0] + _PAD, tops[1] - _LINE - 1)
+            pdf.cell(widths[0] - 2 * _PAD, _LINE, head)
+            continue
+        x, base = edges[c] + widths[c] / 2 + 1.2, tops[1] - 2
+        with pdf.rotation(90, x, base):
+            pdf.text(x, base, head)
+    for r, row in enumerate(grid.cells[1:], start=1):
+        for c, text in enumerate(row):
+            pdf.set_xy(edges[c] + _PAD, tops[r] + 0.75)
+            pdf.cell(widths[c] - 2 * _PAD, _LINE, text, align="R" if c else "L")
+    for t in tops:
+        pdf.line(edges[0], t, edges[-1], t)
+    for e in edges:
+        pdf.line(e, tops[0], e, tops[-1])
+    return [[_expected(grid)]]
+
+
+def _comments(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A ruled table with a column of long comments beside short cells."""
+    pdf.add_page()
+    y = _title(pdf, "Table 8: Outbreaks reported", 20)
+    grid = _grid(rng, rng.randint(4, 7), 3)
+    grid.cells[0].append("Comments")
+    for row in grid.cells[1:]:
+        row.append(" ".join(rng.choice(_WORDS) for _ in range(rng.randint(14, 22))))
+    pdf.set_font("helvetica", size=_FONT)
+    widths = [35.0, 22.0, 22.0, 90.0]
+    edges = [20.0]
+    for w in widths:
+        edges.append(edges[-1] + w)
+    wrapped = [
+        cast(
+            list[str],
+            pdf.multi_cell(widths[3] - 2 * _PAD, _LINE, row[3], dry_run=True, output="LINES"),
+        )
+        for row in grid.cells
+    ]
+    tops = [y]
+    for lines in wrapped:
+        tops.append(tops[-1] + len(lines) * _LINE + 2)
+    for r, row in enumerate(grid.cells):
+        for c, text in enumerate(row[:3]):
+            pdf.set_xy(edges[c] + _PAD, tops[r] + 1)
+            pdf.cell(widths[c] - 2 * _PAD, _LINE, text, align="R" if c else "L")
+        pdf.set_xy(edges[3] + _PAD, tops[r] + 1)
+        pdf.multi_cell(widths[3] - 2 * _PAD, _LINE, row[3])
+    pdf.set_line_width(0.3)
+    for t in tops:
+        pdf.line(edges[0], t, edges[-1], t)
+    for e in edges:
+        pdf.line(e, tops[0], e, tops[-1])
+    rows = [[*row[:3], " ".join(lines)] for row, lines in zip(grid.cells, wrapped, strict=True)]
+    return [[Expected(rows)]]
+
+
+def _overprinted(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """A table without rules whose first column is made bold by printing it twice."""
+    pdf.add_page()
+    y = _title(pdf, "Table 9: Results", 20)
+    grid = _grid(rng, rng.randint(6, 10), rng.randint(3, 5))
+    _draw(pdf, grid, 20, y, "none")
+    again = _Grid([[row[0], *([""] * (len(row) - 1))] for row in grid.cells])
+    _draw(pdf, again, 20, y, "none", widths=_draw_widths(pdf, grid))
+    return [[_expected(grid)]]
+
+
+def _draw_widths(pdf: FPDF, grid: _Grid, gap: float = 3.0) -> list[float]:
+    pdf.set_font("helvetica", size=_FONT)
+    return [
+        max(pdf.get_string_width(row[c]) for row in grid.cells) + 2 * _PAD + gap
+        for c in range(len(grid.cells[0]))
+    ]
+
+
+def _numbered_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """Steps numbered 1. to 5., set with a hanging indent: a list, not a table."""
+    pdf.add_page()
+    y = _title(pdf, "Method", 20)
+    y = _prose(pdf, rng, 20, y, 170, 3) + 4
+    pdf.set_font("helvetica", size=_FONT)
+    for k in range(1, rng.randint(4, 7)):
+        pdf.set_xy(28, y)
+        pdf.cell(8, _LINE, f"{k}.")
+        pdf.set_xy(40, y)
+        pdf.cell(120, _LINE, " ".join(rng.choice(_WORDS) for _ in range(rng.randint(4, 9))))
+        y += _LINE + 1
+    _prose(pdf, rng, 20, y + 4, 170, 3)
+    return [[]]
 
 
 def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
@@ -240,6 +358,41 @@ def _price_list(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[_expected(grid)]]
 
 
+def _sections(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """One unruled table in sections: a heading of one cell over each, a wider space
+    before each heading than between rows (as key figures in a report are set)."""
+    pdf.add_page()
+    y = _title(pdf, "Key figures", 20)
+    years = ["2024", "2023"]
+    parts: list[_Grid] = []
+    for k, heading in enumerate(rng.sample(["Class A", "Class B", "Total", "Reserves"], 3)):
+        rows = [[heading, "", ""]]
+        for item in rng.sample(["Net assets", "Units", "Value per unit", "Costs", "Result"], 3):
+            rows.append([f"{item} at 31 December", _number(rng), _number(rng)])
+        parts.append(_Grid([["", *years], *rows] if k == 0 else rows))
+    widths = [90.0, 35.0, 35.0]
+    expected: list[list[str]] = []
+    for part in parts:
+        y, _ = _draw(pdf, part, 20, y, "none", widths=widths)
+        y += rng.choice([6.0, 7.0, 8.0])
+        expected.extend(part.cells)
+    _prose(pdf, rng, 20, y + 6, 170, 3)
+    return [[Expected(expected)]]
+
+
+def _same_columns(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+    """Two unruled tables of the same columns, one under the other, each under its own
+    caption and with its own column heads: two tables, not one."""
+    pdf.add_page()
+    first, second = _grid(rng, 4, 3), _grid(rng, 5, 3)
+    second.cells[0] = list(first.cells[0])
+    y = _title(pdf, "Table 1: Spring", 20)
+    y, widths = _draw(pdf, first, 20, y, "none", gap=20.0)
+    y = _title(pdf, "Table 2: Autumn", y + 4)
+    _draw(pdf, second, 20, y, "none", widths=widths)
+    return [[_expected(first), _expected(second)]]
+
+
 def _two_tables(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     pdf.add_page()
     y = _title(pdf, "Table 1: First quarter", 20)
@@ -260,22 +413,40 @@ def _rotated(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
     return [[_expected(grid)]]
 
 
-def _continued(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
-    grid = _grid(rng, 30, 4)
-    pdf.set_auto_page_break(False)
-    pdf.add_page()
-    y = _title(pdf, "Table 7: All countries", 20)
-    y = _prose(pdf, rng, 20, y, 170, 12) + 6
-    # As many rows as fit above the bottom margin, the rest on the next page under the
-    # same column heads.
-    fit = int((280 - y) // (_LINE + 1.5)) - 1
-    top = _Grid(grid.cells[: fit + 1])
-    _, widths = _draw(pdf, top, 20, y, "rows")
-    pdf.add_page()
-    rest = _Grid([grid.cells[0], *grid.cells[fit + 1 :]])
-    y, _ = _draw(pdf, rest, 20, 20, "rows", widths=widths)
-    _prose(pdf, rng, 20, y + 8, 170, 3)
-    return [[_expected(top)], [_expected(rest, continues=True)]]
+def _continued(
+    heads: bool, pages: int = 2
+) -> Callable[[FPDF, random.Random], list[list[Expected]]]:
+    """A table continued over `pages` pages, under the same column heads on each further
+    page (`heads`) or without them."""
+
+    def write(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
+        grid = _grid(rng, 30, 4)
+        extra = 8 + 38 * (pages - 2)
+        grid.cells.extend(
+            [f"Region {k}", *(_number(rng) for _ in range(3))] for k in range(1, extra + 1)
+        )
+        pdf.set_auto_page_break(False)
+        pdf.add_page()
+        y = _title(pdf, "Table 7: All countries", 20)
+        y = _prose(pdf, rng, 20, y, 170, 12) + 6
+        # As many rows as fit above the bottom margin, the rest at the top of the next
+        # pages, a full page each but the last.
+        fit = int((280 - y) // (_LINE + 1.5)) - 1
+        top = _Grid(grid.cells[: fit + 1])
+        _, widths = _draw(pdf, top, 20, y, "rows")
+        found = [[_expected(top)]]
+        body = grid.cells[fit + 1 :]
+        while body:
+            pdf.add_page()
+            room = int(260 // (_LINE + 1.5)) - (1 if heads else 0)
+            part, body = body[:room], body[room:]
+            rest = _Grid([grid.cells[0], *part] if heads else part)
+            y, _ = _draw(pdf, rest, 20, 20, "rows", widths=widths)
+            found.append([_expected(rest, continues=True)])
+        _prose(pdf, rng, 20, y + 8, 170, 3)
+        return found
+
+    return write
 
 
 def _text_columns(pdf: FPDF, rng: random.Random) -> list[list[Expected]]:
@@ -351,6 +522,9 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "ruled": _one("all"),
     "ruled_two_line_cells": _one("all", two_lines=True),
     "ruled_spanning_header": _one("all", span=True),
+    "ruled_vertical_heads": _vertical_heads,
+    "ruled_with_comments": _comments,
+    "overprinted_bold_column": _overprinted,
     "rules_between_rows": _one("rows"),
     "rules_between_rows_two_line_cells": _one("rows", two_lines=True),
     "header_rules": _one("booktabs"),
@@ -359,11 +533,17 @@ LAYOUTS: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "unruled_spanning_header": _one("none", span=True),
     "unruled_sparse": _one("none", sparse=True),
     "unruled_two_line_header": _one("none", two_line_header=True),
+    "unruled_two_line_cells": _one("none", two_lines=True),
+    "shaded_rows_two_line_cells": _shaded,
     "header_rules_two_line_cells": _one("booktabs", two_lines=True),
     "price_list": _price_list,
+    "sections_under_headings": _sections,
+    "two_tables_same_columns": _same_columns,
     "two_tables": _two_tables,
     "rotated": _rotated,
-    "continued_over_a_page": _continued,
+    "continued_over_a_page": _continued(heads=True),
+    "continued_without_heads": _continued(heads=False),
+    "continued_over_three_pages": _continued(heads=True, pages=3),
 }
 """Layouts with tables: each writes its pages and returns the expected tables per page."""
 
@@ -373,6 +553,7 @@ NON_TABLES: dict[str, Callable[[FPDF, random.Random], list[list[Expected]]]] = {
     "empty_ruled_form": _empty_form,
     "frame_around_text": _framed_text,
     "text_over_a_grid": _lined_text,
+    "numbered_list": _numbered_list,
 }
 """Pages that hold no table; a finder must return nothing for them."""
 

@@ -13,6 +13,7 @@ words), or that have fewer than two columns or rows, are not tables.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 
 from .page_layout import Rule, TextLine, Word
@@ -34,6 +35,19 @@ _PROSE_WORDS = 4.5
 _PROSE_CELLS = 12
 #: ... and so is one in which every column's cells hold more words than this.
 _WORDY_COLUMN = 3.0
+#: A line set closer than this share of the usual distance between rows to the line
+#: above can be the next line of a cell.
+_CELL_LINES = 0.85
+#: Blocks with the same columns this many line heights apart, or less, with at most a few
+#: section headings between them, are parts of one table.
+_SECTION_GAP = 4.0
+#: The marker of a list item: a number, letter or roman numeral with a full stop or a
+#: bracket, or a bullet.
+_MARKER = re.compile(
+    r"(?:\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,6})[.)]|[\u2022\u00b7\u25aa\u25cf\u2013\u2014*-])$"
+)
+#: A line that opens like this names a table or figure of its own (or notes one).
+_CAPTION = re.compile(r"(table|tab\.|figure|fig\.|chart|source|notes?)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +89,13 @@ def _blocks(lines: list[TextLine], cut: list[list[_Segment]]) -> list[list[int]]
         elif current:
             left = min(lines[i].x0 for i in current)
             right = max(lines[i].x1 for i in current)
-            if line.x1 - line.x0 > _WIDE_LINE * (right - left) or len(singles) >= _SINGLE_RUN:
-                # A sentence across the block (a note, a title) or a run of such lines.
+            if (
+                line.x1 - line.x0 > _WIDE_LINE * (right - left)
+                or len(singles) >= _SINGLE_RUN
+                or _CAPTION.match(_text(line))
+            ):
+                # A sentence across the block (a note, a title), a run of such lines, or
+                # the caption of the next table.
                 blocks.append(current)
                 current, singles = [], []
             else:
@@ -249,9 +268,16 @@ def _row_bounds(
     for y in inside:
         if not separating or y - separating[-1] > 2.0:
             separating.append(y)
-    # Rules must not cut through a line of text.
+    # Rules must not cut through a line of text; of rules with no text between them (the
+    # edges of two bands of colour with a white line between), one is enough.
     separating = [
         y for y in separating if not any(line.top + 1 < y < line.bottom - 1 for line in block)
+    ]
+    middles = [(line.top + line.bottom) / 2 for line in block]
+    separating = [
+        y
+        for k, y in enumerate(separating)
+        if k == 0 or any(separating[k - 1] < m < y for m in middles)
     ]
     bounds = [top - 0.5, *separating, bottom + 0.5]
     per_row = [
@@ -265,6 +291,37 @@ def _row_bounds(
         ys.append((upper.bottom + lower.top) / 2 if lower.top > upper.bottom else lower.top)
     ys.append(bottom + 0.5)
     return ys, False
+
+
+def _join_cell_lines(
+    ys: list[float], block: list[TextLine], cut: list[list[_Segment]], xs: list[float]
+) -> list[float]:
+    """Row boundaries without those inside a cell of several lines. A line carries on the
+    row above when it is set closer to it than the rows are to each other, and it holds
+    text only in columns where the line above does, leaving some of them empty (the second
+    line of a name or of a column head, not a row of its own)."""
+    pitches = [b.baseline - a.baseline for a, b in itertools.pairwise(block)]
+    if len(pitches) < 2:
+        return ys
+    filled: list[set[int]] = []
+    for segs in cut:
+        columns: set[int] = set()
+        for seg in segs:
+            first, last = _covers(seg, xs)
+            columns.update(range(first, last + 1))
+        filled.append(columns)
+    # The usual distance between rows: between lines of which the lower one cannot be the
+    # next line of a cell (it fills a column the upper one leaves empty, or all of them).
+    starts = [p for k, p in enumerate(pitches, start=1) if not filled[k] < filled[k - 1]]
+    usual = sorted(starts or pitches)[len(starts or pitches) // 2]
+    kept = [ys[0]]
+    for k, pitch in enumerate(pitches, start=1):
+        above, here = filled[k - 1], filled[k]
+        tight = pitch < _CELL_LINES * usual and pitch < usual - 0.2 * block[k].size
+        if not (tight and here < above):
+            kept.append(ys[k])
+    kept.append(ys[-1])
+    return kept
 
 
 def _one_table(
@@ -291,6 +348,8 @@ def _one_table(
     ]
     block = [lines[i] for i in indices]
     ys, by_rules = _row_bounds(block, hrules, x0, x1)
+    if not by_rules:
+        ys = _join_cell_lines(ys, block, [cut[i] for i in indices], xs)
     crossing: set[tuple[int, int]] = set()
     for i in indices:
         line = lines[i]
@@ -312,20 +371,22 @@ def _one_table(
     return _judged(table, by_rules)
 
 
-def prose_like(rows: list[list[str]]) -> bool:
+def prose_like(rows: list[list[str]], *, ruled: bool = False) -> bool:
     """Whether cells read like running text cut into columns: every column wordy, many
-    words a cell, or most cells starting in the middle of a sentence."""
+    words a cell, or most cells starting in the middle of a sentence. In a grid drawn
+    with rules (`ruled`), one column of long text (comments, descriptions) beside
+    columns of short cells is a table: there it takes most columns being wordy."""
     cells = [c for row in rows for c in row if c]
     if not cells:
         return True
-    if sum(len(c.split()) for c in cells) / len(cells) > _PROSE_WORDS:
+    if not ruled and sum(len(c.split()) for c in cells) / len(cells) > _PROSE_WORDS:
         return True
     wordy = []
     for c in range(len(rows[0])):
         column = [row[c] for row in rows if row[c]]
         if column:
             wordy.append(sum(len(t.split()) for t in column) / len(column) > _WORDY_COLUMN)
-    if wordy and all(wordy):
+    if wordy and (all(wordy) or (ruled and sum(wordy) * 2 > len(wordy))):
         return True
     # Cells of a table are names, figures and codes; text cut into pieces starts most of
     # them in mid-sentence, and holds few figures (told apart on enough cells only).
@@ -336,10 +397,16 @@ def prose_like(rows: list[list[str]]) -> bool:
     return lower > 0.5 or (lower > 0.3 and figures < 0.2)
 
 
+def _listed(rows: list[list[str]]) -> bool:
+    """Whether the rows are a list: a column of markers (1. 2. 3., a) b), bullets) and one
+    of the items' text."""
+    return len(rows[0]) == 2 and all(_MARKER.match(row[0]) for row in rows if any(row))
+
+
 def _judged(table: FoundTable, by_rules: bool) -> FoundTable | None:
     """The table with its confidence, or None when it does not look like a table."""
     rows = table.rows
-    if len(rows) < 2 or not rows or len(rows[0]) < 2 or prose_like(rows):
+    if len(rows) < 2 or not rows or len(rows[0]) < 2 or prose_like(rows) or _listed(rows):
         return None
     cells = [c for row in rows for c in row if c]
     multi = sum(1 for row in rows if sum(1 for c in row if c) >= 2) / len(rows)
@@ -357,9 +424,77 @@ def aligned_tables(lines: list[TextLine], hrules: list[Rule]) -> list[FoundTable
     if not lines:
         return []
     cut = [segments(line) for line in lines]
-    found: list[FoundTable] = []
+    found: list[tuple[list[int], FoundTable]] = []
     for block in _blocks(lines, cut):
         table = _one_table(lines, cut, block, hrules)
-        if table is not None:
-            found.append(table)
-    return found
+        if table is None:
+            continue
+        if found and (joined := _stacked(lines, cut, found[-1], (block, table), hrules)):
+            found[-1] = joined
+        else:
+            found.append((block, table))
+    return [table for _, table in found]
+
+
+def _numeric(text: str) -> bool:
+    return any(ch.isdigit() for ch in text)
+
+
+def _stacked(
+    lines: list[TextLine],
+    cut: list[list[_Segment]],
+    upper: tuple[list[int], FoundTable],
+    lower: tuple[list[int], FoundTable],
+    hrules: list[Rule],
+) -> tuple[list[int], FoundTable] | None:
+    """One table made of two blocks found one above the other, when they are parts of one
+    table that a wider gap (a space between sections) or section headings of one cell
+    split: the lines between them are such headings, set in the first column, and both
+    parts, and the two joined, have the same columns. Not when the lower part starts with
+    column heads of its own (words over columns of figures): that is another table."""
+    (above, first), (below, second) = upper, lower
+    width = len(first.rows[0])
+    if width != len(second.rows[0]):
+        return None
+    size = sorted(lines[i].size for i in above)[len(above) // 2]
+    if abs(first.box[0] - second.box[0]) > size or abs(first.box[2] - second.box[2]) > 3 * size:
+        return None
+    opening = second.rows[0]
+    own_heads = all(opening) and not any(_numeric(c) for c in opening[1:])
+    if own_heads and any(_numeric(row[c]) for row in first.rows[1:] for c in range(1, width)):
+        return None
+    end = max(above)
+    between = [
+        k
+        for k in range(end + 1, min(below))
+        if lines[k].top >= first.box[3] - 1 and lines[k].bottom <= second.box[1] + 1
+    ]
+    heads = [k for k in range(end + 1, min(below)) if lines[k].top >= second.box[1] - 1]
+    if len(between) > _SINGLE_RUN + 1 or len(between) + len(heads) < min(below) - end - 1:
+        # More than a few headings, or lines beside the blocks: not one table.
+        return None
+    below = [*heads, *below]
+    inner = first.columns[1] if len(first.columns) > 2 else first.box[2]
+    previous = lines[end]
+    for k in [*between, below[0]]:
+        line = lines[k]
+        if line.top - previous.bottom > _SECTION_GAP * max(size, line.size):
+            return None
+        if k in between and (
+            len(cut[k]) != 1
+            or abs(line.x0 - first.box[0]) > size
+            or line.x1 > inner
+            or _CAPTION.match(_text(line))
+        ):
+            return None
+        previous = line
+    joined = _one_table(lines, cut, sorted({*above, *between, *below}), hrules)
+    if joined is None or len(joined.rows[0]) != width:
+        return None
+    if len(joined.rows) < len(first.rows) + len(second.rows):
+        return None
+    return sorted({*above, *between, *below}), joined
+
+
+def _text(line: TextLine) -> str:
+    return " ".join(w.text for w in line.words)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Affine", "Layout", "Rule", "TextLine", "Word", "apply", "read_layout"]
@@ -128,8 +128,14 @@ class Layout:
     turned: int = 0
     """Degrees the page as displayed was turned to make its text upright."""
     other_text: int = 0
-    """Characters in another direction than the dominant one (turned column headers, say),
-    which table finding leaves out."""
+    """Characters in another direction than the dominant one (turned column headers, say);
+    those at a right angle to it are also read into `turned_lines`."""
+    turned_lines: list[TextLine] = field(default_factory=list)
+    """Lines of text set at a right angle to the rest (vertical column heads), each as
+    one word whose box is the whole line's, upright in the frame."""
+    bands: list[Rule] = field(default_factory=list)
+    """The upper and lower edges of filled shapes wider than tall (shaded rows or cells),
+    which can separate the rows of a table without rules."""
 
     def page_box(self, x0: float, top: float, x1: float, bottom: float) -> list[float]:
         """A box of the frame as [left, top, right, bottom] on the displayed page."""
@@ -258,6 +264,22 @@ def _words(chars: list[tuple[str, float, float, float, float, float]]) -> list[T
     return lines
 
 
+def _turned(lines: list[TextLine], turn: int) -> list[TextLine]:
+    """Lines read in a frame turned by `turn` degrees (90 or 270), back in the frame: each
+    line one word with the line's box."""
+    found: list[TextLine] = []
+    for line in lines:
+        start, end = min(w.x0 for w in line.words), max(w.x1 for w in line.words)
+        if turn == 270:
+            x0, top, x1, bottom = line.top, -end, line.bottom, -start
+        else:
+            x0, top, x1, bottom = -line.bottom, start, -line.top, end
+        text = " ".join(w.text for w in line.words)
+        word = Word(text, x0, top, x1, bottom, bottom, line.size)
+        found.append(TextLine([word], top, bottom, bottom, line.size))
+    return found
+
+
 def _word(chars: list[tuple[str, float, float, float, float, float]]) -> Word:
     top = min(c[2] for c in chars)
     bottom = max(c[4] for c in chars)
@@ -317,14 +339,20 @@ def _path_segments(obj: Any, raw: Any, matrix: Affine) -> Iterator[tuple[float, 
         elif h <= _RULE_THICKNESS and w > h:
             y = (max(ys) + min(ys)) / 2
             yield (min(xs), y, max(xs), y, h, 1.0)
+        elif w > h:
+            # A band of colour (a shaded row or cell): its upper and lower edges.
+            for y in (min(ys), max(ys)):
+                yield (min(xs), y, max(xs), y, h, 2.0)
         return
     for index in range(0, len(points) - 1, 2):
         (x0, y0), (x1, y1) = points[index], points[index + 1]
         yield (x0, y0, x1, y1, thickness, 0.0)
 
 
-def _rules(page: Any, raw: Any, to_frame: Affine) -> list[Rule]:
+def _rules(page: Any, raw: Any, to_frame: Affine) -> tuple[list[Rule], list[Rule]]:
+    """The page's ruling lines, and the horizontal edges of its bands of colour."""
     found: list[Rule] = []
+    bands: list[Rule] = []
     matrix = raw.FS_MATRIX()
 
     def walk(get: Any, count: int, parent: Affine, depth: int) -> None:
@@ -334,11 +362,15 @@ def _rules(page: Any, raw: Any, to_frame: Affine) -> list[Rule]:
                 continue
             kind = raw.FPDFPageObj_GetType(obj)
             if kind == raw.FPDF_PAGEOBJ_PATH:
-                for x0, y0, x1, y1, _thick, _filled in _path_segments(obj, raw, parent):
+                for x0, y0, x1, y1, _thick, filled in _path_segments(obj, raw, parent):
                     fx0, fy0 = apply(to_frame, x0, y0)
                     fx1, fy1 = apply(to_frame, x1, y1)
                     dx, dy = abs(fx1 - fx0), abs(fy1 - fy0)
-                    if dx >= 1.0 and dy <= dx * _SLOPE:
+                    if filled == 2.0:
+                        if dx >= 1.0 and dy <= dx * _SLOPE:
+                            y = (fy0 + fy1) / 2
+                            bands.append(Rule(min(fx0, fx1), y, max(fx0, fx1), y))
+                    elif dx >= 1.0 and dy <= dx * _SLOPE:
                         y = (fy0 + fy1) / 2
                         found.append(Rule(min(fx0, fx1), y, max(fx0, fx1), y))
                     elif dy >= 1.0 and dx <= dy * _SLOPE:
@@ -363,7 +395,7 @@ def _rules(page: Any, raw: Any, to_frame: Affine) -> list[Rule]:
         return raw.FPDFPage_GetObject(page, i)
 
     walk(top, raw.FPDFPage_CountObjects(page), identity, 0)
-    return found
+    return found, bands
 
 
 def read_layout(page: Any, textpage: Any) -> Layout:
@@ -379,27 +411,43 @@ def read_layout(page: Any, textpage: Any) -> Layout:
     to_frame = _compose(to_display, upright)
     frame_w, frame_h = (height, width) if direction in (90, 270) else (width, height)
     main: list[tuple[str, float, float, float, float, float]] = []
+    across: dict[int, list[tuple[str, float, float, float, float, float]]] = {90: [], 270: []}
     other = 0
     a, b, c, d, e, f = to_frame
+    seen: set[tuple[str, int, int]] = set()
     for char in chars:
-        if char.direction != direction:
-            other += 1
-            continue
         left, lower, right, upper = char.box
+        # A character drawn again in the same place (text made bold by printing it twice)
+        # is read once.
+        key = (char.text, round(left * 2), round(lower * 2))
+        if key in seen:
+            continue
+        seen.add(key)
         # The frame is the user space turned by quarter turns: two corners make the box.
         xa, ya = a * left + c * lower + e, b * left + d * lower + f
         xb, yb = a * right + c * upper + e, b * right + d * upper + f
         x0, x1 = (xa, xb) if xa <= xb else (xb, xa)
         top, bottom = (ya, yb) if ya <= yb else (yb, ya)
+        if char.direction != direction:
+            other += 1
+            turn = (char.direction - direction) % 360
+            if turn == 270:  # reading upwards: its own frame is this one turned back
+                across[turn].append((char.text, -bottom, x0, -top, x1, x1))
+            elif turn == 90:  # reading downwards
+                across[turn].append((char.text, top, -x1, bottom, -x0, -x0))
+            continue
         # The loose box's bottom stands in for the baseline: it lies the font's descent
         # below it, the same for every character of a line.
         main.append((char.text, x0, top, x1, bottom, bottom))
     lines = _words(main)
+    rules, bands = _rules(page.raw, raw, to_frame)
     return Layout(
         width=frame_w,
         height=frame_h,
         lines=lines,
-        rules=_rules(page.raw, raw, to_frame),
+        rules=rules,
+        turned_lines=[*_turned(_words(across[270]), 270), *_turned(_words(across[90]), 90)],
+        bands=bands,
         to_page=_invert(upright),
         from_user=to_frame,
         turned=direction,

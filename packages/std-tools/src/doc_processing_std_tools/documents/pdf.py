@@ -31,6 +31,7 @@ from .reader import DocumentFormat, Part, TableBounds, TableFormat, Tables, tabl
 from .render import Chunk, Table
 from .selection import parse_ranges, spans
 from .source import Source, missing_extra
+from .table_grid import FoundTable
 
 __all__ = [
     "FORMAT",
@@ -400,33 +401,47 @@ def _bounded(work: Callable[[], T], seconds: float) -> T | None:
 
 def tables(document: Any, pages: list[int], bounds: TableBounds) -> Iterator[Table]:
     """The tables found on the selected pages of `document` (from `opened`, and drawn
-    inside its block), within `bounds`; a table that carries on the last one of the page
-    before says so.
+    inside its block), within `bounds`. A table that runs on over a page break comes as
+    one table (see `pdf_tables.continues` and `pdf_tables.as_table`), so the last table
+    of a page is held until the next page has been read.
 
     A page whose table finding takes longer than `bounds.page_seconds` is skipped and
     noted in `bounds.slow_pages`; once `bounds.call_seconds` have passed, the page at hand
     and the rest are noted in `bounds.unread_pages`.
     """
     deadline = time.monotonic() + bounds.call_seconds
-    count = 0
     before: PageTables | None = None
+    held: list[tuple[PageTables, FoundTable]] = []
     for index, number in enumerate(pages):
         left = deadline - time.monotonic()
         if left <= 0:
             bounds.unread_pages.extend(pages[index:])
-            return
+            break
         found = _bounded(partial(page_tables, document, number), min(bounds.page_seconds, left))
         if found is None:
             cut = bounds.slow_pages if bounds.page_seconds < left else bounds.unread_pages
             cut.append(number)
             before = None
+            if held:
+                yield as_table(held)
+                held = []
             continue
         linked = before is not None and continues(before, found)
+        if held and not linked:
+            yield as_table(held)
+            held = []
         for position, table in enumerate(found.tables):
-            count += 1
-            follows = count - 1 if position == 0 and linked else None
-            yield as_table(table, found, follows)
+            if not (position == 0 and linked):
+                if held:
+                    yield as_table(held)
+                held = []
+            held.append((found, table))
+            if position < len(found.tables) - 1:
+                yield as_table(held)
+                held = []
         before = found
+    if held:
+        yield as_table(held)
 
 
 def search(

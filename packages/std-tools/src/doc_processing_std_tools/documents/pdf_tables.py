@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .page_layout import Layout, apply, read_layout
-from .render import Table, table_to_markdown
+from .render import Span, Table, table_to_markdown
 from .table_finder import find_tables
 from .table_grid import FoundTable
 
@@ -118,30 +118,53 @@ def continues(before: PageTables, after: PageTables) -> bool:
     )
 
 
-def as_table(found: FoundTable, page: PageTables, follows: int | None) -> Table:
-    """A found table as the tools show it; `follows` is the number of the table it
-    continues (on the page before), if any."""
+def as_table(parts: list[tuple[PageTables, FoundTable]]) -> Table:
+    """A found table as the tools show it. `parts` are its pieces on consecutive pages
+    (one, unless the table runs on over page breaks): they are joined into one table, a
+    piece that repeats the table's first row (its column heads) without it; the JSON form
+    lists each piece's page, box and first row in `parts`."""
+    page, found = parts[0]
     box = page.layout.page_box(*found.box)
-    where = f"page {page.number}, {found.method}, confidence {found.confidence:.2f}, box " + (
+    rows = [list(row) for row in found.rows]
+    spans = list(found.spans)
+    pieces: list[dict[str, object]] = [{"page": page.number, "box": box, "row": 0}]
+    dropped = False
+    for later_page, later in parts[1:]:
+        skip = 1 if later.rows[0] == found.rows[0] else 0
+        dropped = dropped or bool(skip)
+        start = len(rows)
+        rows.extend(list(row) for row in later.rows[skip:])
+        spans.extend(
+            Span(s.row - skip + start, s.column, s.rows, s.columns)
+            for s in later.spans
+            if s.row >= skip
+        )
+        later_box = later_page.layout.page_box(*later.box)
+        pieces.append({"page": later_page.number, "box": later_box, "row": start})
+    confidence = min(f.confidence for _, f in parts)
+    where = f"page {page.number}, {found.method}, confidence {confidence:.2f}, box " + (
         " ".join(f"{v:g}" for v in box)
     )
-    if follows is not None:
-        where += f", continues table {follows}"
+    if len(parts) > 1:
+        where += ", continued on page " + ", ".join(str(p["page"]) for p in pieces[1:])
+        where += " from row " + ", ".join(str(int(str(p["row"])) + 1) for p in pieces[1:])
+        if dropped:
+            where += " (repeated column heads left out)"
     facts: list[tuple[str, object]] = [
         ("page", page.number),
         ("box", box),
         ("method", found.method),
-        ("confidence", found.confidence),
+        ("confidence", confidence),
     ]
-    if follows is not None:
-        facts.append(("continues", follows))
+    if len(parts) > 1:
+        facts.append(("parts", pieces))
     if page.layout.turned:
         facts.append(("turned", page.layout.turned))
     return Table(
-        rows=found.rows,
+        rows=rows,
         where=where,
         restart=f"{page.number}-",
-        spans=tuple(found.spans),
+        spans=tuple(spans),
         facts=tuple(facts),
     )
 

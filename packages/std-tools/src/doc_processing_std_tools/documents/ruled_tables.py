@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Sequence
 
 from .aligned_tables import prose_like, rivers, segments
 from .page_layout import Rule, TextLine
@@ -118,11 +119,12 @@ def _inside(lines: list[TextLine], box: tuple[float, float, float, float]) -> li
 def _column_rivers(lines: list[TextLine], xs: list[float]) -> list[float]:
     """Column boundaries the text shows inside the grid's columns."""
     extra: list[float] = []
+    cuts = [segments(line) for line in lines]
     for a, b in itertools.pairwise(xs):
         rows = []
         several = 0
-        for line in lines:
-            cut = [s for s in segments(line) if a < (s.x0 + s.x1) / 2 < b]
+        for pieces in cuts:
+            cut = [s for s in pieces if a < (s.x0 + s.x1) / 2 < b]
             if cut:
                 rows.append(cut)
                 several += len(cut) >= 2
@@ -157,7 +159,9 @@ def _row_splits(lines: list[TextLine], xs: list[float], ys: list[float]) -> list
     return extra
 
 
-def _one_grid(flat: list[Rule], upright: list[Rule], lines: list[TextLine]) -> FoundTable | None:
+def _one_grid(
+    flat: list[Rule], upright: list[Rule], lines: list[TextLine], turned: list[TextLine]
+) -> FoundTable | None:
     xs = _positions([v.x0 for v in upright])
     ys = _positions([h.y0 for h in flat])
     if len(xs) < 2 or len(ys) < 2:
@@ -192,12 +196,14 @@ def _one_grid(flat: list[Rule], upright: list[Rule], lines: list[TextLine]) -> F
             return _covered(along_y[i], xs[c], xs[c + 1], vertical=False)
         return True
 
-    rows, spans, _ = build_table(xs, ys, text, vertical=vertical, horizontal=horizontal)
+    # Text set at a right angle (a vertical column head) fills the cell it stands in.
+    placed = [*text, *_inside(turned, box)]
+    rows, spans, _ = build_table(xs, ys, placed, vertical=vertical, horizontal=horizontal)
     cells = len(rows) * len(rows[0]) - sum(s.rows * s.columns - 1 for s in spans)
     filled = sum(1 for row in rows for c in row if c)
     if filled < 2 or cells <= 0 or filled / cells < _MIN_FILLED:
         return None
-    if prose_like(rows):
+    if prose_like(rows, ruled=True):
         return None
     used_rows = sum(1 for row in rows if any(row))
     used_cols = sum(1 for c in range(len(rows[0])) if any(row[c] for row in rows))
@@ -207,12 +213,15 @@ def _one_grid(flat: list[Rule], upright: list[Rule], lines: list[TextLine]) -> F
     return FoundTable(rows, spans, box, "ruled", confidence, xs)
 
 
-def ruled_tables(rules: list[Rule], lines: list[TextLine]) -> list[FoundTable]:
-    """The tables drawn by `rules` (the page's ruling lines) that hold text of `lines`."""
+def ruled_tables(
+    rules: list[Rule], lines: list[TextLine], turned: Sequence[TextLine] = ()
+) -> list[FoundTable]:
+    """The tables drawn by `rules` (the page's ruling lines) that hold text of `lines`,
+    and of `turned` (lines set at a right angle to them) in the cells they stand in."""
     flat, upright = merge_rules(rules)
     found: list[FoundTable] = []
     for part_flat, part_upright in _components(flat, upright):
-        table = _one_grid(part_flat, part_upright, lines)
+        table = _one_grid(part_flat, part_upright, lines, list(turned))
         if table is not None:
             found.append(table)
     return found

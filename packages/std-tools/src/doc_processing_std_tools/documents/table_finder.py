@@ -46,11 +46,12 @@ def _contains(outer: tuple[float, ...], inner: tuple[float, ...]) -> bool:
 
 def find_tables(layout: Layout) -> list[FoundTable]:
     """The page's tables, top to bottom (left to right for tables side by side)."""
-    ruled = ruled_tables(layout.rules, layout.lines)
+    ruled = ruled_tables(layout.rules, layout.lines, layout.turned_lines)
     # A grid drawn inside a cell of another grid is part of that table.
     ruled = [t for t in ruled if not any(o is not t and _contains(o.box, t.box) for o in ruled)]
     rest = _outside(layout.lines, [t.box for t in ruled])
-    flat, _ = merge_rules(layout.rules)
+    # Edges of shaded bands separate rows as rules do, but make no grid of their own.
+    flat, _ = merge_rules([*layout.rules, *layout.bands])
     found = ruled + aligned_tables(rest, flat)
     found.sort(key=lambda t: (round(t.box[1] / 10), t.box[0]))
     return found

@@ -175,9 +175,9 @@ def register_docs_tools(server: MCPServer, settings: Settings | None = None) -> 
         where it was found (page, section or sheet). A sheet or a CSV file is one table.
         A PDF table also gives its box on the page (points from the top-left corner), the
         method that found it (ruled: drawn grid lines; aligned: lined-up text) and a
-        confidence, so a doubtful one can be checked against read_document. Table finding
-        on a PDF is bounded in time per page and per call; the answer names the pages it
-        had to leave out."""
+        confidence, so a doubtful one can be checked against read_document; a table
+        continued over a page break is one table. Table finding on a PDF is bounded in
+        time per page and per call; the answer names the pages it had to leave out."""
         arguments = {"path": path, "pages": pages, "format": format}
         with calls.errors():
             return calls.limited(await run_tool("extract_tables", arguments, calls.settings()))
