@@ -36,9 +36,12 @@ demo: $(STAMP)
 	$(BIN)/python examples/agent_demo.py
 
 # --keep-going: a failing test does not hide what lint, typecheck and docs would say; make
-# still exits non-zero when any of them failed.
+# still exits non-zero when any of them failed. The four run side by side (the tests spend
+# much of their time waiting for the processes they start, so ruff, mypy and the docs build
+# fit in beside them); --output-sync prints each one's output whole, when it is done.
 test: $(STAMP)
-	$(MAKE) --no-print-directory --keep-going pytest lint typecheck docs
+	$(MAKE) --no-print-directory --keep-going --jobs=4 --output-sync=target \
+		pytest lint typecheck docs
 
 pytest: $(STAMP)
 	$(BIN)/pytest -n 2 packages/std-tools/tests packages/toolkit/tests

@@ -43,8 +43,9 @@ def test_make_test_runs_every_check_when_pytest_fails(tmp_path: Path) -> None:
     )
     called = [name for name in (tools / "called").read_text().split() if name != "python"]
     assert done.returncode != 0, done.stdout + done.stderr
-    assert called[0] == "pytest"
-    assert {"ruff", "mypy", "mkdocs"} <= set(called), called
+    # The four checks run side by side, so the order of the log is the race's: the failing
+    # pytest ran, and so did every other check.
+    assert {"pytest", "ruff", "mypy", "mkdocs"} <= set(called), called
 
 
 def _conformance_module() -> ModuleType:

@@ -133,6 +133,22 @@ def session_start(session: pytest.Session) -> None:
         open_paths([factory.getbasetemp()])
 
 
+def _closed_children(base: Path) -> list[Path]:
+    """The folders directly in `base` that others cannot pass yet. Every test's folder
+    stays in `base` until the run ends, so opening all of them again before every test
+    cost a run minutes (thousands of folders, each resolved and its chain checked);
+    a folder that is open already is left alone, as `open_paths` would leave it."""
+    closed: list[Path] = []
+    with os.scandir(base) as entries:
+        for entry in entries:
+            # The `...current` links pytest keeps point at folders in `base` themselves.
+            if entry.is_dir(follow_symlinks=False) and not (
+                stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & stat.S_IXOTH
+            ):
+                closed.append(Path(entry.path))
+    return closed
+
+
 def reach_tmp_folders(request: pytest.FixtureRequest) -> None:
     """For an autouse fixture: as root, let the scripts' user pass the test's private
     temporary folders (those of shared fixtures made with tmp_path_factory too), and
@@ -141,7 +157,7 @@ def reach_tmp_folders(request: pytest.FixtureRequest) -> None:
         return
     factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
     base = factory.getbasetemp()
-    open_paths([base, *(child for child in base.iterdir() if child.is_dir())])
+    open_paths([base, *_closed_children(base)])
     if "tmp_path" in request.fixturenames:
         tmp_path: Path = request.getfixturevalue("tmp_path")
         open_paths([tmp_path])

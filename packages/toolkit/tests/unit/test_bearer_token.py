@@ -29,9 +29,11 @@ READER = "reader-" + "r" * 40
 WRITER = "writer-" + "w" * 40
 
 
-@pytest.fixture
-def std_tools_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The composed std-tools server over HTTP with a token file; yields (url, workspace)."""
+@pytest.fixture(scope="module")
+def std_tools_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The composed std-tools server over HTTP with a token file; yields (url, workspace).
+    One server for the module: each test that writes names a file of its own."""
+    tmp_path = tmp_path_factory.mktemp("bearer-server")
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("first line\n", encoding="utf-8")
@@ -91,13 +93,13 @@ def write_yaml(tmp_path: Path, url: str) -> Path:
     return path
 
 
-def scripted(calls: list[ModelRequest]) -> TestModel:
-    """Calls write_file once, then answers with the tool names it was offered."""
+def scripted(calls: list[ModelRequest], name: str = "agent.txt") -> TestModel:
+    """Calls write_file once (on `name`), then answers with the tool names it was offered."""
 
     def script(request: ModelRequest) -> ModelResponse:
         calls.append(request)
         if len(calls) == 1:
-            return tool_call("write_file", {"path": "agent.txt", "content": "hi\n"})
+            return tool_call("write_file", {"path": name, "content": "hi\n"})
         return reply("done")
 
     return TestModel(script)
@@ -109,13 +111,14 @@ async def test_a_read_only_token_from_the_environment_reaches_the_server(
     url, workspace = std_tools_server
     monkeypatch.setenv("DPT_TOKEN", READER)
     requests: list[ModelRequest] = []
-    async with Agent.from_yaml(write_yaml(tmp_path, url), model=scripted(requests)) as agent:
+    model = scripted(requests, "reader.txt")
+    async with Agent.from_yaml(write_yaml(tmp_path, url), model=model) as agent:
         result = await agent.run("write a note")
     offered = {spec.name for spec in requests[0].tools}
     assert "read_file" in offered and "list_skills" in offered
     assert not offered & {"write_file", "edit_file", "create_skill", "execute_skill_script"}
     # The model asked for a tool the token does not cover: it never ran.
-    assert not (workspace / "agent.txt").exists()
+    assert not (workspace / "reader.txt").exists()
     assert result.output == "done"
 
 
@@ -125,10 +128,11 @@ async def test_a_token_with_write_scope_writes(
     url, workspace = std_tools_server
     monkeypatch.setenv("DPT_TOKEN", WRITER)
     requests: list[ModelRequest] = []
-    async with Agent.from_yaml(write_yaml(tmp_path, url), model=scripted(requests)) as agent:
+    model = scripted(requests, "writer.txt")
+    async with Agent.from_yaml(write_yaml(tmp_path, url), model=model) as agent:
         await agent.run("write a note")
     assert "write_file" in {spec.name for spec in requests[0].tools}
-    assert (workspace / "agent.txt").read_text() == "hi\n"
+    assert (workspace / "writer.txt").read_text() == "hi\n"
 
 
 async def test_a_wrong_token_is_a_clear_error(
