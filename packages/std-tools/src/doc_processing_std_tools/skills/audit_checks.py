@@ -17,8 +17,7 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from .._hidden import is_hidden, is_selector
-from .audit_hidden import HIDDEN_CODES, hidden_runs
+from .audit_hidden import HIDDEN_CODES, hidden_runs, invisible_chars
 from .audit_python import PYTHON_WORDS, python_findings
 from .diagnostics import CodeInfo, Level
 from .frontmatter import parse_skill_md
@@ -93,27 +92,16 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-_ASCII_BYTES: Final = bytes(range(128))
-
-
-def _has_invisible(char: str) -> bool:
-    return is_hidden(char) or is_selector(char)
-
-
 def _hidden_findings(
     skill: str, name: str, text: str, data: bytes | None = None
 ) -> Iterator[Finding]:
-    if text.isascii():
-        return  # ASCII is never hidden (one C pass, the common case)
-    # Each distinct character is judged once; most text with accents, dashes or arrows
-    # holds no hidden one, and is not searched again. `data`, the UTF-8 bytes `text` was
-    # decoded from when the caller has them, spares encoding it again.
-    if data is None:
-        data = text.encode("utf-8", "surrogatepass")
-    others = data.translate(None, _ASCII_BYTES)
-    if not any(map(_has_invisible, set(others.decode("utf-8", "surrogatepass")))):
+    # `data`, the UTF-8 bytes `text` was decoded from when the caller has them, spares
+    # encoding it again. Most text with accents, dashes or arrows holds no hidden
+    # character, and is not searched again.
+    invisible = invisible_chars(text, data)
+    if not invisible:
         return
-    for kind, index, count in hidden_runs(text):
+    for kind, index, count in hidden_runs(text, invisible):
         message = (
             f"{count} {HIDDEN_CODES[kind]}, the first at U+{ord(text[index]):04X}; "
             "a model reads text that a person reviewing the file does not see."
@@ -303,25 +291,38 @@ def _hooks_file_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
         )
 
 
-def _is_non_python_script(name: str, text: str) -> str | None:
-    """Why the file is a non-Python script, or None."""
-    if name.lower().endswith(_SHELL_SUFFIXES):
+_HOOKS_FILES: Final = frozenset({"hooks.json", "settings.json", "settings.local.json"})
+
+
+def _is_non_python_script(base: str, data: bytes) -> str | None:
+    """Why the file `base` with the text bytes `data` is a non-Python script, or None."""
+    if base.lower().endswith(_SHELL_SUFFIXES):
         return "a shell script"
-    if text.startswith("#!"):
-        interpreter = text.split("\n", 1)[0]
+    if data.startswith(b"#!"):
+        end = data.find(b"\n")
+        interpreter = (data if end < 0 else data[:end]).decode("utf-8")
         if "python" not in interpreter:
             return f"a script for {interpreter[2:].strip()[:60]!r}"
     return None
 
 
-def file_findings(
-    skill: str, name: str, text: str | None, data: bytes | None = None
-) -> list[Finding]:
-    """The findings of the file `name` (relative to the skill folder, ``/``-separated)
-    whose content is `text` (None: not text, or not read), decoded from the UTF-8 bytes
-    `data` when the caller has them. Most files have none: they cost a few comparisons."""
+def _text_of(data: bytes) -> str | None:
+    """`data` as text: None when it holds a NUL byte early on or is not UTF-8."""
+    if data.find(b"\0", 0, 8192) >= 0:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def file_findings(skill: str, name: str, base: str, data: bytes | None) -> list[Finding]:
+    """The findings of the file `name` (relative to the skill folder, ``/``-separated,
+    its last part `base`) whose bytes are `data` (None: not read). Bytes that are not
+    UTF-8 text are checked by name only. Most files have no finding: an ASCII file that
+    is neither SKILL.md, a Python script nor a JSON file npm or an agent reads costs a
+    few comparisons and is never decoded."""
     found: list[Finding] = []
-    base = name.rsplit("/", 1)[-1]
     if base == "conftest.py":
         found.append(
             _finding(
@@ -345,19 +346,32 @@ def file_findings(
             )
         )
         return found
-    if text is None:
+    text: str | None = None
+    if data is not None:
+        if data.isascii():  # ASCII holds no hidden character, and is UTF-8 as it is
+            if data.find(b"\0", 0, 8192) >= 0:
+                data = None
+        else:
+            text = _text_of(data)
+            if text is None:
+                data = None
+            else:
+                found.extend(_hidden_findings(skill, name, text, data))
+    if data is None:
         if base.lower().endswith(_SHELL_SUFFIXES):
             found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
         return found
-    if not text.isascii():  # ASCII holds no hidden character
-        found.extend(_hidden_findings(skill, name, text, data))
-    if name == SKILL_FILE:
-        found.extend(_skill_md_findings(skill, text))
-    if base == "package.json":
-        found.extend(_package_json_findings(skill, name, text))
-    if base in ("hooks.json", "settings.json", "settings.local.json"):
-        found.extend(_hooks_file_findings(skill, name, text))
-    why = _is_non_python_script(base, text)
+    python = base.endswith(".py")
+    if python or name == SKILL_FILE or base == "package.json" or base in _HOOKS_FILES:
+        if text is None:
+            text = data.decode("ascii")
+        if name == SKILL_FILE:
+            found.extend(_skill_md_findings(skill, text))
+        if base == "package.json":
+            found.extend(_package_json_findings(skill, name, text))
+        if base in _HOOKS_FILES:
+            found.extend(_hooks_file_findings(skill, name, text))
+    why = _is_non_python_script(base, data)
     if why is not None:
         found.append(
             _finding(
@@ -369,7 +383,7 @@ def file_findings(
                 "ask an agent with a shell to run it.",
             )
         )
-    if base.endswith(".py"):
+    if python and text is not None:
         for code, line, what in python_findings(text):
             found.append(_finding(skill, name, line, code, PYTHON_WORDS[code].format(what=what)))
     return found

@@ -96,55 +96,55 @@ LITERAL_WORDS: Final = (
 )
 _LITERAL_ONLY: Final = LITERAL_WORDS[: -len(NETWORK_MODULES)]
 
-# Characters that are rare in source code and that, between them, every literal word
-# holds. The words are searched in one pass per character: from each place the character
-# is found, the rest of each word that holds it is checked around it.
-_ANCHORS: Final = "~Ok_whcux"
+# Characters of the words, rarest in Python source first (counted in this project's own
+# code). Each word is searched from the rarest character it holds.
+_RARITY: Final = "~UHqO/xbwyk.gmh_pcdlfuiasnrte"
+_WORD_CHARACTER: Final = "[A-Za-z0-9_]"
 
 
-def _word_searches(words: Iterable[str], anchors: str) -> tuple[re.Pattern[str], ...]:
-    """Patterns that, between them, find any of `words`: one per character of `anchors`
-    (each word is in the pattern of the first of them it holds; one that holds none
-    starts a pattern of its own). Each pattern starts with its character, which CPython
-    skips to as fast as it searches a literal word, so a text is searched once per
-    character instead of once per word."""
-    branches: dict[str, list[str]] = {}
-    for word in words:
-        at = next((word.index(char) for char in anchors if char in word), 0)
-        before = f"(?<={re.escape(word[: at + 1])})" if at else ""
-        after = f"(?={re.escape(word[at + 1 :])})" if at + 1 < len(word) else ""
-        branches.setdefault(word[at], []).append(before + after)
-    return tuple(
-        re.compile(re.escape(char) + ("" if "" in rest else f"(?:{'|'.join(rest)})"))
-        for char, rest in branches.items()
-    )
+def _word_pattern(words: Iterable[str], modules: Iterable[str] = ()) -> re.Pattern[str]:
+    """One pattern that finds any of `words` (anywhere) and any of `modules` (standing
+    alone: no letter, digit or ``_`` next to it). Each word is found from its rarest
+    character: the pattern is one alternative per such character, each starting with it,
+    so the search skips in C to the next place one of them stands, and only there looks
+    at what is around (with look-behinds and look-aheads). A module's alternatives are
+    in a group named ``module_...``, after the words of its character: a match's
+    `lastgroup` says which kind it found."""
+    branches: dict[str, tuple[list[str], list[str]]] = {}
+    for word, alone in [*((word, False) for word in words), *((name, True) for name in modules)]:
+        at = min(range(len(word)), key=lambda i: (_RARITY + word[i]).index(word[i]))
+        head, tail = re.escape(word[: at + 1]), re.escape(word[at + 1 :])
+        test = f"(?<={head})" if at else ""
+        if alone:
+            test += f"(?<!{_WORD_CHARACTER}{head})(?={tail}(?!{_WORD_CHARACTER}))"
+        elif tail:
+            test += f"(?={tail})"
+        branches.setdefault(word[at], ([], []))[alone].append(test)
+    alternatives = []
+    for number, (char, (found, alone)) in enumerate(branches.items()):
+        tests = [*found, *([f"(?P<module_{number}>{'|'.join(alone)})"] if alone else [])]
+        rest = "" if "" in tests else f"(?:{'|'.join(tests)})"
+        alternatives.append(re.escape(char) + rest)
+    return re.compile("|".join(alternatives))
 
 
-_WORD_SEARCHES: Final = tuple(p.search for p in _word_searches(_LITERAL_ONLY, _ANCHORS))
-# Short text is searched once for any of the words: the calls would cost more than the scan.
-_ANY_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_ONLY)))
-_SHORT: Final = 512
+# Any word a literal finding needs, or a network module's name standing alone; and the
+# words alone, to look past a module's name.
+_ANY_WORD: Final = _word_pattern(_LITERAL_ONLY, NETWORK_MODULES)
+_LITERAL_WORD: Final = _word_pattern(_LITERAL_ONLY)
 
 
-def _names_literal_word(text: str) -> bool:
-    if len(text) < _SHORT:
-        return _ANY_WORD.search(text) is not None
-    return any(search(text) for search in _WORD_SEARCHES)
-
-
-def _names_network_module(text: str) -> bool:
-    """True when a network module's name stands alone somewhere in `text` (ASCII), as
-    it must wherever Python could import it: "https" in a docstring is not "http"."""
-    for name in NETWORK_MODULES:
-        at = text.find(name)
-        while at >= 0:
-            end = at + len(name)
-            before = text[at - 1] if at else " "
-            after = text[end] if end < len(text) else " "
-            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
-                return True
-            at = text.find(name, end)
-    return False
+def _words_named(text: str) -> tuple[bool, bool]:
+    """(whether any literal word is in `text`, whether a network module's name stands
+    alone in it: "https" in a docstring is not "http"), for ASCII `text`. The second is
+    looked for only until a literal word is found (the source is parsed then anyway),
+    so it says nothing when the first is True. One search for most scripts."""
+    match = _ANY_WORD.search(text)
+    if match is None:
+        return False, False
+    if match.lastgroup is None:
+        return True, False
+    return _LITERAL_WORD.search(text, match.start() + 1) is not None, True
 
 
 # A path in the home folder: "~", "~/..." or "~user/...", never a version such as "~1.2".
@@ -234,8 +234,12 @@ def python_findings(text: str) -> Iterator[tuple[str, int, str]]:
     """(code, line, what) of the first finding of each code in the Python source `text`."""
     if text.startswith("\ufeff"):
         text = text[1:]  # Python skips the mark; the line numbers stay the same
-    if text.isascii() and not _names_literal_word(text):
-        if not _names_network_module(text):
+    if text.isascii():
+        literal, network = _words_named(text)
+    else:
+        literal, network = True, True  # Python folds some characters into ASCII (NFKC)
+    if not literal:
+        if not network:
             return
         # Only a network finding is possible: a plain import line is enough to say so.
         found = _plain_import(text)
