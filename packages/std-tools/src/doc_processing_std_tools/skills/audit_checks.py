@@ -14,8 +14,11 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
+from itertools import product
 from types import MappingProxyType
 from typing import Any, Final
+
+from ahocorasick_rs import BytesAhoCorasick, Implementation
 
 from .audit_hidden import HIDDEN_CODES, hidden_runs, invisible_chars
 from .audit_python import PYTHON_WORDS, python_findings
@@ -136,6 +139,24 @@ _SHELL_SUFFIX_HINT: Final = re.compile(
 )
 
 
+def _spellings(word: str) -> list[str]:
+    """`word` in every mix of upper and lower case."""
+    return ["".join(letters) for letters in product(*({c.lower(), c.upper()} for c in word))]
+
+
+# What a SKILL.md finding needs in the text, found in one pass of an Aho-Corasick
+# automaton over its bytes: the start of an HTML comment (0), of a command template (1),
+# or a shell suffix (2 on). Only the checks of what it finds read the text.
+_MARKERS: Final = BytesAhoCorasick(
+    [
+        b"<!--",
+        b"!`",
+        *(spelling.encode() for suffix in _SHELL_SUFFIXES for spelling in _spellings(suffix)),
+    ],
+    implementation=Implementation.DFA,
+)
+
+
 def skill_md_findings(
     skill: str, text: str, fields: Mapping[str, Any] | None = None
 ) -> Iterator[Finding]:
@@ -160,9 +181,22 @@ def _starts(text: str, first: str, pattern: re.Pattern[str]) -> Iterator[int]:
 
 
 def _skill_md_findings(
-    skill: str, text: str, fields: Mapping[str, Any] | None = None
+    skill: str, text: str, fields: Mapping[str, Any] | None = None, data: bytes | None = None
 ) -> Iterator[Finding]:
-    for index in _starts(text, "<", _HTML_COMMENT):
+    """The findings of `skill_md_findings`; `data` is the UTF-8 of `text` when the
+    caller has it."""
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
+    marked = {min(which, 2) for which, _, _ in _MARKERS.find_matches_as_indexes(data, True)}
+    if marked:
+        yield from _marked_findings(skill, text, marked)
+    yield from _frontmatter_findings(skill, text, fields)
+
+
+def _marked_findings(skill: str, text: str, marked: set[int]) -> Iterator[Finding]:
+    """The findings of the markers `marked` (0: HTML comments, 1: command templates, 2:
+    shell script names) in `text`."""
+    for index in _starts(text, "<", _HTML_COMMENT) if 0 in marked else ():
         yield _finding(
             skill,
             SKILL_FILE,
@@ -170,7 +204,7 @@ def _skill_md_findings(
             "html_comment",
             "an HTML comment: rendered Markdown hides it, but a model reads it.",
         )
-    for index in _starts(text, "!", _COMMAND_TEMPLATE):
+    for index in _starts(text, "!", _COMMAND_TEMPLATE) if 1 in marked else ():
         yield _finding(
             skill,
             SKILL_FILE,
@@ -180,7 +214,7 @@ def _skill_md_findings(
             "before anyone reads it.",
         )
     seen: set[str] = set()
-    for match in _SHELL_SUFFIX_HINT.finditer(text):
+    for match in _SHELL_SUFFIX_HINT.finditer(text) if 2 in marked else ():
         # The name ends at the suffix; it starts where the run of name characters does.
         dot = start = match.start()
         if not dot or not (text[dot - 1].isalnum() or text[dot - 1] == "_"):
@@ -199,7 +233,6 @@ def _skill_md_findings(
             f"names the shell script {name!r}; only Python scripts run in the sandbox, so "
             "the instructions may ask for a shell.",
         )
-    yield from _frontmatter_findings(skill, text, fields)
 
 
 def _tool_names(value: object) -> list[str]:
@@ -366,7 +399,7 @@ def file_findings(skill: str, name: str, base: str, data: bytes | None) -> list[
         if text is None:
             text = data.decode("ascii")
         if name == SKILL_FILE:
-            found.extend(_skill_md_findings(skill, text))
+            found.extend(_skill_md_findings(skill, text, None, data))
         if base == "package.json":
             found.extend(_package_json_findings(skill, name, text))
         if base in _HOOKS_FILES:

@@ -47,6 +47,9 @@ HIDDEN_CODES: Final = {
 }
 
 _ASCII_BYTES: Final = bytes(range(128))
+# How the UTF-8 of U+FE00-FE0F and U+E0100-E01EF starts (with some other characters').
+_SELECTOR_START_1: Final = "\ufe00".encode()[:2]
+_SELECTOR_START_2: Final = "\U000e0100".encode()[:2]
 _FENCE: Final = re.compile(r"^[ \t]{0,3}(?:```|~~~)", re.MULTILINE)
 
 
@@ -138,8 +141,14 @@ def invisible_chars(text: str, data: bytes | None = None) -> list[str]:
         return []
     if data is None:
         data = text.encode("utf-8", "surrogatepass")
-    others = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
-    return [char for char in set(others) if _is_invisible(char)]
+    others = data.translate(None, _ASCII_BYTES)
+    chars = others.decode("utf-8", "surrogatepass")
+    # Every invisible character is unprintable to Python (a format character, or a tag
+    # character, which is one or unassigned) but the variation selectors, whose UTF-8
+    # starts so. Most text passes this in three C calls.
+    if chars.isprintable() and _SELECTOR_START_1 not in others and _SELECTOR_START_2 not in others:
+        return []
+    return [char for char in set(chars) if _is_invisible(char)]
 
 
 def _places(text: str, chars: list[str]) -> Iterator[int]:

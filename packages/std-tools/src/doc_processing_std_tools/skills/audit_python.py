@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
+
+from ahocorasick_rs import AhoCorasick, Implementation
 
 __all__ = ["NETWORK_MODULES", "python_findings"]
 
@@ -96,55 +98,27 @@ LITERAL_WORDS: Final = (
 )
 _LITERAL_ONLY: Final = LITERAL_WORDS[: -len(NETWORK_MODULES)]
 
-# Characters of the words, rarest in Python source first (counted in this project's own
-# code). Each word is searched from the rarest character it holds.
-_RARITY: Final = "~UHqO/xbwyk.gmh_pcdlfuiasnrte"
-_WORD_CHARACTER: Final = "[A-Za-z0-9_]"
+# Every word at once: an Aho-Corasick automaton (see `_words_named`).
+_WORDS: Final = AhoCorasick([*_LITERAL_ONLY, *NETWORK_MODULES], implementation=Implementation.DFA)
+_LITERALS: Final = len(_LITERAL_ONLY)
 
 
-def _word_pattern(words: Iterable[str], modules: Iterable[str] = ()) -> re.Pattern[str]:
-    """One pattern that finds any of `words` (anywhere) and any of `modules` (standing
-    alone: no letter, digit or ``_`` next to it). Each word is found from its rarest
-    character: the pattern is one alternative per such character, each starting with it,
-    so the search skips in C to the next place one of them stands, and only there looks
-    at what is around (with look-behinds and look-aheads). A module's alternatives are
-    in a group named ``module_...``, after the words of its character: a match's
-    `lastgroup` says which kind it found."""
-    branches: dict[str, tuple[list[str], list[str]]] = {}
-    for word, alone in [*((word, False) for word in words), *((name, True) for name in modules)]:
-        at = min(range(len(word)), key=lambda i: (_RARITY + word[i]).index(word[i]))
-        head, tail = re.escape(word[: at + 1]), re.escape(word[at + 1 :])
-        test = f"(?<={head})" if at else ""
-        if alone:
-            test += f"(?<!{_WORD_CHARACTER}{head})(?={tail}(?!{_WORD_CHARACTER}))"
-        elif tail:
-            test += f"(?={tail})"
-        branches.setdefault(word[at], ([], []))[alone].append(test)
-    alternatives = []
-    for number, (char, (found, alone)) in enumerate(branches.items()):
-        tests = [*found, *([f"(?P<module_{number}>{'|'.join(alone)})"] if alone else [])]
-        rest = "" if "" in tests else f"(?:{'|'.join(tests)})"
-        alternatives.append(re.escape(char) + rest)
-    return re.compile("|".join(alternatives))
-
-
-# Any word a literal finding needs, or a network module's name standing alone; and the
-# words alone, to look past a module's name.
-_ANY_WORD: Final = _word_pattern(_LITERAL_ONLY, NETWORK_MODULES)
-_LITERAL_WORD: Final = _word_pattern(_LITERAL_ONLY)
-
-
-def _words_named(text: str) -> tuple[bool, bool]:
-    """(whether any literal word is in `text`, whether a network module's name stands
-    alone in it: "https" in a docstring is not "http"), for ASCII `text`. The second is
-    looked for only until a literal word is found (the source is parsed then anyway),
-    so it says nothing when the first is True. One search for most scripts."""
-    match = _ANY_WORD.search(text)
-    if match is None:
-        return False, False
-    if match.lastgroup is None:
-        return True, False
-    return _LITERAL_WORD.search(text, match.start() + 1) is not None, True
+def _words_named(text: str) -> tuple[bool, list[int]]:
+    """(whether any literal word is in `text`, where a network module's name stands
+    alone in it: "https" in a docstring is not "http"), for ASCII `text`. One pass of
+    the automaton over the text, then a look at each word it found (most scripts: none)."""
+    literal = False
+    modules: list[int] = []
+    for which, start, end in _WORDS.find_matches_as_indexes(text, overlapping=True):
+        if which < _LITERALS:
+            literal = True
+            continue
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            modules.append(start)
+    modules.sort()
+    return literal, modules
 
 
 # A path in the home folder: "~", "~/..." or "~user/...", never a version such as "~1.2".
@@ -196,20 +170,17 @@ def _dynamic_import(node: ast.Call) -> str | None:
     return None
 
 
-_IMPORT: Final = re.compile(r"\bimport\b")
-
-
-def _plain_import(text: str) -> tuple[int, str] | None:
+def _plain_import(text: str, places: list[int]) -> tuple[int, str] | None:
     """(line, what) of the first network import in a line that starts with ``import``
-    or ``from`` (statements split at ``;``), or None. A shortcut only: when it finds
-    nothing, the source is parsed, which sees every other form."""
+    or ``from`` (statements split at ``;``), among the lines at `places` (in order), or
+    None. Only a line where a network module's name stands alone can import one. A
+    shortcut only: when it finds nothing, the source is parsed, which sees every form."""
     end = -1
-    for match in _IMPORT.finditer(text):
-        start = match.start()
-        if start < end:
+    for place in places:
+        if place < end:
             continue  # on a line already read
-        begin = text.rfind("\n", 0, start) + 1
-        end = text.find("\n", start)
+        begin = text.rfind("\n", 0, place) + 1
+        end = text.find("\n", place)
         end = len(text) if end < 0 else end
         line = text[begin:end]
         if line.rstrip().endswith(("\\", "(", ",")):
@@ -235,17 +206,16 @@ def python_findings(text: str) -> Iterator[tuple[str, int, str]]:
     if text.startswith("\ufeff"):
         text = text[1:]  # Python skips the mark; the line numbers stay the same
     if text.isascii():
-        literal, network = _words_named(text)
-    else:
-        literal, network = True, True  # Python folds some characters into ASCII (NFKC)
-    if not literal:
-        if not network:
-            return
-        # Only a network finding is possible: a plain import line is enough to say so.
-        found = _plain_import(text)
-        if found is not None:
-            yield "python_network", found[0], found[1]
-            return
+        literal, modules = _words_named(text)
+        if not literal:
+            if not modules:
+                return
+            # Only a network finding is possible: a plain import line is enough to say so.
+            found = _plain_import(text, modules)
+            if found is not None:
+                yield "python_network", found[0], found[1]
+                return
+    # Other text is always parsed: Python folds some characters into ASCII names (NFKC).
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
