@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from itertools import product
 from types import MappingProxyType
@@ -187,15 +187,23 @@ def _skill_md_findings(
     caller has it."""
     if data is None:
         data = text.encode("utf-8", "surrogatepass")
-    marked = {min(which, 2) for which, _, _ in _MARKERS.find_matches_as_indexes(data, True)}
-    if marked:
-        yield from _marked_findings(skill, text, marked)
+    found = _MARKERS.find_matches_as_indexes(data, True)
+    if found:
+        yield from _marked_findings(skill, text, found)
     yield from _frontmatter_findings(skill, text, fields)
 
 
-def _marked_findings(skill: str, text: str, marked: set[int]) -> Iterator[Finding]:
-    """The findings of the markers `marked` (0: HTML comments, 1: command templates, 2:
-    shell script names) in `text`."""
+def _marked_findings(skill: str, text: str, found: list[tuple[int, int, int]]) -> Iterator[Finding]:
+    """The findings of the markers `found` in the UTF-8 of `text` (pattern, start, end):
+    HTML comments (pattern 0), command templates (1) and shell script names (2 on)."""
+    marked = {min(which, 2) for which, _, _ in found}
+    shell: Iterable[re.Match[str] | None] = ()
+    if 2 in marked:
+        if text.isascii():  # the markers' places are the text's: look only there
+            dots = sorted({start for which, start, _ in found if which >= 2})
+            shell = (_SHELL_SUFFIX_HINT.match(text, dot) for dot in dots)
+        else:
+            shell = _SHELL_SUFFIX_HINT.finditer(text)
     for index in _starts(text, "<", _HTML_COMMENT) if 0 in marked else ():
         yield _finding(
             skill,
@@ -214,7 +222,9 @@ def _marked_findings(skill: str, text: str, marked: set[int]) -> Iterator[Findin
             "before anyone reads it.",
         )
     seen: set[str] = set()
-    for match in _SHELL_SUFFIX_HINT.finditer(text) if 2 in marked else ():
+    for match in shell:
+        if match is None:
+            continue
         # The name ends at the suffix; it starts where the run of name characters does.
         dot = start = match.start()
         if not dot or not (text[dot - 1].isalnum() or text[dot - 1] == "_"):
@@ -333,9 +343,9 @@ def _is_non_python_script(base: str, data: bytes) -> str | None:
         return "a shell script"
     if data.startswith(b"#!"):
         end = data.find(b"\n")
-        interpreter = (data if end < 0 else data[:end]).decode("utf-8")
-        if "python" not in interpreter:
-            return f"a script for {interpreter[2:].strip()[:60]!r}"
+        line = data if end < 0 else data[:end]
+        if b"python" not in line:
+            return f"a script for {line.decode('utf-8')[2:].strip()[:60]!r}"
     return None
 
 
