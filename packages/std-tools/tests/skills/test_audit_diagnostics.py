@@ -348,3 +348,38 @@ def test_every_invisible_character_is_unprintable_or_a_variation_selector() -> N
         char = chr(point)
         if audit_hidden._is_invisible(char) and char.isprintable():
             assert char.encode("utf-8", "surrogatepass").startswith(starts), hex(point)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [b"caf\xc3A\xa9", b"\xed\xa0\x80", b"\xc0\xaf", b"tail \xe2\x80"],
+    ids=["ascii-inside-a-character", "surrogate", "overlong", "cut-short"],
+)
+def test_bytes_that_are_not_utf8_are_checked_by_name_only(tmp_path: Path, broken: bytes) -> None:
+    """Whether a file is text is decided by the whole file, even where the bytes outside
+    ASCII alone would decode (an ASCII byte inside a character): such a file's hidden
+    characters, frontmatter and #! line are not read, and its name is."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    hidden = "\u200b\u200b hidden \u202e".encode()
+    (folder / "SKILL.md").write_bytes(
+        b"---\nname: broken\ndescription: x\nallowed-tools: Bash\n---\n<!-- c -->" + broken
+    )
+    (folder / "notes.md").write_bytes(hidden + broken)
+    (folder / "setup.sh").write_bytes(b"#!/bin/sh\n" + broken)
+    (folder / "tool").write_bytes(b"#!/usr/bin/env node\n" + hidden + broken)
+    found = [(f.file, f.code, f.line, f.message.split(";")[0]) for f in audit_skill(folder)]
+    assert found == [("setup.sh", "non_python_script", 0, "ships a shell script.")]
+    # The same files made UTF-8 are read in full.
+    for path in folder.iterdir():
+        path.write_bytes(path.read_bytes().replace(broken, b"ok"))
+    assert sorted({(f.file, f.code) for f in audit_skill(folder)}) == [
+        ("SKILL.md", "html_comment"),
+        ("SKILL.md", "shell_tool_allowed"),
+        ("notes.md", "bidi_controls"),
+        ("notes.md", "zero_width_characters"),
+        ("setup.sh", "non_python_script"),
+        ("tool", "bidi_controls"),
+        ("tool", "non_python_script"),
+        ("tool", "zero_width_characters"),
+    ]

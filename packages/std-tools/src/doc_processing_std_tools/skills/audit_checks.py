@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from ahocorasick_rs import BytesAhoCorasick, Implementation
 
-from .audit_hidden import HIDDEN_CODES, hidden_runs, invisible_chars
+from .audit_hidden import HIDDEN_CODES, hidden_runs, invisible_chars, may_hide
 from .audit_python import PYTHON_WORDS, python_findings
 from .diagnostics import CodeInfo, Level
 from .frontmatter import parse_skill_md
@@ -181,13 +181,18 @@ def _starts(text: str, first: str, pattern: re.Pattern[str]) -> Iterator[int]:
 
 
 def _skill_md_findings(
-    skill: str, text: str, fields: Mapping[str, Any] | None = None, data: bytes | None = None
+    skill: str,
+    text: str,
+    fields: Mapping[str, Any] | None = None,
+    data: bytes | None = None,
+    found: list[tuple[int, int, int]] | None = None,
 ) -> Iterator[Finding]:
-    """The findings of `skill_md_findings`; `data` is the UTF-8 of `text` when the
-    caller has it."""
-    if data is None:
-        data = text.encode("utf-8", "surrogatepass")
-    found = _MARKERS.find_matches_as_indexes(data, True)
+    """The findings of `skill_md_findings`; `data` is the UTF-8 of `text` and `found`
+    the markers in it (`_MARKERS`) when the caller has them."""
+    if found is None:
+        if data is None:
+            data = text.encode("utf-8", "surrogatepass")
+        found = _MARKERS.find_matches_as_indexes(data, True)
     if found:
         yield from _marked_findings(skill, text, found)
     yield from _frontmatter_findings(skill, text, fields)
@@ -349,22 +354,27 @@ def _is_non_python_script(base: str, data: bytes) -> str | None:
     return None
 
 
-def _text_of(data: bytes) -> str | None:
-    """`data` as text: None when it holds a NUL byte early on or is not UTF-8."""
-    if data.find(b"\0", 0, 8192) >= 0:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def _may_grant(data: bytes) -> bool:
+    """False when SKILL.md's bytes `data` surely hold neither ``allowed-tools`` nor
+    ``hooks`` in their frontmatter (what `_frontmatter_findings` looks at first, in a
+    head at least as long: its search starts at the fourth character, at most 12 bytes
+    in)."""
+    end = data.find(b"\n---", 12)
+    head = data if end < 0 else data[:end]
+    return b"hooks" in head or b"allowed" in head or b"\\" in head
 
 
 def file_findings(skill: str, name: str, base: str, data: bytes | None) -> list[Finding]:
     """The findings of the file `name` (relative to the skill folder, ``/``-separated,
     its last part `base`) whose bytes are `data` (None: not read). Bytes that are not
-    UTF-8 text are checked by name only. Most files have no finding: an ASCII file that
-    is neither SKILL.md, a Python script nor a JSON file npm or an agent reads costs a
-    few comparisons and is never decoded."""
+    UTF-8 text are checked by name only.
+
+    Most files have no finding, and cost a few C calls: ASCII holds no hidden character;
+    other bytes hold none when the characters their bytes outside ASCII spell are all
+    printable and no variation selector (`audit_hidden.may_hide`). A file is decoded only
+    when some check needs its text, or needs to know that it is UTF-8 (SKILL.md with a
+    marker or a frontmatter key, scripts, the JSON files npm or an agent reads, a ``#!``
+    line, a shell script's name)."""
     found: list[Finding] = []
     if base == "conftest.py":
         found.append(
@@ -389,27 +399,39 @@ def file_findings(skill: str, name: str, base: str, data: bytes | None) -> list[
             )
         )
         return found
-    text: str | None = None
-    if data is not None:
-        if data.isascii():  # ASCII holds no hidden character, and is UTF-8 as it is
-            if data.find(b"\0", 0, 8192) >= 0:
-                data = None
-        else:
-            text = _text_of(data)
-            if text is None:
-                data = None
-            else:
-                found.extend(_hidden_findings(skill, name, text, data))
+    if data is not None and data.find(b"\0", 0, 8192) >= 0:
+        data = None  # not text
+    hidden: bool | None = False
+    if data is not None and not data.isascii():
+        hidden = may_hide(data)
+        if hidden is None:
+            data = None  # not UTF-8
     if data is None:
         if base.lower().endswith(_SHELL_SUFFIXES):
             found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
         return found
+    skill_md = name == SKILL_FILE
+    markers = _MARKERS.find_matches_as_indexes(data, True) if skill_md else []
     python = base.endswith(".py")
-    if python or name == SKILL_FILE or base == "package.json" or base in _HOOKS_FILES:
-        if text is None:
-            text = data.decode("ascii")
-        if name == SKILL_FILE:
-            found.extend(_skill_md_findings(skill, text, None, data))
+    text: str | None = None
+    if (
+        hidden
+        or python
+        or (skill_md and (markers or _may_grant(data)))
+        or base == "package.json"
+        or base in _HOOKS_FILES
+        or (not data.isascii() and (base.lower().endswith(_SHELL_SUFFIXES) or data[:2] == b"#!"))
+    ):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            if base.lower().endswith(_SHELL_SUFFIXES):
+                found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
+            return found
+        if hidden:
+            found.extend(_hidden_findings(skill, name, text, data))
+        if skill_md:
+            found.extend(_skill_md_findings(skill, text, None, data, markers))
         if base == "package.json":
             found.extend(_package_json_findings(skill, name, text))
         if base in _HOOKS_FILES:

@@ -27,7 +27,7 @@ from typing import Final
 
 from .._hidden import is_hidden, is_selector
 
-__all__ = ["HIDDEN_CODES", "hidden_runs", "invisible_chars"]
+__all__ = ["HIDDEN_CODES", "hidden_runs", "invisible_chars", "may_hide"]
 
 _ZERO_WIDTH: Final = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF})
 _JOINERS: Final = frozenset({0x200C, 0x200D})
@@ -132,6 +132,30 @@ def _kind_of_run(text: str, start: int, end: int) -> str | None:
     return "format_characters"
 
 
+def may_hide(data: bytes) -> bool | None:
+    """Whether the bytes `data` (not ASCII) may hold an invisible character, from their
+    bytes outside ASCII alone (one C pass to take them out): None when those are not
+    UTF-8 (then neither is `data`); False when the characters they spell are all
+    printable and none is a variation selector (then `data` holds no invisible
+    character, if it is UTF-8 at all); True otherwise."""
+    others = data.translate(None, _ASCII_BYTES)
+    try:
+        chars = others.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return not _printable(chars, others)
+
+
+def _printable(chars: str, others: bytes) -> bool:
+    """True when `chars` (with the UTF-8 `others`) holds no invisible character: every
+    invisible character is unprintable to Python (a format character, or a tag
+    character, which is one or unassigned) but the variation selectors, whose UTF-8
+    starts so. Three C calls."""
+    return (
+        chars.isprintable() and _SELECTOR_START_1 not in others and _SELECTOR_START_2 not in others
+    )
+
+
 def invisible_chars(text: str, data: bytes | None = None) -> list[str]:
     """The distinct invisible characters in `text` (none in ASCII). `data`, the UTF-8
     bytes `text` was decoded from when the caller has them, spares encoding it again:
@@ -143,10 +167,7 @@ def invisible_chars(text: str, data: bytes | None = None) -> list[str]:
         data = text.encode("utf-8", "surrogatepass")
     others = data.translate(None, _ASCII_BYTES)
     chars = others.decode("utf-8", "surrogatepass")
-    # Every invisible character is unprintable to Python (a format character, or a tag
-    # character, which is one or unassigned) but the variation selectors, whose UTF-8
-    # starts so. Most text passes this in three C calls.
-    if chars.isprintable() and _SELECTOR_START_1 not in others and _SELECTOR_START_2 not in others:
+    if _printable(chars, others):
         return []
     return [char for char in set(chars) if _is_invisible(char)]
 
