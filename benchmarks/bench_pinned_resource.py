@@ -5,12 +5,13 @@
 Generates one skill holding a text reference of the given size (ASCII Markdown, so the
 hidden-character escape takes its fast path) beside a SKILL.md and a script, writes its
 lock with ``dpt-skills lock``, and measures the median ``load_skill_resource`` of that
-file over one in-process MCP session: without a lock, then with the server pinned to it
-(every read checked against the locked SHA-256, and the bytes checked served), in five
-alternating rounds. Also the same two calls made directly on the library, without the
-session, alternating call by call, timed by the wall clock and by CPU time (on a shared
-machine the wall clock also counts waiting for a core). The target: pinned within 1.2x
-of unpinned.
+file without a lock and with the server pinned to it (every read checked against the
+locked SHA-256, and the bytes checked served): made directly on the library, the two
+alternating call by call, timed by the wall clock and by CPU time (on a shared machine
+the wall clock also counts waiting for a core); and over an in-process MCP session per
+setting, in five alternating rounds (the settings are the process's: switching them
+between two calls of one session makes the server build its catalog again, which would
+be timed too). The target: pinned within 1.2x of unpinned.
 """
 
 from __future__ import annotations
