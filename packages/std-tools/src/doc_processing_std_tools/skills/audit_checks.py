@@ -157,6 +157,26 @@ _MARKERS: Final = BytesAhoCorasick(
 )
 
 
+_WORD_BYTES: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _markers(data: bytes) -> list[tuple[int, int, int]]:
+    """The markers in SKILL.md's bytes `data`, as (pattern, start, end): a shell suffix
+    only where it could end a file's name (no ASCII letter, digit or ``_`` right after
+    it, one right before its dot): ".show()" or "... .sh" is none."""
+    found = _MARKERS.find_matches_as_indexes(data, True)
+    return [
+        (which, start, end)
+        for which, start, end in found
+        if which < 2
+        or (
+            (end == len(data) or data[end] not in _WORD_BYTES)
+            and start
+            and (data[start - 1] in _WORD_BYTES or data[start - 1] >= 0x80)
+        )
+    ]
+
+
 def skill_md_findings(
     skill: str, text: str, fields: Mapping[str, Any] | None = None
 ) -> Iterator[Finding]:
@@ -192,7 +212,7 @@ def _skill_md_findings(
     if found is None:
         if data is None:
             data = text.encode("utf-8", "surrogatepass")
-        found = _MARKERS.find_matches_as_indexes(data, True)
+        found = _markers(data)
     if found:
         yield from _marked_findings(skill, text, found)
     yield from _frontmatter_findings(skill, text, fields)
@@ -411,7 +431,7 @@ def file_findings(skill: str, name: str, base: str, data: bytes | None) -> list[
             found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
         return found
     skill_md = name == SKILL_FILE
-    markers = _MARKERS.find_matches_as_indexes(data, True) if skill_md else []
+    markers = _markers(data) if skill_md else []
     python = base.endswith(".py")
     text: str | None = None
     if (
