@@ -25,6 +25,7 @@ To compare with another version of the code, run it with that version's sources 
 from __future__ import annotations
 
 import collections
+import sys
 import tempfile
 from pathlib import Path
 
@@ -93,22 +94,34 @@ def make(root: Path, name: str, files: dict[str, str | bytes]) -> Path:
     return folder
 
 
+def collection_row(name: str, collection: Path) -> None:
+    """One table row: the skills at any depth under `collection`, audited."""
+    folders = sorted({path.parent for path in collection.rglob("SKILL.md")})
+    files = sum(1 for folder in folders for p in folder.rglob("*") if p.is_file())
+    findings = [f for folder in folders for f in audit_skill(folder)]
+    errors = [f for f in findings if f.level == "error"]
+    warnings = collections.Counter(f.code for f in findings if f.level == "warning")
+    shown = ", ".join(f"{code} {count}" for code, count in warnings.most_common()) or "-"
+    print(f"| {name} | {len(folders)} | {files} | {len(errors)} | {shown} |")
+    for f in errors:
+        print(f"    error: {f.skill}/{f.file}:{f.line} [{f.code}]")
+
+
 def corpora() -> None:
-    if not CORPORA.is_dir():
-        print("The real collections are not next to the checkout: no false-finding count.")
-        return
     print("| collection | skills | files | error findings | warnings by code |")
     print("|---|---|---|---|---|")
-    for collection in sorted(p for p in CORPORA.iterdir() if p.is_dir()):
-        folders = sorted({path.parent for path in collection.rglob("SKILL.md")})
-        files = sum(1 for folder in folders for p in folder.rglob("*") if p.is_file())
-        findings = [f for folder in folders for f in audit_skill(folder)]
-        errors = [f for f in findings if f.level == "error"]
-        warnings = collections.Counter(f.code for f in findings if f.level == "warning")
-        shown = ", ".join(f"{code} {count}" for code, count in warnings.most_common()) or "-"
-        print(f"| {collection.name} | {len(folders)} | {files} | {len(errors)} | {shown} |")
-        for f in errors:
-            print(f"    error: {f.skill}/{f.file}:{f.line} [{f.code}]")
+    if CORPORA.is_dir():
+        for collection in sorted(p for p in CORPORA.iterdir() if p.is_dir()):
+            collection_row(collection.name, collection)
+    else:
+        print("(The real collections are not next to the checkout: no count for them.)")
+    # The generated collection of the tests: four folders deep, with the three invisible
+    # characters honest skills use, a name that breaks the rule, and a duplicate.
+    sys.path.insert(0, str(REPO / "packages" / "std-tools" / "tests" / "support"))
+    from stranger_collection import make_collection
+
+    with tempfile.TemporaryDirectory() as scratch:
+        collection_row("generated, four levels deep", make_collection(Path(scratch)))
 
 
 def reproducers() -> None:

@@ -294,3 +294,92 @@ def test_imports_are_found_with_or_without_other_words(
         (f.line, f.message.split(":")[0]) for f in audit_skill(folder) if f.code == "python_network"
     ]
     assert parsed == fast
+
+
+def test_the_word_search_finds_what_a_plain_search_finds() -> None:
+    """The automaton that decides whether a script is parsed agrees with a plain search:
+    every literal word anywhere, and every network module's name standing alone (no
+    letter, digit or ``_`` next to it), in each context a script can hold it in."""
+    import re
+
+    from doc_processing_std_tools.skills.audit import python_code as audit_python
+
+    literal_words = audit_python.LITERAL_WORDS[: -len(audit_python.NETWORK_MODULES)]
+    contexts = ["{}", "x = '{}'\n", "import {}\n", "a{}", "{}b", "_{}_", "({})", "# {}.x", "1{}2"]
+    for word in (*audit_python.LITERAL_WORDS, "https", "requestsx", "assl"):
+        for context in contexts:
+            text = "import json\n" + context.format(word) + "\nprint(1)\n"
+            expected_literal = any(literal in text for literal in literal_words)
+            expected_modules = sorted(
+                match.start()
+                for module in audit_python.NETWORK_MODULES
+                for match in re.finditer(rf"(?<![A-Za-z0-9_])(?={module}(?![A-Za-z0-9_]))", text)
+            )
+            assert audit_python._words_named(text) == (expected_literal, expected_modules), text
+
+
+@pytest.mark.parametrize(
+    "suffix", [".sh", ".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd"]
+)
+def test_a_shell_script_named_in_skill_md_is_found_in_any_case(tmp_path: Path, suffix: str) -> None:
+    folder = tmp_path / "shelly"
+    folder.mkdir()
+    names = [f"setup{suffix}", f"tool{suffix.upper()}", f"run{suffix[:2].upper()}{suffix[2:]}"]
+    body = "".join(f"- Run `scripts/{name}` — then carry on.\n" for name in names)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: shelly\ndescription: Runs.\n---\n\n<!-- note -->\n{body}", "utf-8"
+    )
+    found = [(f.code, f.line) for f in audit_skill(folder)]
+    assert found == [
+        ("html_comment", 6),
+        *(("non_python_script_referenced", line) for line in (7, 8, 9)),
+    ]
+
+
+def test_every_invisible_character_is_unprintable_or_a_variation_selector() -> None:
+    """What lets most text with characters outside ASCII skip the character-by-character
+    look: Python's `str.isprintable` is False for every hidden character but the
+    variation selectors, whose UTF-8 starts with one of two byte pairs (every code point
+    checked, with the Unicode data of the Python that runs the tests)."""
+    from doc_processing_std_tools.skills.audit import hidden as audit_hidden
+
+    starts = (audit_hidden._SELECTOR_START_1, audit_hidden._SELECTOR_START_2)
+    for point in range(0x80, 0x110000):
+        char = chr(point)
+        if audit_hidden._is_invisible(char) and char.isprintable():
+            assert char.encode("utf-8", "surrogatepass").startswith(starts), hex(point)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [b"caf\xc3A\xa9", b"\xed\xa0\x80", b"\xc0\xaf", b"tail \xe2\x80"],
+    ids=["ascii-inside-a-character", "surrogate", "overlong", "cut-short"],
+)
+def test_bytes_that_are_not_utf8_are_checked_by_name_only(tmp_path: Path, broken: bytes) -> None:
+    """Whether a file is text is decided by the whole file, even where the bytes outside
+    ASCII alone would decode (an ASCII byte inside a character): such a file's hidden
+    characters, frontmatter and #! line are not read, and its name is."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    hidden = "\u200b\u200b hidden \u202e".encode()
+    (folder / "SKILL.md").write_bytes(
+        b"---\nname: broken\ndescription: x\nallowed-tools: Bash\n---\n<!-- c -->" + broken
+    )
+    (folder / "notes.md").write_bytes(hidden + broken)
+    (folder / "setup.sh").write_bytes(b"#!/bin/sh\n" + broken)
+    (folder / "tool").write_bytes(b"#!/usr/bin/env node\n" + hidden + broken)
+    found = [(f.file, f.code, f.line, f.message.split(";")[0]) for f in audit_skill(folder)]
+    assert found == [("setup.sh", "non_python_script", 0, "ships a shell script.")]
+    # The same files made UTF-8 are read in full.
+    for path in folder.iterdir():
+        path.write_bytes(path.read_bytes().replace(broken, b"ok"))
+    assert sorted({(f.file, f.code) for f in audit_skill(folder)}) == [
+        ("SKILL.md", "html_comment"),
+        ("SKILL.md", "shell_tool_allowed"),
+        ("notes.md", "bidi_controls"),
+        ("notes.md", "zero_width_characters"),
+        ("setup.sh", "non_python_script"),
+        ("tool", "bidi_controls"),
+        ("tool", "non_python_script"),
+        ("tool", "zero_width_characters"),
+    ]

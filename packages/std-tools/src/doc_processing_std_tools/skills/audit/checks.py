@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
+from itertools import product
 from typing import Any, Final
 
-from ..._hidden import is_hidden, is_selector
+from ahocorasick_rs import BytesAhoCorasick, Implementation
+
 from ..core.diagnostics import AUDIT_CODES, Level
 from ..core.frontmatter import parse_skill_md
-from .hidden import HIDDEN_CODES, hidden_runs
+from .hidden import HIDDEN_CODES, hidden_runs, invisible_chars, may_hide
 from .python_code import PYTHON_WORDS, python_findings
 
 __all__ = [
@@ -62,27 +64,16 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-_ASCII_BYTES: Final = bytes(range(128))
-
-
-def _has_invisible(char: str) -> bool:
-    return is_hidden(char) or is_selector(char)
-
-
 def _hidden_findings(
     skill: str, name: str, text: str, data: bytes | None = None
 ) -> Iterator[Finding]:
-    if text.isascii():
-        return  # ASCII is never hidden (one C pass, the common case)
-    # Each distinct character is judged once; most text with accents, dashes or arrows
-    # holds no hidden one, and is not searched again. `data`, the UTF-8 bytes `text` was
-    # decoded from when the caller has them, spares encoding it again.
-    if data is None:
-        data = text.encode("utf-8", "surrogatepass")
-    others = data.translate(None, _ASCII_BYTES)
-    if not any(map(_has_invisible, set(others.decode("utf-8", "surrogatepass")))):
+    # `data`, the UTF-8 bytes `text` was decoded from when the caller has them, spares
+    # encoding it again. Most text with accents, dashes or arrows holds no hidden
+    # character, and is not searched again.
+    invisible = invisible_chars(text, data)
+    if not invisible:
         return
-    for kind, index, count in hidden_runs(text):
+    for kind, index, count in hidden_runs(text, invisible):
         message = (
             f"{count} {HIDDEN_CODES[kind]}, the first at U+{ord(text[index]):04X}; "
             "a model reads text that a person reviewing the file does not see."
@@ -117,6 +108,44 @@ _SHELL_SUFFIX_HINT: Final = re.compile(
 )
 
 
+def _spellings(word: str) -> list[str]:
+    """`word` in every mix of upper and lower case."""
+    return ["".join(letters) for letters in product(*({c.lower(), c.upper()} for c in word))]
+
+
+# What a SKILL.md finding needs in the text, found in one pass of an Aho-Corasick
+# automaton over its bytes: the start of an HTML comment (0), of a command template (1),
+# or a shell suffix (2 on). Only the checks of what it finds read the text.
+_MARKERS: Final = BytesAhoCorasick(
+    [
+        b"<!--",
+        b"!`",
+        *(spelling.encode() for suffix in _SHELL_SUFFIXES for spelling in _spellings(suffix)),
+    ],
+    implementation=Implementation.DFA,
+)
+
+
+_WORD_BYTES: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _markers(data: bytes) -> list[tuple[int, int, int]]:
+    """The markers in SKILL.md's bytes `data`, as (pattern, start, end): a shell suffix
+    only where it could end a file's name (no ASCII letter, digit or ``_`` right after
+    it, one right before its dot): ".show()" or "... .sh" is none."""
+    found = _MARKERS.find_matches_as_indexes(data, True)
+    return [
+        (which, start, end)
+        for which, start, end in found
+        if which < 2
+        or (
+            (end == len(data) or data[end] not in _WORD_BYTES)
+            and start
+            and (data[start - 1] in _WORD_BYTES or data[start - 1] >= 0x80)
+        )
+    ]
+
+
 def skill_md_findings(
     skill: str, text: str, fields: Mapping[str, Any] | None = None
 ) -> Iterator[Finding]:
@@ -141,9 +170,35 @@ def _starts(text: str, first: str, pattern: re.Pattern[str]) -> Iterator[int]:
 
 
 def _skill_md_findings(
-    skill: str, text: str, fields: Mapping[str, Any] | None = None
+    skill: str,
+    text: str,
+    fields: Mapping[str, Any] | None = None,
+    data: bytes | None = None,
+    found: list[tuple[int, int, int]] | None = None,
 ) -> Iterator[Finding]:
-    for index in _starts(text, "<", _HTML_COMMENT):
+    """The findings of `skill_md_findings`; `data` is the UTF-8 of `text` and `found`
+    the markers in it (`_MARKERS`) when the caller has them."""
+    if found is None:
+        if data is None:
+            data = text.encode("utf-8", "surrogatepass")
+        found = _markers(data)
+    if found:
+        yield from _marked_findings(skill, text, found)
+    yield from _frontmatter_findings(skill, text, fields)
+
+
+def _marked_findings(skill: str, text: str, found: list[tuple[int, int, int]]) -> Iterator[Finding]:
+    """The findings of the markers `found` in the UTF-8 of `text` (pattern, start, end):
+    HTML comments (pattern 0), command templates (1) and shell script names (2 on)."""
+    marked = {min(which, 2) for which, _, _ in found}
+    shell: Iterable[re.Match[str] | None] = ()
+    if 2 in marked:
+        if text.isascii():  # the markers' places are the text's: look only there
+            dots = sorted({start for which, start, _ in found if which >= 2})
+            shell = (_SHELL_SUFFIX_HINT.match(text, dot) for dot in dots)
+        else:
+            shell = _SHELL_SUFFIX_HINT.finditer(text)
+    for index in _starts(text, "<", _HTML_COMMENT) if 0 in marked else ():
         yield _finding(
             skill,
             SKILL_FILE,
@@ -151,7 +206,7 @@ def _skill_md_findings(
             "html_comment",
             "an HTML comment: rendered Markdown hides it, but a model reads it.",
         )
-    for index in _starts(text, "!", _COMMAND_TEMPLATE):
+    for index in _starts(text, "!", _COMMAND_TEMPLATE) if 1 in marked else ():
         yield _finding(
             skill,
             SKILL_FILE,
@@ -161,7 +216,9 @@ def _skill_md_findings(
             "before anyone reads it.",
         )
     seen: set[str] = set()
-    for match in _SHELL_SUFFIX_HINT.finditer(text):
+    for match in shell:
+        if match is None:
+            continue
         # The name ends at the suffix; it starts where the run of name characters does.
         dot = start = match.start()
         if not dot or not (text[dot - 1].isalnum() or text[dot - 1] == "_"):
@@ -180,7 +237,6 @@ def _skill_md_findings(
             f"names the shell script {name!r}; only Python scripts run in the sandbox, so "
             "the instructions may ask for a shell.",
         )
-    yield from _frontmatter_findings(skill, text, fields)
 
 
 def _tool_names(value: object) -> list[str]:
@@ -272,25 +328,43 @@ def _hooks_file_findings(skill: str, name: str, text: str) -> Iterator[Finding]:
         )
 
 
-def _is_non_python_script(name: str, text: str) -> str | None:
-    """Why the file is a non-Python script, or None."""
-    if name.lower().endswith(_SHELL_SUFFIXES):
+_HOOKS_FILES: Final = frozenset({"hooks.json", "settings.json", "settings.local.json"})
+
+
+def _is_non_python_script(base: str, data: bytes) -> str | None:
+    """Why the file `base` with the text bytes `data` is a non-Python script, or None."""
+    if base.lower().endswith(_SHELL_SUFFIXES):
         return "a shell script"
-    if text.startswith("#!"):
-        interpreter = text.split("\n", 1)[0]
-        if "python" not in interpreter:
-            return f"a script for {interpreter[2:].strip()[:60]!r}"
+    if data.startswith(b"#!"):
+        end = data.find(b"\n")
+        line = data if end < 0 else data[:end]
+        if b"python" not in line:
+            return f"a script for {line.decode('utf-8')[2:].strip()[:60]!r}"
     return None
 
 
-def file_findings(
-    skill: str, name: str, text: str | None, data: bytes | None = None
-) -> list[Finding]:
-    """The findings of the file `name` (relative to the skill folder, ``/``-separated)
-    whose content is `text` (None: not text, or not read), decoded from the UTF-8 bytes
-    `data` when the caller has them. Most files have none: they cost a few comparisons."""
+def _may_grant(data: bytes) -> bool:
+    """False when SKILL.md's bytes `data` surely hold neither ``allowed-tools`` nor
+    ``hooks`` in their frontmatter (what `_frontmatter_findings` looks at first, in a
+    head at least as long: its search starts at the fourth character, at most 12 bytes
+    in)."""
+    end = data.find(b"\n---", 12)
+    head = data if end < 0 else data[:end]
+    return b"hooks" in head or b"allowed" in head or b"\\" in head
+
+
+def file_findings(skill: str, name: str, base: str, data: bytes | None) -> list[Finding]:
+    """The findings of the file `name` (relative to the skill folder, ``/``-separated,
+    its last part `base`) whose bytes are `data` (None: not read). Bytes that are not
+    UTF-8 text are checked by name only.
+
+    Most files have no finding, and cost a few C calls: ASCII holds no hidden character;
+    other bytes hold none when the characters their bytes outside ASCII spell are all
+    printable and no variation selector (`audit_hidden.may_hide`). A file is decoded only
+    when some check needs its text, or needs to know that it is UTF-8 (SKILL.md with a
+    marker or a frontmatter key, scripts, the JSON files npm or an agent reads, a ``#!``
+    line, a shell script's name)."""
     found: list[Finding] = []
-    base = name.rsplit("/", 1)[-1]
     if base == "conftest.py":
         found.append(
             _finding(
@@ -314,19 +388,44 @@ def file_findings(
             )
         )
         return found
-    if text is None:
+    if data is not None and data.find(b"\0", 0, 8192) >= 0:
+        data = None  # not text
+    hidden: bool | None = False
+    if data is not None and not data.isascii():
+        hidden = may_hide(data)
+        if hidden is None:
+            data = None  # not UTF-8
+    if data is None:
         if base.lower().endswith(_SHELL_SUFFIXES):
             found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
         return found
-    if not text.isascii():  # ASCII holds no hidden character
-        found.extend(_hidden_findings(skill, name, text, data))
-    if name == SKILL_FILE:
-        found.extend(_skill_md_findings(skill, text))
-    if base == "package.json":
-        found.extend(_package_json_findings(skill, name, text))
-    if base in ("hooks.json", "settings.json", "settings.local.json"):
-        found.extend(_hooks_file_findings(skill, name, text))
-    why = _is_non_python_script(base, text)
+    skill_md = name == SKILL_FILE
+    markers = _markers(data) if skill_md else []
+    python = base.endswith(".py")
+    text: str | None = None
+    if (
+        hidden
+        or python
+        or (skill_md and (markers or _may_grant(data)))
+        or base == "package.json"
+        or base in _HOOKS_FILES
+        or (not data.isascii() and (base.lower().endswith(_SHELL_SUFFIXES) or data[:2] == b"#!"))
+    ):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            if base.lower().endswith(_SHELL_SUFFIXES):
+                found.append(_finding(skill, name, 0, "non_python_script", "ships a shell script."))
+            return found
+        if hidden:
+            found.extend(_hidden_findings(skill, name, text, data))
+        if skill_md:
+            found.extend(_skill_md_findings(skill, text, None, data, markers))
+        if base == "package.json":
+            found.extend(_package_json_findings(skill, name, text))
+        if base in _HOOKS_FILES:
+            found.extend(_hooks_file_findings(skill, name, text))
+    why = _is_non_python_script(base, data)
     if why is not None:
         found.append(
             _finding(
@@ -338,7 +437,7 @@ def file_findings(
                 "ask an agent with a shell to run it.",
             )
         )
-    if base.endswith(".py"):
+    if python and text is not None:
         for code, line, what in python_findings(text):
             found.append(_finding(skill, name, line, code, PYTHON_WORDS[code].format(what=what)))
     return found

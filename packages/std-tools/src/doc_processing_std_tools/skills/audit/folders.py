@@ -60,15 +60,15 @@ def _inside(target: str, root: str) -> bool:
 
 
 _name: Final = attrgetter("name")
+_READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def _read(path: str, limit: int) -> tuple[os.stat_result, bytes | None] | None:
     """The file's status and bytes (None when it is larger than `limit`), opened without
     following a link; None if it cannot be opened or is not a regular file. A file that
     grows while it is read is read to `limit` + 1 bytes."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        handle = os.open(path, flags)
+        handle = os.open(path, _READ_FLAGS)
     except OSError:
         return None
     try:
@@ -91,15 +91,6 @@ def _read(path: str, limit: int) -> tuple[os.stat_result, bytes | None] | None:
         os.close(handle)
 
 
-def _as_text(data: bytes) -> str | None:
-    if data.find(b"\0", 0, 8192) >= 0:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 def audit_skill(
     folder: Path | str,
     *,
@@ -111,11 +102,15 @@ def audit_skill(
     Reads at most `max_files` files of at most `max_bytes` bytes each, never follows a
     link and never runs anything. Raises `NotFoundError` when `folder` is not a folder.
     """
-    given = Path(folder)
-    if not os.path.isdir(given):  # noqa: PTH112 (no Path objects per skill)
-        raise NotFoundError(f"{given} is not a folder; pass a skill folder.")
-    root = os.path.realpath(given)  # what Path.resolve gives
-    name = given.name or os.path.basename(root)  # noqa: PTH119
+    root = os.fspath(folder)
+    if not os.path.isdir(root):  # noqa: PTH112 (no Path objects per skill)
+        raise NotFoundError(f"{root} is not a folder; pass a skill folder.")
+    # The folder is walked as given (a link to it is followed once, by the listing; what
+    # it holds is read without following links), and resolved only for its name when the
+    # path ends in none ("." or "/").
+    name = os.path.basename(root)  # noqa: PTH119 (what Path.name gives, for a plain name)
+    if name in ("", os.curdir, os.pardir):
+        name = Path(root).name or os.path.basename(os.path.realpath(root))  # noqa: PTH119
     return audit_folder(root, name, max_bytes=max_bytes, max_files=max_files)
 
 
@@ -156,29 +151,28 @@ def audit_folder(
             continue
         below: list[tuple[str, str]] = []
         for entry in entries:
-            name = prefix + entry.name
+            base = entry.name
+            name = prefix + base
             try:
-                is_folder = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_folder:
-                if entry.name in SKIPPED_FOLDERS:
+                if entry.is_dir(follow_symlinks=False):
+                    if base in SKIPPED_FOLDERS:
+                        continue
+                    name += "/"
+                    below.append((name, entry.path))
+                    if stamps is not None:
+                        stamps.append((name, stamp_of(entry.stat(follow_symlinks=False))))
                     continue
-                name += "/"
-                below.append((name, entry.path))
-            elif skip_skill_md and name == SKILL_FILE:
-                continue
-            try:
-                regular = not is_folder and entry.is_file(follow_symlinks=False)
-                # A file's status comes from the descriptor it is read through.
-                info = None if regular else entry.stat(follow_symlinks=False)
+                if skip_skill_md and name == SKILL_FILE:
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    # A link (never followed), or a special file (never opened).
+                    info = entry.stat(follow_symlinks=False)
+                    if stamps is not None:
+                        stamps.append((name, stamp_of(info)))
+                    if stat.S_ISLNK(info.st_mode):
+                        findings.extend(_link_findings(skill, name, entry.path, root, real_roots))
+                    continue
             except OSError:
-                continue
-            if info is not None:
-                if stamps is not None:
-                    stamps.append((name, stamp_of(info)))
-                if stat.S_ISLNK(info.st_mode):
-                    findings.extend(_link_findings(skill, name, entry.path, root, real_roots))
                 continue
             if files_read >= max_files:
                 message = (
@@ -188,6 +182,7 @@ def audit_folder(
                 findings.append(_finding(skill, name, 0, "not_audited", message))
                 return findings
             files_read += 1
+            # A file's status comes from the descriptor it is read through.
             read = _read(entry.path, max_bytes)
             if read is None:
                 if stamps is not None:
@@ -195,18 +190,19 @@ def audit_folder(
                         stamps.append((name, stamp_of(entry.stat(follow_symlinks=False))))
                     except OSError:
                         continue
-                findings.extend(file_findings(skill, name, None))
-                continue
-            info, data = read
-            if stamps is not None:
-                stamps.append((name, stamp_of(info)))
-            if data is None or len(data) > max_bytes:
-                # Worded as every reader words a file over the limit.
-                message = f"not read: {too_large(repr(name), info.st_size, max_bytes)}"
-                findings.append(_finding(skill, name, 0, "not_audited", message))
-                continue
-            text = _as_text(data)
-            findings.extend(file_findings(skill, name, text, None if text is None else data))
+                found = file_findings(skill, name, base, None)
+            else:
+                info, data = read
+                if stamps is not None:
+                    stamps.append((name, stamp_of(info)))
+                if data is None or len(data) > max_bytes:
+                    # Worded as every reader words a file over the limit.
+                    message = f"not read: {too_large(repr(name), info.st_size, max_bytes)}"
+                    findings.append(_finding(skill, name, 0, "not_audited", message))
+                    continue
+                found = file_findings(skill, name, base, data)
+            if found:
+                findings.extend(found)
         pending.extend(reversed(below))
     return findings
 

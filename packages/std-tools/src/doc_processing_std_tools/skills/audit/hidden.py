@@ -27,7 +27,7 @@ from typing import Final
 
 from ..._hidden import is_hidden, is_selector
 
-__all__ = ["HIDDEN_CODES", "hidden_runs"]
+__all__ = ["HIDDEN_CODES", "hidden_runs", "invisible_chars", "may_hide"]
 
 _ZERO_WIDTH: Final = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF})
 _JOINERS: Final = frozenset({0x200C, 0x200D})
@@ -46,7 +46,10 @@ HIDDEN_CODES: Final = {
     "format_characters": "invisible format character(s)",
 }
 
-_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
+_ASCII_BYTES: Final = bytes(range(128))
+# How the UTF-8 of U+FE00-FE0F and U+E0100-E01EF starts (with some other characters').
+_SELECTOR_START_1: Final = "\ufe00".encode()[:2]
+_SELECTOR_START_2: Final = "\U000e0100".encode()[:2]
 _FENCE: Final = re.compile(r"^[ \t]{0,3}(?:```|~~~)", re.MULTILINE)
 
 
@@ -129,16 +132,74 @@ def _kind_of_run(text: str, start: int, end: int) -> str | None:
     return "format_characters"
 
 
-def hidden_runs(text: str) -> Iterator[tuple[str, int, int]]:
+def may_hide(data: bytes) -> bool | None:
+    """Whether the bytes `data` (not ASCII) may hold an invisible character, from their
+    bytes outside ASCII alone (one C pass to take them out): None when those are not
+    UTF-8 (then neither is `data`); False when the characters they spell are all
+    printable and none is a variation selector (then `data` holds no invisible
+    character, if it is UTF-8 at all); True otherwise."""
+    others = data.translate(None, _ASCII_BYTES)
+    try:
+        chars = others.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return not _printable(chars, others)
+
+
+def _printable(chars: str, others: bytes) -> bool:
+    """True when `chars` (with the UTF-8 `others`) holds no invisible character: every
+    invisible character is unprintable to Python (a format character, or a tag
+    character, which is one or unassigned) but the variation selectors, whose UTF-8
+    starts so. Three C calls."""
+    return (
+        chars.isprintable() and _SELECTOR_START_1 not in others and _SELECTOR_START_2 not in others
+    )
+
+
+def invisible_chars(text: str, data: bytes | None = None) -> list[str]:
+    """The distinct invisible characters in `text` (none in ASCII). `data`, the UTF-8
+    bytes `text` was decoded from when the caller has them, spares encoding it again:
+    the characters outside ASCII are taken from its other bytes (one C pass), and each
+    distinct one is judged once."""
+    if text.isascii():
+        return []
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
+    others = data.translate(None, _ASCII_BYTES)
+    chars = others.decode("utf-8", "surrogatepass")
+    if _printable(chars, others):
+        return []
+    return [char for char in set(chars) if _is_invisible(char)]
+
+
+def _places(text: str, chars: list[str]) -> Iterator[int]:
+    """Where each of `chars` is in `text`, in order."""
+    if len(chars) == 1:
+        char = chars[0]
+        index = text.find(char)
+        while index >= 0:
+            yield index
+            index = text.find(char, index + 1)
+        return
+    pattern = re.compile(f"[{''.join(map(re.escape, sorted(chars)))}]")  # cached by re
+    for match in pattern.finditer(text):
+        yield match.start()
+
+
+def hidden_runs(text: str, invisible: list[str] | None = None) -> Iterator[tuple[str, int, int]]:
     """(code, index of the first, count) for each kind of hidden character found in
-    `text`; a byte-order mark at the very start is an encoding mark and not counted."""
+    `text`; a byte-order mark at the very start is an encoding mark and not counted.
+    `invisible` is `invisible_chars` of `text` when the caller has it."""
+    if invisible is None:
+        invisible = invisible_chars(text)
+    if not invisible:
+        return
     first: dict[str, int] = {}
     counts: dict[str, int] = {}
     length = len(text)
     end = 0
-    for match in _NON_ASCII.finditer(text):
-        index = match.start()
-        if index < end or not _is_invisible(text[index]):
+    for index in _places(text, invisible):
+        if index < end:
             continue
         if index == 0 and text[0] == "\ufeff":
             continue

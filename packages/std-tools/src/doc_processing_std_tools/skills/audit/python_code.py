@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
+
+from ahocorasick_rs import AhoCorasick, Implementation
 
 __all__ = ["NETWORK_MODULES", "python_findings"]
 
@@ -96,55 +98,27 @@ LITERAL_WORDS: Final = (
 )
 _LITERAL_ONLY: Final = LITERAL_WORDS[: -len(NETWORK_MODULES)]
 
-# Characters that are rare in source code and that, between them, every literal word
-# holds. The words are searched in one pass per character: from each place the character
-# is found, the rest of each word that holds it is checked around it.
-_ANCHORS: Final = "~Ok_whcux"
+# Every word at once: an Aho-Corasick automaton (see `_words_named`).
+_WORDS: Final = AhoCorasick([*_LITERAL_ONLY, *NETWORK_MODULES], implementation=Implementation.DFA)
+_LITERALS: Final = len(_LITERAL_ONLY)
 
 
-def _word_searches(words: Iterable[str], anchors: str) -> tuple[re.Pattern[str], ...]:
-    """Patterns that, between them, find any of `words`: one per character of `anchors`
-    (each word is in the pattern of the first of them it holds; one that holds none
-    starts a pattern of its own). Each pattern starts with its character, which CPython
-    skips to as fast as it searches a literal word, so a text is searched once per
-    character instead of once per word."""
-    branches: dict[str, list[str]] = {}
-    for word in words:
-        at = next((word.index(char) for char in anchors if char in word), 0)
-        before = f"(?<={re.escape(word[: at + 1])})" if at else ""
-        after = f"(?={re.escape(word[at + 1 :])})" if at + 1 < len(word) else ""
-        branches.setdefault(word[at], []).append(before + after)
-    return tuple(
-        re.compile(re.escape(char) + ("" if "" in rest else f"(?:{'|'.join(rest)})"))
-        for char, rest in branches.items()
-    )
-
-
-_WORD_SEARCHES: Final = tuple(p.search for p in _word_searches(_LITERAL_ONLY, _ANCHORS))
-# Short text is searched once for any of the words: the calls would cost more than the scan.
-_ANY_WORD: Final = re.compile("|".join(map(re.escape, _LITERAL_ONLY)))
-_SHORT: Final = 512
-
-
-def _names_literal_word(text: str) -> bool:
-    if len(text) < _SHORT:
-        return _ANY_WORD.search(text) is not None
-    return any(search(text) for search in _WORD_SEARCHES)
-
-
-def _names_network_module(text: str) -> bool:
-    """True when a network module's name stands alone somewhere in `text` (ASCII), as
-    it must wherever Python could import it: "https" in a docstring is not "http"."""
-    for name in NETWORK_MODULES:
-        at = text.find(name)
-        while at >= 0:
-            end = at + len(name)
-            before = text[at - 1] if at else " "
-            after = text[end] if end < len(text) else " "
-            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
-                return True
-            at = text.find(name, end)
-    return False
+def _words_named(text: str) -> tuple[bool, list[int]]:
+    """(whether any literal word is in `text`, where a network module's name stands
+    alone in it: "https" in a docstring is not "http"), for ASCII `text`. One pass of
+    the automaton over the text, then a look at each word it found (most scripts: none)."""
+    literal = False
+    modules: list[int] = []
+    for which, start, end in _WORDS.find_matches_as_indexes(text, overlapping=True):
+        if which < _LITERALS:
+            literal = True
+            continue
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            modules.append(start)
+    modules.sort()
+    return literal, modules
 
 
 # A path in the home folder: "~", "~/..." or "~user/...", never a version such as "~1.2".
@@ -196,20 +170,17 @@ def _dynamic_import(node: ast.Call) -> str | None:
     return None
 
 
-_IMPORT: Final = re.compile(r"\bimport\b")
-
-
-def _plain_import(text: str) -> tuple[int, str] | None:
+def _plain_import(text: str, places: list[int]) -> tuple[int, str] | None:
     """(line, what) of the first network import in a line that starts with ``import``
-    or ``from`` (statements split at ``;``), or None. A shortcut only: when it finds
-    nothing, the source is parsed, which sees every other form."""
+    or ``from`` (statements split at ``;``), among the lines at `places` (in order), or
+    None. Only a line where a network module's name stands alone can import one. A
+    shortcut only: when it finds nothing, the source is parsed, which sees every form."""
     end = -1
-    for match in _IMPORT.finditer(text):
-        start = match.start()
-        if start < end:
+    for place in places:
+        if place < end:
             continue  # on a line already read
-        begin = text.rfind("\n", 0, start) + 1
-        end = text.find("\n", start)
+        begin = text.rfind("\n", 0, place) + 1
+        end = text.find("\n", place)
         end = len(text) if end < 0 else end
         line = text[begin:end]
         if line.rstrip().endswith(("\\", "(", ",")):
@@ -234,14 +205,17 @@ def python_findings(text: str) -> Iterator[tuple[str, int, str]]:
     """(code, line, what) of the first finding of each code in the Python source `text`."""
     if text.startswith("\ufeff"):
         text = text[1:]  # Python skips the mark; the line numbers stay the same
-    if text.isascii() and not _names_literal_word(text):
-        if not _names_network_module(text):
-            return
-        # Only a network finding is possible: a plain import line is enough to say so.
-        found = _plain_import(text)
-        if found is not None:
-            yield "python_network", found[0], found[1]
-            return
+    if text.isascii():
+        literal, modules = _words_named(text)
+        if not literal:
+            if not modules:
+                return
+            # Only a network finding is possible: a plain import line is enough to say so.
+            found = _plain_import(text, modules)
+            if found is not None:
+                yield "python_network", found[0], found[1]
+                return
+    # Other text is always parsed: Python folds some characters into ASCII names (NFKC).
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
