@@ -436,21 +436,21 @@ def _decode_skill(
     record = None
     if fields is not None:
         name, description, license_, compatibility, metadata, digest, size = fields
-        if metadata is not None and not (
-            type(metadata) is dict and all(type(v) is str for v in metadata.values())
-        ):
-            raise TypeError("metadata is not a mapping of text")
+        if metadata is not None:
+            if type(metadata) is not dict:
+                raise TypeError("metadata is not a mapping of text")
+            "".join(metadata.values())  # raises TypeError unless every value is text
         if type(size) is not int or size < 0:
             raise TypeError("size is not a count")
         if type(packed) is not bytes or not packed:
             raise TypeError("no stored frontmatter")
         stored = StoredText(packed)
-        directory = skills_dir / folder
+        path = skills_dir / f"{folder}/{SKILL_FILE}"  # one parse: its parent is free
         record = SkillRecord(
             name=_text(name),
             description=_text(description),
-            path=directory / SKILL_FILE,
-            directory=directory,
+            path=path,
+            directory=path.parent,
             license=_optional_text(license_),
             compatibility=_optional_text(compatibility),
             metadata=metadata,
@@ -467,14 +467,11 @@ def _decode_skill(
 def _decode_files(folder: str, audit: Any) -> FileAudit:
     """The audit of a skill's files as `_encode_skill` wrote it (see `_decode_skill`)."""
     names, numbers, found = audit
-    if (
-        type(names) is not list
-        or type(numbers) is not list
-        or len(numbers) != 4 * len(names)
-        or not all(type(n) is int for n in numbers)
-        or not all(type(n) is str for n in names)
-    ):
-        raise TypeError("the stamps are not four integers per name")
+    if type(names) is not list or type(numbers) is not list or len(numbers) != 4 * len(names):
+        raise TypeError("the stamps are not four numbers per name")
+    # Names become paths: each must be text (join raises TypeError otherwise). A number
+    # need not be checked: a stamp only ever counts when it equals one the disk gives.
+    "".join(names)
     each = iter(numbers)
     stamps = tuple(zip(names, zip(each, each, each, each, strict=True), strict=True))
     diagnostics = tuple(
