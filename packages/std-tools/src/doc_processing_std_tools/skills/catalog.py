@@ -50,7 +50,7 @@ from .discovery import (
     probe,
     stamp_of,
 )
-from .index import IndexedSkill, RootIndex, open_index
+from .index import IndexedSkill, RootIndex, open_index, packed
 from .reading import read_skill
 from .records import (
     SKILL_FILE,
@@ -389,6 +389,8 @@ class SkillCatalog:
                     files=self._lint,  # else audited below, kept with their own stamps
                 )
                 racy = stamp != LINK_LOOP and taken - stamp[0] < RACY_NS
+                if record is not None and self._cache_dir is not None:
+                    record = packed(record)  # compressed once, for the index and memory
                 # Files unchanged since their last audit (here or by another process)
                 # are not read again because SKILL.md changed.
                 files = entry.files if entry is not None else known.files if known else None
