@@ -139,6 +139,8 @@ class SkillCatalog:
         self._merged: tuple[tuple[Catalog, ...], Catalog] | None = None
         # How many folders are remembered: every root of the largest list seen fits.
         self._room = _MAX_CACHED_FOLDERS
+        # Whether the scan running saw a folder for the first time (see _collector_paused).
+        self._first_sight = False
 
     def clear(self) -> None:
         """Forget everything read so far; the next scan reads every SKILL.md again."""
@@ -159,7 +161,7 @@ class SkillCatalog:
         are searched (1: only direct subfolders). A missing folder gives an empty catalog
         with a note; no input makes this raise.
         """
-        with self._lock, _collector_paused():
+        with self._lock, _collector_paused(self):
             return self._scan(skills_dir, max_bytes, depth)
 
     def scan_roots(self, roots: tuple[Path, ...], *, max_bytes: int, depth: int = 1) -> Catalog:
@@ -167,7 +169,7 @@ class SkillCatalog:
 
         The same object comes back while no root changed; with one root this is `scan`.
         """
-        with self._lock, _collector_paused():
+        with self._lock, _collector_paused(self):
             self._room = max(self._room, len(roots) + _MAX_CACHED_FOLDERS)
             return self._merge(tuple(self._scan(root, max_bytes, depth) for root in roots))
 
@@ -321,6 +323,7 @@ class SkillCatalog:
             self._folders.pop(key, None)
             return _missing_catalog(skills_dir, is_file=True)
         cache = self._folders.get(key)
+        self._first_sight = self._first_sight or cache is None
         changed = False
         root_index: RootIndex | None = None
         indexed: dict[str, IndexedSkill] = {}
@@ -498,17 +501,23 @@ class SkillCatalog:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def _collector_paused(catalog: SkillCatalog) -> Iterator[None]:
     """No cyclic garbage collection during a scan: the records, entries and stamps it
     makes (tens of thousands on a first scan) all live on, and each collection their
-    allocations would trigger walks all made so far; after the scan one collection walks
-    them (about 5% of a restart at 10,000 skills saved). Collection resumes, if it was
-    on, when the scan ends."""
+    allocations would trigger walks all made so far. Collection resumes, if it was on,
+    when the scan ends. After a server's first scan of a folder (a watching catalog),
+    what the process holds is frozen (`gc.freeze`): the catalog lives as long as the
+    process, and otherwise the next full collection, on the next call, would walk it
+    all, so a second list_skills would not be as quick as a third. Freezing keeps no
+    object alive that nothing refers to; it only spares the collector walking them."""
     enabled = gc.isenabled()
     gc.disable()
+    catalog._first_sight = False
     try:
         yield
     finally:
+        if catalog._first_sight and catalog._watching:
+            gc.freeze()
         if enabled:
             gc.enable()
 
