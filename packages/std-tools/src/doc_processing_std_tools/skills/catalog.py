@@ -76,6 +76,9 @@ __all__ = [
 ]
 
 _MAX_CACHED_FOLDERS: Final = 16
+# A first scan of at least this many skill folders freezes the process's objects from the
+# cyclic collector (see `_collector_paused`).
+_FREEZE_FROM: Final = 1000
 
 
 @dataclass(slots=True)
@@ -139,8 +142,8 @@ class SkillCatalog:
         self._merged: tuple[tuple[Catalog, ...], Catalog] | None = None
         # How many folders are remembered: every root of the largest list seen fits.
         self._room = _MAX_CACHED_FOLDERS
-        # Whether the scan running saw a folder for the first time (see _collector_paused).
-        self._first_sight = False
+        # How many folders the scan running saw for the first time (see _collector_paused).
+        self._first_sight = 0
 
     def clear(self) -> None:
         """Forget everything read so far; the next scan reads every SKILL.md again."""
@@ -323,7 +326,7 @@ class SkillCatalog:
             self._folders.pop(key, None)
             return _missing_catalog(skills_dir, is_file=True)
         cache = self._folders.get(key)
-        self._first_sight = self._first_sight or cache is None
+        first_sight = cache is None
         changed = False
         root_index: RootIndex | None = None
         indexed: dict[str, IndexedSkill] = {}
@@ -352,6 +355,8 @@ class SkillCatalog:
                 {name: old_entries[name] for name in folders if name in old_entries},
             )
             self._remember(key, cache)
+            if first_sight:
+                self._first_sight += len(folders)
         prefix = f"{skills_dir}{os.sep}"
         fresh: dict[str, IndexedSkill] = {}
         gone: list[str] = []
@@ -506,17 +511,19 @@ def _collector_paused(catalog: SkillCatalog) -> Iterator[None]:
     makes (tens of thousands on a first scan) all live on, and each collection their
     allocations would trigger walks all made so far. Collection resumes, if it was on,
     when the scan ends. After a server's first scan of a folder (a watching catalog),
-    what the process holds is frozen (`gc.freeze`): the catalog lives as long as the
-    process, and otherwise the next full collection, on the next call, would walk it
-    all, so a second list_skills would not be as quick as a third. Freezing keeps no
-    object alive that nothing refers to; it only spares the collector walking them."""
+    of many skills, what the process holds is frozen (`gc.freeze`): the catalog lives as
+    long as the process, and otherwise the next full collection, on the next call, would
+    walk it all, so a second list_skills would not be as quick as a third. Frozen objects
+    are still freed by reference counting; only garbage in reference cycles pending at
+    that moment stays, which is why small folders (where the walk is cheap) are not
+    frozen."""
     enabled = gc.isenabled()
     gc.disable()
-    catalog._first_sight = False
+    catalog._first_sight = 0
     try:
         yield
     finally:
-        if catalog._first_sight and catalog._watching:
+        if catalog._first_sight >= _FREEZE_FROM and catalog._watching:
             gc.freeze()
         if enabled:
             gc.enable()
