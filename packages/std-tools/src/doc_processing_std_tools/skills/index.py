@@ -33,7 +33,9 @@ import logging
 import os
 import sqlite3
 import stat
+import sys
 import threading
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,7 +43,7 @@ from typing import Any, Final
 
 from .discovery import Stamp
 from .records import SKILL_FILE, SkillDiagnostic, SkillRecord, StoredFields, StoredText
-from .skill_audit import FileAudit
+from .skill_audit import FileAudit, Stamps
 
 __all__ = [
     "FORMAT",
@@ -490,8 +492,14 @@ def _decode_files(folder: str, audit: Any) -> FileAudit:
     # Names become paths: each must be text (join raises TypeError otherwise). A number
     # need not be checked: a stamp only ever counts when it equals one the disk gives.
     "".join(names)
-    each = iter(numbers)
-    stamps = tuple(zip(names, zip(each, each, each, each, strict=True), strict=True))
+    try:
+        # The same few names ("scripts/", ...) recur in every skill: one string each.
+        stamps: Stamps | tuple[tuple[str, Stamp], ...] = Stamps(
+            tuple(sys.intern(name) for name in names), array("q", numbers)
+        )
+    except OverflowError:  # a number past 64 bits: kept as Python integers
+        each = iter(numbers)
+        stamps = tuple(zip(names, zip(each, each, each, each, strict=True), strict=True))
     diagnostics = tuple(
         SkillDiagnostic(folder, "warning", _text(code), _text(message)) for code, message in found
     )
