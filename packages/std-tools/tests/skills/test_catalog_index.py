@@ -147,7 +147,7 @@ def test_entries_of_the_wrong_shape_are_read_again(folder: Path, tmp_path: Path)
     with sqlite3.connect(index_file(cache, folder.resolve())) as db:
         db.execute(
             "UPDATE skills SET entry = ? WHERE folder = 'skill-05'",
-            ('{"diagnostics": [], "record": {"name": 5}}',),
+            ('[[], null, ["skill-05", 5, null, null, null, "sha256:0", 10]]',),
         )
         db.execute("UPDATE skills SET entry = 'not json' WHERE folder = 'skill-06'")
     again, opened = reads_of_skill_md(lambda: scan(folder, cache))
@@ -262,3 +262,36 @@ def test_damage_inside_the_file_is_found_when_read_and_the_index_rebuilt(
     assert len(opened) == 31 and same(expected, again)
     _, opened = reads_of_skill_md(lambda: scan(folder, cache))
     assert opened == []
+
+
+def test_the_index_is_smaller_than_the_skill_md_files_it_describes(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    body = "".join(f"{step}. Check field {step} against the glossary.\n" for step in range(40))
+    for index in range(200):
+        write(root, f"skill-{index:03d}", f"Extracts document type {index}.", "license: MIT\n")
+        path = root / f"skill-{index:03d}" / "SKILL.md"
+        path.write_text(path.read_text() + body)
+    age(root)
+    cache = tmp_path / "cache"
+    first = scan(root, cache)
+    described = sum(record.size or 0 for record in first.skills)
+    assert index_file(cache, root.resolve()).stat().st_size <= described
+    again = scan(root, cache)
+    assert [r.excerpt for r in again.skills] == [r.excerpt for r in first.skills]
+    assert same(first, again)
+
+
+def test_stored_text_that_cannot_be_decoded_gives_nothing_made_up(
+    folder: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = tmp_path / "cache"
+    scan(folder, cache)
+    with sqlite3.connect(index_file(cache, folder.resolve())) as db:
+        db.execute("UPDATE skills SET packed = ? WHERE folder = 'skill-03'", (b"damaged",))
+    again = scan(folder, cache)
+    record = again.get("skill-03")
+    assert record is not None
+    with caplog.at_level(logging.WARNING):
+        assert dict(record.frontmatter or {}) == {}
+        assert record.excerpt == ""
+    assert "could not be decoded" in caplog.text

@@ -100,3 +100,63 @@ def test_a_change_made_before_the_first_watch_is_seen_on_every_look(tmp_path: Pa
     assert catalog.peek(root, max_bytes=MAX_BYTES) is None  # sets the watches, compares
     assert catalog.peek(root, max_bytes=MAX_BYTES) is None  # no event came: compare again
     assert "skill-new" in descriptions(look(catalog, root))
+
+
+def test_a_restart_from_the_index_is_watched_after_its_first_scan(tmp_path: Path) -> None:
+    """A new process whose skills all come from the persistent index watches them while it
+    compares their stamps: its next look makes no system call (the kernel vouches), and
+    any change made after that first scan, SKILL.md or another file, is still seen."""
+    root = tmp_path / "skills"
+    for index in range(4):
+        write(root, f"skill-{index}", f"Task {index}.")
+    (root / "skill-0" / "scripts").mkdir()
+    script = root / "skill-0" / "scripts" / "run.py"
+    script.write_text("print('ok')\n")
+    age(root)
+    cache = tmp_path / "cache"
+    SkillCatalog(cache_dir=cache).scan(root, max_bytes=MAX_BYTES)  # fills the index
+
+    restarted = SkillCatalog(cache_dir=cache, watch=True)
+    first = restarted.scan(root, max_bytes=MAX_BYTES)
+    calls: list[str] = []
+    real_stat, real_lstat = os.stat, os.lstat
+
+    def counted_stat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        calls.append(str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def counted_lstat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        calls.append(str(path))
+        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "stat", counted_stat)
+        patch.setattr(os, "lstat", counted_lstat)
+        assert restarted.peek(root, max_bytes=MAX_BYTES) is first
+    assert calls == []  # the second look is as warm as any later one
+
+    script.write_text("print('\u200b')\n")  # hidden text in another file than SKILL.md
+    changed = look(restarted, root)
+    assert changed is not first
+    assert any(d.code == "zero_width_characters" for d in changed.diagnostics)
+
+    path = root / "skill-3" / "SKILL.md"
+    path.write_text(path.read_text().replace("Task 3.", "Work 3."))
+    assert descriptions(look(restarted, root))["skill-3"] == "Work 3."
+
+
+def test_a_change_between_the_restart_listing_and_its_watches_is_seen(tmp_path: Path) -> None:
+    """A SKILL.md edited while no process ran is read again by the restart; a skill whose
+    stamp the index does not match leaves the catalog to be compared on the next look."""
+    root = tmp_path / "skills"
+    for index in range(3):
+        write(root, f"skill-{index}", f"Task {index}.")
+    age(root)
+    cache = tmp_path / "cache"
+    SkillCatalog(cache_dir=cache).scan(root, max_bytes=MAX_BYTES)
+    path = root / "skill-1" / "SKILL.md"
+    path.write_text(path.read_text().replace("Task 1.", "Edited offline."))
+    restarted = SkillCatalog(cache_dir=cache, watch=True)
+    assert descriptions(look(restarted, root))["skill-1"] == "Edited offline."
+    write(root, "skill-new", "Added.")
+    assert "skill-new" in descriptions(look(restarted, root))

@@ -20,11 +20,13 @@ costs one ``lstat`` per entry, never a read.
 from __future__ import annotations
 
 import os
+import sys
 import time
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from ..catalog.discovery import RACY_NS, Stamp, stamp_of
 from ..core.diagnostics import AUDIT_CODES, diagnostic
@@ -34,6 +36,7 @@ from .folders import DEFAULT_MAX_FILES, Finding, audit_folder, skill_md_findings
 __all__ = [
     "LISTED_AUDIT_CODES",
     "FileAudit",
+    "Stamps",
     "audit_files",
     "listed",
     "outside_links_diagnostic",
@@ -49,11 +52,72 @@ _SAID_BY_HIDDEN_TEXT: Final = frozenset(
 )
 
 
+class Stamps(Sequence[tuple[str, Stamp]]):
+    """(entry name, stamp) pairs held compactly: the names, and every stamp's four
+    numbers in one array of 64-bit integers (a skill's five pairs as Python tuples and
+    integers take about four times the memory, which 100,000 skills feel)."""
+
+    __slots__ = ("_names", "_numbers")
+
+    def __init__(self, names: tuple[str, ...], numbers: array[int]) -> None:
+        """Hold `names` and their stamps' numbers, four per name (see `of`)."""
+        self._names = names
+        self._numbers = numbers
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[str, Stamp]]) -> Stamps | tuple[tuple[str, Stamp], ...]:
+        """`pairs` held compactly, or as a tuple when a number does not fit 64 bits."""
+        pairs = tuple(pairs)
+        try:
+            numbers = array("q", [number for _, stamp in pairs for number in stamp])
+        except OverflowError:
+            return pairs
+        return cls(tuple(sys.intern(name) for name, _ in pairs), numbers)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The entry names, in order."""
+        return self._names
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, Stamp]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[str, Stamp]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        numbers = self._numbers
+        at = range(len(self._names))[index] * 4
+        stamp = (numbers[at], numbers[at + 1], numbers[at + 2], numbers[at + 3])
+        return self._names[index], stamp
+
+    def __iter__(self) -> Iterator[tuple[str, Stamp]]:
+        numbers = iter(self._numbers)
+        for name in self._names:
+            yield name, (next(numbers), next(numbers), next(numbers), next(numbers))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Stamps):
+            return self._names == other._names and self._numbers == other._numbers
+        if isinstance(other, Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self._names, self._numbers.tobytes()))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 @dataclass(frozen=True, slots=True)
 class FileAudit:
     """The findings of a skill's files besides SKILL.md, valid while `stamps` hold."""
 
-    stamps: tuple[tuple[str, Stamp], ...]
+    stamps: Sequence[tuple[str, Stamp]]
     """(entry relative to the skill folder, its ``lstat`` stamp): ``""`` is the folder
     itself, a name ending in ``/`` a folder under it."""
     diagnostics: tuple[SkillDiagnostic, ...]
@@ -140,7 +204,7 @@ def audit_files(folder: Path | str, where: str, root: Path | None, max_bytes: in
     diagnostics = as_diagnostics(where, findings) if findings else []
     if outside:
         diagnostics.insert(0, outside_links_diagnostic(where, sorted(outside)))
-    return FileAudit(tuple(stamps), tuple(diagnostics), racy)
+    return FileAudit(Stamps.of(stamps), tuple(diagnostics), racy)
 
 
 def _link_said(finding: Finding, folder: Path, real_root: Path) -> str | None:

@@ -33,14 +33,16 @@ import logging
 import os
 import sqlite3
 import stat
+import sys
 import threading
+from array import array
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from ..audit.skill_audit import FileAudit
-from ..core.records import SkillDiagnostic, SkillRecord
+from ..audit.skill_audit import FileAudit, Stamps
+from ..core.records import SKILL_FILE, SkillDiagnostic, SkillRecord, StoredFields, StoredText
 from .discovery import Stamp
 
 __all__ = [
@@ -49,11 +51,12 @@ __all__ = [
     "RootIndex",
     "index_file",
     "open_index",
+    "packed",
 ]
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 7
+FORMAT: Final = 8
 """The layout of the index, and of what `reading.read_skill` gives for a file: raise it
 whenever either changes (a new diagnostic, a new record field), so that no entry read by
 older code is used. An index of any other format is rebuilt."""
@@ -65,7 +68,7 @@ _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS skills ("
     " folder TEXT NOT NULL, max_bytes INTEGER NOT NULL,"
     " mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, size INTEGER NOT NULL,"
-    " ino INTEGER NOT NULL, entry TEXT NOT NULL, excerpt TEXT NOT NULL,"
+    " ino INTEGER NOT NULL, entry TEXT NOT NULL, packed BLOB NOT NULL,"
     " PRIMARY KEY (folder, max_bytes))",
     "CREATE TABLE IF NOT EXISTS files ("
     " path TEXT PRIMARY KEY, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,"
@@ -238,24 +241,24 @@ class RootIndex:
         """Every skill folder (relative, ``/``-separated) indexed for the SKILL.md size
         limit `max_bytes`, with records placed under `skills_dir` (the folder as
         configured, which may reach `real_root` through links)."""
+        found: dict[str, IndexedSkill] = {}
         try:
             with self._lock:
-                rows = self._connection.execute(
-                    "SELECT folder, mtime, ctime, size, ino, entry, excerpt FROM skills "
+                # Row by row: the whole table's text is never held at once.
+                for folder, mtime, ctime, size, ino, text, packed in self._connection.execute(
+                    "SELECT folder, mtime, ctime, size, ino, entry, packed FROM skills "
                     "WHERE max_bytes = ?",
                     (max_bytes,),
-                ).fetchall()
+                ):
+                    try:
+                        found[folder] = _decode_skill(
+                            skills_dir, folder, (mtime, ctime, size, ino), text, packed
+                        )
+                    except (ValueError, TypeError, KeyError, IndexError):
+                        continue  # not written by this code: read the skill again
         except sqlite3.Error as exc:
             self._failed("read", exc)
             return {}
-        found: dict[str, IndexedSkill] = {}
-        for folder, mtime, ctime, size, ino, text, excerpt in rows:
-            try:
-                found[folder] = _decode_skill(
-                    skills_dir, folder, (mtime, ctime, size, ino), text, excerpt
-                )
-            except (ValueError, TypeError, KeyError):
-                continue  # not written by this code: read the skill again
         return found
 
     def save_skills(
@@ -267,10 +270,9 @@ class RootIndex:
         """Store `changed` entries and forget the skill folders `removed`."""
         rows = []
         for folder, skill in changed.items():
-            text = _encode_skill(skill)
-            if text is not None:
-                excerpt = skill.record.excerpt if skill.record is not None else ""
-                rows.append((folder, max_bytes, *skill.stamp, text, excerpt))
+            encoded = _encode_skill(folder, skill)
+            if encoded is not None:
+                rows.append((folder, max_bytes, *skill.stamp, *encoded))
         gone = [(folder,) for folder in removed]
         if not rows and not gone:
             return
@@ -353,40 +355,75 @@ class RootIndex:
                 self._connection = sqlite3.connect(":memory:", check_same_thread=False)
 
 
-def _encode_skill(skill: IndexedSkill) -> str | None:
-    """The JSON text of `skill`, or None when it cannot be stored exactly (frontmatter
-    with values JSON does not carry, such as dates: such a skill is read every time)."""
+def packed(record: SkillRecord) -> SkillRecord:
+    """`record` with its frontmatter and body start compressed as the index stores them
+    (`records.StoredText`): a catalog that keeps an index holds them so from the first
+    read, which both the index and the memory of 100,000 records gain from. A record
+    whose frontmatter JSON cannot carry exactly (dates) is given back unchanged."""
+    if isinstance(record.body, StoredText):
+        return record
+    frontmatter = dict(record.frontmatter) if record.frontmatter is not None else None
+    try:
+        if json.loads(json.dumps(frontmatter, allow_nan=False)) != frontmatter:
+            return record
+    except (TypeError, ValueError):
+        return record
+    stored = StoredText(StoredText.pack(frontmatter, record.body))
+    return replace(record, frontmatter=StoredFields(stored), body=stored)
+
+
+def _encode_skill(folder: str, skill: IndexedSkill) -> tuple[str, bytes] | None:
+    """The stored form of `skill` (the compact JSON entry, and the frontmatter and body
+    start compressed: `records.StoredText`), or None when it cannot be stored exactly
+    (frontmatter with values JSON does not carry, such as dates: such a skill is read
+    every time).
+
+    The entry is a JSON array: ``[diagnostics, files, record]``. A diagnostic is
+    ``[skill, level, code, message]`` with ``skill`` null for the skill's own folder;
+    ``files`` is null or ``[names, stamps, diagnostics]`` (the stamps' numbers in one flat
+    list, four per name; a diagnostic ``[code, message]``); ``record`` is null or
+    ``[name, description, license, compatibility, metadata, digest, size]``.
+    """
     record = skill.record
-    entry: dict[str, Any] = {
-        "diagnostics": [[d.skill, d.level, d.code, d.message] for d in skill.diagnostics],
-    }
+    diagnostics = [
+        [None if d.skill == folder else d.skill, d.level, d.code, d.message]
+        for d in skill.diagnostics
+    ]
+    files = None
     if skill.files is not None:
-        entry["files"] = {
-            "stamps": [[name, *stamp] for name, stamp in skill.files.stamps],
-            "diagnostics": [[d.code, d.message] for d in skill.files.diagnostics],
-        }
+        files = [
+            [name for name, _ in skill.files.stamps],
+            [number for _, stamp in skill.files.stamps for number in stamp],
+            [[d.code, d.message] for d in skill.files.diagnostics],
+        ]
+    fields = None
+    packed = b""
     if record is not None:
-        frontmatter = dict(record.frontmatter) if record.frontmatter is not None else None
-        entry["record"] = {
-            "name": record.name,
-            "description": record.description,
-            "license": record.license,
-            "compatibility": record.compatibility,
-            "metadata": record.metadata,
-            "frontmatter": frontmatter,
-            "digest": record.digest,
-            "size": record.size,
-        }
-        try:
-            if json.loads(json.dumps(frontmatter, allow_nan=False)) != frontmatter:
+        fields = [
+            record.name,
+            record.description,
+            record.license,
+            record.compatibility,
+            record.metadata,
+            record.digest,
+            record.size,
+        ]
+        if isinstance(record.body, StoredText):
+            packed = record.body.data  # read from the index: stored as it was
+        else:
+            frontmatter = dict(record.frontmatter) if record.frontmatter is not None else None
+            try:
+                if json.loads(json.dumps(frontmatter, allow_nan=False)) != frontmatter:
+                    return None
+            except (TypeError, ValueError):
                 return None
-        except (TypeError, ValueError):
-            return None
-    return json.dumps(entry, ensure_ascii=False, allow_nan=False)
+            packed = StoredText.pack(frontmatter, record.body)
+    entry = [diagnostics, files, fields]
+    return json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":")), packed
 
 
 def _text(value: Any) -> str:
-    if not isinstance(value, str):
+    if type(value) is not str:
         raise TypeError("not text")
     return value
 
@@ -396,67 +433,74 @@ def _optional_text(value: Any) -> str | None:
 
 
 def _decode_skill(
-    skills_dir: Path, folder: str, stamp: Stamp, text: str, excerpt: Any
+    skills_dir: Path, folder: str, stamp: Stamp, text: str, packed: Any
 ) -> IndexedSkill:
-    """An entry written by `_encode_skill`, its types checked field by field.
+    """An entry written by `_encode_skill`, its types checked field by field; the
+    frontmatter and body start stay compressed until used (`records.StoredFields`).
 
     Raises:
-        ValueError, TypeError, KeyError: the entry is not one this code wrote.
+        ValueError, TypeError, KeyError, IndexError: the entry is not one this code wrote.
     """
-    entry, end = _DECODER.raw_decode(text)
-    if end != len(text) or not isinstance(entry, dict):
-        raise ValueError("not one JSON object")
+    entry = _DECODER.decode(text)
+    if type(entry) is not list or len(entry) != 3:
+        raise ValueError("not one JSON array of three")
+    found, audit, fields = entry
     diagnostics = tuple(
-        SkillDiagnostic(_text(where), level, _text(code), _text(message))
-        for where, level, code, message in entry["diagnostics"]
-        if level in ("warning", "error")
+        SkillDiagnostic(folder if where is None else _text(where), level, code, message)
+        for where, level, code, message in found
+        if level in ("warning", "error") and type(code) is str and type(message) is str
     )
-    if len(diagnostics) != len(entry["diagnostics"]):
-        raise ValueError("a diagnostic of an unknown level")
-    files = None
-    if (audit := entry.get("files")) is not None:
-        files = _decode_files(folder, audit)
+    if len(diagnostics) != len(found):
+        raise ValueError("a diagnostic of an unknown level or shape")
+    files = None if audit is None else _decode_files(folder, audit)
     record = None
-    if (fields := entry.get("record")) is not None:
-        metadata = fields["metadata"]
-        if metadata is not None and not (
-            isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())
-        ):
-            raise TypeError("metadata is not a mapping of text")
-        frontmatter = fields["frontmatter"]
-        if not isinstance(frontmatter, dict):
-            raise TypeError("frontmatter is not a mapping")
-        size = fields["size"]
-        if not isinstance(size, int) or size < 0:
+    if fields is not None:
+        name, description, license_, compatibility, metadata, digest, size = fields
+        if metadata is not None:
+            if type(metadata) is not dict:
+                raise TypeError("metadata is not a mapping of text")
+            "".join(metadata.values())  # raises TypeError unless every value is text
+        if type(size) is not int or size < 0:
             raise TypeError("size is not a count")
-        directory = skills_dir / folder
+        if type(packed) is not bytes or not packed:
+            raise TypeError("no stored frontmatter")
+        stored = StoredText(packed)
+        path = skills_dir / f"{folder}/{SKILL_FILE}"  # one parse: its parent is free
         record = SkillRecord(
-            name=_text(fields["name"]),
-            description=_text(fields["description"]),
-            path=directory / "SKILL.md",
-            directory=directory,
-            license=_optional_text(fields["license"]),
-            compatibility=_optional_text(fields["compatibility"]),
+            name=_text(name),
+            description=_text(description),
+            path=path,
+            directory=path.parent,
+            license=_optional_text(license_),
+            compatibility=_optional_text(compatibility),
             metadata=metadata,
             root=skills_dir,
             folder=folder,
-            frontmatter=frontmatter,
-            digest=_text(fields["digest"]),
+            frontmatter=StoredFields(stored),
+            digest=_text(digest),
             size=size,
-            excerpt=_text(excerpt),
+            body=stored,
         )
     return IndexedSkill(stamp, record, diagnostics, files)
 
 
 def _decode_files(folder: str, audit: Any) -> FileAudit:
     """The audit of a skill's files as `_encode_skill` wrote it (see `_decode_skill`)."""
-    stamps = []
-    for name, *numbers in audit["stamps"]:
-        if len(numbers) != 4 or not all(type(n) is int for n in numbers):
-            raise TypeError("a stamp is not four integers")
-        stamps.append((_text(name), (numbers[0], numbers[1], numbers[2], numbers[3])))
+    names, numbers, found = audit
+    if type(names) is not list or type(numbers) is not list or len(numbers) != 4 * len(names):
+        raise TypeError("the stamps are not four numbers per name")
+    # Names become paths: each must be text (join raises TypeError otherwise). A number
+    # need not be checked: a stamp only ever counts when it equals one the disk gives.
+    "".join(names)
+    try:
+        # The same few names ("scripts/", ...) recur in every skill: one string each.
+        stamps: Stamps | tuple[tuple[str, Stamp], ...] = Stamps(
+            tuple(sys.intern(name) for name in names), array("q", numbers)
+        )
+    except OverflowError:  # a number past 64 bits: kept as Python integers
+        each = iter(numbers)
+        stamps = tuple(zip(names, zip(each, each, each, each, strict=True), strict=True))
     diagnostics = tuple(
-        SkillDiagnostic(folder, "warning", _text(code), _text(message))
-        for code, message in audit["diagnostics"]
+        SkillDiagnostic(folder, "warning", _text(code), _text(message)) for code, message in found
     )
-    return FileAudit(tuple(stamps), diagnostics)
+    return FileAudit(stamps, diagnostics)

@@ -263,7 +263,7 @@ def read_skill(
         root=base,
         folder=where,
         frontmatter=parsed.fields,
-        excerpt=parsed.body[:EXCERPT_LENGTH],
+        body=parsed.body[:EXCERPT_LENGTH],
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         size=len(data),
     )

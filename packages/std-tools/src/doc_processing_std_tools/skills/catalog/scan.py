@@ -23,10 +23,13 @@ event queue. Any event, or a folder the kernel cannot watch, falls back to the s
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -56,7 +59,7 @@ from .discovery import (
     probe,
     stamp_of,
 )
-from .index import IndexedSkill, RootIndex, open_index
+from .index import IndexedSkill, RootIndex, open_index, packed
 from .reading import read_skill
 from .watch import EVERYTHING, FolderWatch
 
@@ -156,7 +159,7 @@ class SkillCatalog:
         are searched (1: only direct subfolders). A missing folder gives an empty catalog
         with a note; no input makes this raise.
         """
-        with self._lock:
+        with self._lock, _collector_paused():
             return self._scan(skills_dir, max_bytes, depth)
 
     def scan_roots(self, roots: tuple[Path, ...], *, max_bytes: int, depth: int = 1) -> Catalog:
@@ -164,7 +167,7 @@ class SkillCatalog:
 
         The same object comes back while no root changed; with one root this is `scan`.
         """
-        with self._lock:
+        with self._lock, _collector_paused():
             self._room = max(self._room, len(roots) + _MAX_CACHED_FOLDERS)
             return self._merge(tuple(self._scan(root, max_bytes, depth) for root in roots))
 
@@ -288,6 +291,25 @@ class SkillCatalog:
                 return False
         return all(watch.watch(path, key) for path in folders)
 
+    def _arming(self, skills_dir: Path, cache: _FolderCache) -> _Arming | None:
+        """Watches to set while a restart compares indexed stamps, when the kernel can
+        vouch for the folder (else None: the next `peek` watches, then compares)."""
+        watch = self._kernel_watch()
+        if watch is None or cache.link_folders or cache.racy:
+            return None
+        self._drain(watch)
+        device = watch.covers(skills_dir)
+        key = str(skills_dir)
+        if device is None or not watch.watch(key, key):
+            return None
+        try:
+            # The folder was listed before it was watched: unchanged since, or no arming.
+            if stamp_of(skills_dir.stat()) != cache.stamp:
+                return None
+        except OSError:
+            return None
+        return _Arming(watch, key, device)
+
     def _scan(self, skills_dir: Path, max_bytes: int, depth: int) -> Catalog:
         key = (skills_dir, max_bytes, depth)
         try:
@@ -331,10 +353,21 @@ class SkillCatalog:
         fresh: dict[str, IndexedSkill] = {}
         gone: list[str] = []
         recheck = False
+        changed_files = False  # a skill's files audited again: their folders are unwatched
+        # A restart: watch what the indexed entries depend on before comparing their
+        # stamps, so that the comparison below is the one the kernel vouches from, and the
+        # next call costs no system call (rather than watching and comparing again).
+        arming = self._arming(skills_dir, cache) if indexed else None
+        from_index = arming is not None
         for name in cache.folders:
             entry = cache.entries.get(name)
-            stamp = probe(f"{prefix}{name}{os.sep}{SKILL_FILE}")
             known = indexed.get(name)
+            if arming is not None:
+                stamp = arming.probe(f"{prefix}{name}", known)
+            else:
+                stamp = probe(f"{prefix}{name}{os.sep}{SKILL_FILE}")
+            if (known.stamp if known is not None else None) != stamp:
+                from_index = False
             if entry is not None and not entry.racy and entry.stamp == stamp:
                 if self._files_current(entry, f"{prefix}{name}"):
                     continue
@@ -356,6 +389,8 @@ class SkillCatalog:
                     files=self._lint,  # else audited below, kept with their own stamps
                 )
                 racy = stamp != LINK_LOOP and taken - stamp[0] < RACY_NS
+                if record is not None and self._cache_dir is not None:
+                    record = packed(record)  # compressed once, for the index and memory
                 # Files unchanged since their last audit (here or by another process)
                 # are not read again because SKILL.md changed.
                 files = entry.files if entry is not None else known.files if known else None
@@ -365,6 +400,7 @@ class SkillCatalog:
             previous = entry.files
             if not self._files_current(entry, f"{prefix}{name}"):
                 entry.files = audit_files(f"{prefix}{name}", name, skills_dir, max_bytes)
+                changed_files = True
             if kept and _same_audit(previous, entry.files):
                 recheck = True  # audited again while racy, and nothing differs
             else:
@@ -386,6 +422,13 @@ class SkillCatalog:
         if changed or recheck or cache.checks is None:
             cache.watched = False  # new checks: the next peek watches them, then compares
             entries = [(name, cache.entries.get(name)) for name in cache.folders]
+            cache.watched = (
+                from_index
+                and arming is not None
+                and arming.whole
+                and not changed_files
+                and not cache.racy
+            )
             cache.audits = [
                 (f"{prefix}{name}", entry.files)
                 for name, entry in entries
@@ -403,6 +446,7 @@ class SkillCatalog:
                     if entry is not None
                 ]
             )
+            cache.watched = cache.watched and cache.checks is not None
         return cache.catalog
 
     def _files_current(self, entry: _Entry, folder: str) -> bool:
@@ -451,6 +495,57 @@ class SkillCatalog:
         while len(self._folders) >= self._room:
             self._folders.pop(next(iter(self._folders)))
         self._folders[key] = cache
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection during a scan: the records, entries and stamps it
+    makes (tens of thousands on a first scan) all live on, and each collection their
+    allocations would trigger walks all made so far. Collection resumes, if it was on,
+    when the scan ends. Nothing is frozen (`gc.freeze`): the skills server may run inside
+    an application's own process, whose objects are not ours to pin."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Arming:
+    """The watches a restart sets, skill by skill, before comparing each skill's stamps
+    (`SkillCatalog._arm` sets the same ones for a catalog already compared)."""
+
+    __slots__ = ("device", "key", "watch", "whole")
+
+    def __init__(self, watch: FolderWatch, key: str, device: int) -> None:
+        self.watch = watch
+        self.key = key
+        self.device = device
+        self.whole = True
+        """False once something could not be watched."""
+
+    def probe(self, folder: str, known: IndexedSkill | None) -> Stamp | None:
+        """Watch the skill `folder` (and the folders its indexed audit read), then give
+        its SKILL.md's stamp as `discovery.probe` does, watching a SKILL.md link too."""
+        watch, key = self.watch, self.key
+        whole = watch.watch(folder, key)
+        if known is not None and known.files is not None:
+            for name, _ in known.files.stamps:
+                if name.endswith("/"):
+                    whole = watch.watch(f"{folder}{os.sep}{name[:-1]}", key) and whole
+        skill_md = f"{folder}{os.sep}{SKILL_FILE}"
+        try:
+            st = os.lstat(skill_md)
+            if stat.S_ISLNK(st.st_mode):
+                whole = watch.watch(skill_md, key) and whole  # a watch follows it
+                st = os.stat(skill_md)  # noqa: PTH116
+        except OSError:
+            self.whole = False
+            return probe(skill_md)
+        self.whole = self.whole and whole and st.st_dev == self.device
+        return stamp_of(st)
 
 
 def _same_audit(before: FileAudit | None, after: FileAudit | None) -> bool:

@@ -9,7 +9,9 @@ cuts itself to fit (`Catalog.json_within`), saying what was left out and how to 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -27,10 +29,14 @@ __all__ = [
     "Catalog",
     "SkillDiagnostic",
     "SkillRecord",
+    "StoredFields",
+    "StoredText",
     "is_hidden_name",
     "missing_note",
     "shown",
 ]
+
+logger = logging.getLogger(__name__)
 
 SKILL_FILE: Final = "SKILL.md"
 """The file whose presence makes a folder a skill."""
@@ -82,9 +88,16 @@ class SkillRecord:
     """``sha256:`` digest of the SKILL.md bytes these fields were read from."""
     size: int | None = field(default=None, compare=False, repr=False)
     """Length in bytes of those SKILL.md bytes."""
-    excerpt: str = field(default="", compare=False, repr=False)
-    """The start of the SKILL.md body (at most `EXCERPT_LENGTH` characters), which
-    search_skills searches besides the name and description."""
+    body: str | StoredText = field(default="", compare=False, repr=False)
+    """The start of the SKILL.md body (at most `EXCERPT_LENGTH` characters), or where a
+    record read from the persistent index keeps it compressed; read it as `excerpt`."""
+
+    @property
+    def excerpt(self) -> str:
+        """The start of the SKILL.md body (at most `EXCERPT_LENGTH` characters), which
+        search_skills searches besides the name and description."""
+        body = self.body
+        return body if isinstance(body, str) else body.excerpt()
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON object `list_skills` shows for this skill: its text fields with hidden
@@ -102,6 +115,75 @@ class SkillRecord:
         if self.metadata is not None:
             payload["metadata"] = {shown(k): shown(v) for k, v in self.metadata.items()}
         return payload
+
+
+class StoredText:
+    """A record's frontmatter fields and body start as the persistent index keeps them:
+    zlib-compressed JSON (``[fields, excerpt]``), decoded only when asked for. A skill
+    listed on restart costs no decoding of either until the MCP Skills extension
+    publishes its frontmatter or search_skills indexes its body; held compressed, the
+    text of 100,000 skills takes a fraction of the memory it would as strings."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        """Keep `data`, as `pack` wrote it."""
+        self.data = data
+
+    @classmethod
+    def pack(cls, fields: Mapping[str, Any] | None, excerpt: str) -> bytes:
+        """The stored form of `fields` and `excerpt` (fast compression: it is written on
+        every cold read)."""
+        text = json.dumps([fields, excerpt], ensure_ascii=False, allow_nan=False)
+        return zlib.compress(text.encode("utf-8"), 1)
+
+    def _unpack(self) -> tuple[dict[str, Any] | None, str]:
+        """The fields and excerpt; a damaged value (which the index folder's checks make
+        an accident, never a plant) gives no fields and no text, never made-up ones."""
+        try:
+            fields, excerpt = json.loads(zlib.decompress(self.data))
+            if (fields is None or isinstance(fields, dict)) and isinstance(excerpt, str):
+                return fields, excerpt
+        except (ValueError, TypeError, zlib.error):
+            pass
+        logger.warning("skills index: a stored frontmatter could not be decoded; ignored")
+        return {}, ""
+
+    def fields(self) -> dict[str, Any] | None:
+        """The frontmatter fields as parsed."""
+        return self._unpack()[0]
+
+    def excerpt(self) -> str:
+        """The start of the body."""
+        return self._unpack()[1]
+
+
+class StoredFields(Mapping[str, Any]):
+    """A record's frontmatter read from the index, decoded on first use (then kept)."""
+
+    __slots__ = ("_fields", "_stored")
+
+    def __init__(self, stored: StoredText) -> None:
+        """Decode `stored` when a field is first asked for."""
+        self._stored = stored
+        self._fields: dict[str, Any] | None = None
+
+    def _decoded(self) -> dict[str, Any]:
+        if self._fields is None:
+            self._fields = self._stored.fields() or {}
+        return self._fields
+
+    def __getitem__(self, key: str) -> Any:
+        return self._decoded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decoded())
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __repr__(self) -> str:
+        return repr(self._decoded())
 
 
 def shown(text: str) -> str:

@@ -48,7 +48,7 @@ def _servers(root: Path | None, folder: str) -> list[str]:
     parts = [*folder.split("/"), *OPENAI_YAML]
     try:
         # One lstat for the many skills without the file; the read itself is confined.
-        os.lstat(root.joinpath(*parts))
+        os.lstat(os.sep.join((str(root), *parts)))  # noqa: PTH118 (a string is cheaper)
     except OSError:
         return []
     data = read_plain(root, parts, limit=MAX_OPENAI_YAML)
