@@ -246,7 +246,7 @@ def test_read_skill_reads_one_folder(skills: SkillsFolder) -> None:
 BOMB_CHECK = """
 import json, resource, sys, time
 from pathlib import Path
-from doc_processing_std_tools.skills.catalog import scan_once
+from doc_processing_std_tools.skills.catalog.scan import scan_once
 
 resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -219,7 +219,7 @@ PROCESS = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from doc_processing_std_tools.skills.catalog import SkillCatalog
+    from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
     root, cache = Path(sys.argv[1]), Path(sys.argv[2])
     for _ in range(5):
         catalog = SkillCatalog(cache_dir=cache).scan(root, max_bytes=1 << 20)

@@ -469,10 +469,11 @@ async def test_as_root_a_root_owned_private_workspace_gets_the_scripts_output(
 PRIVATE_HOME = """\
 import anyio, json, os, sys
 from pathlib import Path
-from doc_processing_std_tools.skills._containment import (
+from doc_processing_std_tools.skills.scripts._containment import (
     interpreter_paths, reach_problem, script_user,
 )
-from doc_processing_std_tools.skills.scripts import ScriptPolicy, run_script
+from doc_processing_std_tools.skills.scripts.policy import ScriptPolicy
+from doc_processing_std_tools.skills.scripts.run import run_script
 
 script, skill, workspace = map(Path, sys.argv[1:4])
 blocked = reach_problem(script_user("nobody"), interpreter_paths())
