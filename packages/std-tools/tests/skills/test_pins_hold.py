@@ -5,6 +5,7 @@ in-memory MCP client (one server process across edits), real SQLite files."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -17,7 +18,8 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from doc_processing_std_tools.config import reset_settings
+from doc_processing_std_tools.config import get_settings, reset_settings
+from doc_processing_std_tools.errors import NotFoundError, StdToolsError
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog.index import index_file, open_index
 from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
@@ -124,6 +126,42 @@ async def test_a_running_pinned_server_serves_only_the_locked_bytes(helper_skill
             client, "load_skill_resource", skill_name="alpha", resource_path="refs/guide.md"
         )
         assert error and "Hostile" not in text, text
+
+
+@pytest.mark.parametrize("size", [1024, 1024 * 1024])
+def test_bytes_read_from_a_pinned_file_are_checked_on_the_read(
+    skills: SkillsFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """The read itself checks the bytes against the lock, whatever the catalog saw: a
+    record taken before the edit still gets no byte of the edited file."""
+    folder = skills.write("big")
+    (folder / "refs").mkdir()
+    reference = folder / "refs" / "table.md"
+    line = "| row | locked value |\n"
+    reference.write_text(line * (size // len(line) + 1), "utf-8")
+    lock_file = tmp_path / "skills.lock"
+    monkeypatch.setenv("DPTTOOLS_MAX_FILE_SIZE_MB", "4")
+    reset_settings()
+    assert lock(skills, lock_file) == 0
+    monkeypatch.setenv("DPTTOOLS_SKILLS_LOCK", str(lock_file))
+    settings = reset_settings_and_get()
+    actions.clear_cache()
+    record = actions.find_skill(settings, "big")
+    read = functools.partial(
+        actions._read_file,
+        settings,
+        skills.path,
+        "big/refs/table.md",
+        "the table",
+        missing=NotFoundError("missing"),
+        folder=NotFoundError("a folder"),
+        record=record,
+    )
+    assert b"locked value" in read()
+    with reference.open("r+b") as handle:
+        handle.write(b"| row | hostile!val |")
+    with pytest.raises(StdToolsError, match="differs from the skills lock"):
+        read()
 
 
 async def test_files_replaced_or_added_in_a_subfolder_are_seen_by_the_running_server(
@@ -244,7 +282,6 @@ def test_a_forged_index_entry_never_reaches_a_pinned_listing(
 
 
 def reset_settings_and_get() -> Any:
-    from doc_processing_std_tools.config import get_settings
 
     reset_settings()
     return get_settings()
