@@ -37,6 +37,7 @@ from mcp.server.mcpserver import MCPServer
 
 from doc_processing_std_tools import config
 from doc_processing_toolkit import Agent, TestModel
+from doc_processing_toolkit.config import DEFAULT_SKILLS_CATALOG_BUDGET
 from doc_processing_toolkit.messages import ModelResponse, TextPart
 from doc_processing_toolkit.models.base import ModelRequest
 from doc_processing_toolkit.models.test import tool_call
@@ -108,6 +109,36 @@ async def server_calls(runs: int, searched: bool) -> float:
             if searched:
                 await client.session.call_tool("search_skills", {"query": "go", "limit": 50})
             times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def catalog_work(runs: int) -> float:
+    """Median seconds of the toolkit's own catalog work of one run with injection, on the
+    answers the in-process server gives: reading the list_skills answer (cached by its
+    text) and the search_skills answer, and choosing and rendering the block under the
+    default budget, as a run whose catalog does not fit does."""
+    from doc_processing_std_tools import skills_server
+    from doc_processing_toolkit.skills.block import render_selected
+    from doc_processing_toolkit.skills.entries import parse_catalog, parse_search
+
+    async with Client(skills_server) as client:
+        listed = await client.session.call_tool("list_skills", {})
+        searched = await client.session.call_tool("search_skills", {"query": "go", "limit": 50})
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        catalog = parse_catalog(listed)
+        found = parse_search(searched)
+        render_selected(
+            catalog,
+            "tools",
+            "skills",
+            DEFAULT_SKILLS_CATALOG_BUDGET,
+            request="go",
+            found=found,
+            searchable=True,
+        )
+        times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
@@ -202,6 +233,12 @@ async def main(runs: int, sizes: list[int]) -> None:
             "server calls: list_skills (and search_skills when the block cannot show every "
             "skill) through an SDK client; toolkit own: what injection adds less those calls"
         )
+        print("\ntoolkit's own catalog work per run, in process (parse both answers, choose and")
+        print("render the block within the default budget of 16,000 characters):")
+        for size, folder in folders.items():
+            route_tools("in process", folder)
+            work = await catalog_work(runs * 3)
+            print(f"  {size:>6} skills: {work * 1e3:.3f} ms")
         print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

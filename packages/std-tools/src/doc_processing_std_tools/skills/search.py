@@ -265,7 +265,7 @@ class SkillSearch:
         # at its largest count in the shortest skill.
         idf = max(math.log((count - holding + 0.5) / (holding + 0.5)), 1e-6)
         most = sum(p.most for p in postings)
-        norm = _K1 * (1 - _B + _B * self._shortest * count / self._tokens)
+        norm = _K1 * (1 - _B + _B * self._shortest * count / max(self._tokens, 1))
         return _Phrase(postings, idf, idf * most * (_K1 + 1) / (most + norm))
 
     def _starting_with(self, prefix: str) -> list[_Postings]:
@@ -307,7 +307,7 @@ class SkillSearch:
         for index in range(len(phrases) - 1, -1, -1):
             rest[index] = rest[index + 1] + phrases[index].bound
         lengths = self._lengths
-        scale = _K1 * _B * len(lengths) / self._tokens
+        scale = _K1 * _B * len(lengths) / max(self._tokens, 1)
         base = _K1 * (1 - _B)
         scores: dict[int, float] = {}
         threshold = 0.0
