@@ -252,18 +252,24 @@ class SkillSearch:
                 postings = self._terms.get(stem)
                 if postings is not None and postings.live:
                     phrases.append(self._phrase([postings], postings.live, count))
-            if stems and len(word) >= MIN_PREFIX:
-                prefix = stems[-1]
-                terms = self._starting_with(prefix)
-                if terms:
-                    holding = self._holding(prefix, terms)
-                    phrases.append(self._phrase(terms, holding, count))
+            if not stems or len(word) < MIN_PREFIX:
+                continue
+            prefix = stems[-1]
+            terms = self._starting_with(prefix)
+            if len(terms) == 1 and phrases and phrases[-1].postings[0] is terms[0]:
+                # The prefix finds only the word itself: the same phrase twice, scored once.
+                phrases[-1] = self._phrase(terms, terms[0].live, count, times=2)
+            elif terms:
+                phrases.append(self._phrase(terms, self._holding(prefix, terms), count))
         return phrases
 
-    def _phrase(self, postings: list[_Postings], holding: int, count: int) -> _Phrase:
-        # FTS5's idf, floored as FTS5 floors it; the bound is the term's share of the score
-        # at its largest count in the shortest skill.
-        idf = max(math.log((count - holding + 0.5) / (holding + 0.5)), 1e-6)
+    def _phrase(
+        self, postings: list[_Postings], holding: int, count: int, times: int = 1
+    ) -> _Phrase:
+        # FTS5's idf, floored as FTS5 floors it (`times` over for a phrase the query holds
+        # that many times); the bound is the phrase's share of the score at its largest
+        # count in the shortest skill.
+        idf = times * max(math.log((count - holding + 0.5) / (holding + 0.5)), 1e-6)
         most = sum(p.most for p in postings)
         norm = _K1 * (1 - _B + _B * self._shortest * count / max(self._tokens, 1))
         return _Phrase(postings, idf, idf * most * (_K1 + 1) / (most + norm))
