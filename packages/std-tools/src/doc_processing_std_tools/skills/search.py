@@ -9,7 +9,7 @@ standard library's ``sqlite3``.
 
 The index is this module's own, in memory: for each term, the skills holding it and its
 weighted count in each. FTS5 itself scores every skill that shares a word with the query,
-which grows with the catalog (about 100 ms a query at 100,000 skills whose words occur in
+which grows with the catalog (50 to 150 ms a query at 100,000 skills whose words occur in
 thousands of skills); here only the best few are scored in full (`SkillSearch._top`,
 MaxScore: a skill that cannot reach the top is never scored). The words of a text are
 split with a regular expression and each distinct word is turned into its terms once, by
