@@ -9,12 +9,20 @@ It also times the least any per-run catalog call can cost in process: one call o
 that does nothing, through the same SDK client, and prints the ratio a run would have if
 the catalog call cost only that.
 
-Run by hand: .venv/bin/python benchmarks/bench_skills_injection.py [--runs N]
+In process it also times, through an SDK client of the same server, the calls a run with
+injection makes to the skills server (list_skills, and search_skills with the run's
+request when the catalog does not fit the block's budget, as at 1,000 skills and more),
+and prints the toolkit's own share of what injection adds: the added time less those
+calls (parsing, choosing and rendering the catalog, filtering tools). The WARNING the
+toolkit logs on every run whose block cannot show every skill is made but not printed.
+
+Run by hand: .venv/bin/python benchmarks/bench_skills_injection.py [--runs N] [--sizes ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
@@ -29,11 +37,12 @@ from mcp.server.mcpserver import MCPServer
 
 from doc_processing_std_tools import config
 from doc_processing_toolkit import Agent, TestModel
+from doc_processing_toolkit.config import DEFAULT_SKILLS_CATALOG_BUDGET
 from doc_processing_toolkit.messages import ModelResponse, TextPart
 from doc_processing_toolkit.models.base import ModelRequest
 from doc_processing_toolkit.models.test import tool_call
 
-SIZES = (10, 100, 1000)
+SIZES = (10, 100, 1000, 10000)
 
 
 def make_skills(root: Path, count: int) -> Path:
@@ -84,7 +93,58 @@ def noop_server() -> MCPServer:
     return server
 
 
-async def time_pair(route: str, folder: Path, runs: int, script: Any) -> tuple[float, float, float]:
+async def server_calls(runs: int, searched: bool) -> float:
+    """Median seconds of the skills server calls of one run with injection, made through
+    an SDK client of the in-process server the runs use."""
+    from doc_processing_std_tools import skills_server
+
+    times = []
+    async with Client(skills_server) as client:
+        await client.session.list_tools()
+        for _ in range(max(3, runs // 10)):
+            await client.session.call_tool("list_skills", {})
+        for _ in range(runs):
+            start = time.perf_counter()
+            await client.session.call_tool("list_skills", {})
+            if searched:
+                await client.session.call_tool("search_skills", {"query": "go", "limit": 50})
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def catalog_work(runs: int) -> float:
+    """Median seconds of the toolkit's own catalog work of one run with injection, on the
+    answers the in-process server gives: reading the list_skills answer (cached by its
+    text) and the search_skills answer, and choosing and rendering the block under the
+    default budget, as a run whose catalog does not fit does."""
+    from doc_processing_std_tools import skills_server
+    from doc_processing_toolkit.skills.block import render_selected
+    from doc_processing_toolkit.skills.entries import parse_catalog, parse_search
+
+    async with Client(skills_server) as client:
+        listed = await client.session.call_tool("list_skills", {})
+        searched = await client.session.call_tool("search_skills", {"query": "go", "limit": 50})
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        catalog = parse_catalog(listed)
+        found = parse_search(searched)
+        render_selected(
+            catalog,
+            "tools",
+            "skills",
+            DEFAULT_SKILLS_CATALOG_BUDGET,
+            request="go",
+            found=found,
+            searchable=True,
+        )
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def time_pair(
+    route: str, folder: Path, runs: int, script: Any
+) -> tuple[float, float, float, bool]:
     """Median seconds of one run with injection off and on, connect excluded, and of one
     in-process call of a tool that does nothing.
 
@@ -95,6 +155,7 @@ async def time_pair(route: str, folder: Path, runs: int, script: Any) -> tuple[f
     off = Agent(model=TestModel(script), tools=route_tools(route, folder), auto_inject_skills=False)
     on = Agent(model=TestModel(script), tools=route_tools(route, folder), auto_inject_skills=True)
     samples: dict[str, list[float]] = {"off": [], "on": [], "noop": []}
+    searched = False
     async with off, on, Client(noop_server()) as client:
         for _ in range(max(3, runs // 10)):
             await off.run("warm up")
@@ -106,6 +167,7 @@ async def time_pair(route: str, folder: Path, runs: int, script: Any) -> tuple[f
                 samples[arm].append(time.perf_counter() - start)
                 expected = "injected" if arm == "on" else "disabled"
                 assert result.skills.status == expected, result.skills
+                searched = searched or result.skills.ranking == "search_skills"
         await client.session.list_tools()  # as the agent does: a listed tool is called at once
         for _ in range(max(3, runs // 10)):
             await client.session.call_tool("noop", {})
@@ -114,7 +176,7 @@ async def time_pair(route: str, folder: Path, runs: int, script: Any) -> tuple[f
             await client.session.call_tool("noop", {})
             samples["noop"].append(time.perf_counter() - start)
     off_s, on_s, noop_s = (statistics.median(samples[k]) for k in ("off", "on", "noop"))
-    return off_s, on_s, noop_s
+    return off_s, on_s, noop_s, searched
 
 
 def route_tools(route: str, folder: Path) -> list[Any]:
@@ -135,32 +197,54 @@ def route_tools(route: str, folder: Path) -> list[Any]:
     ]
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, sizes: list[int]) -> None:
+    # Over the budget the toolkit logs one WARNING per run; it is made, but not printed
+    # (printing it would time this terminal's logging handler).
+    quiet = logging.getLogger("doc_processing_toolkit.skills")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    print(f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
-        folders = {size: make_skills(Path(tmp), size) for size in SIZES}
+        folders = {size: make_skills(Path(tmp), size) for size in sizes}
         await anyio.sleep(0.2)  # let every SKILL.md age past the catalog's racy window
         print(
             f"{'run':<14} {'route':<10} {'skills':>6} {'inject off':>12} {'inject on':>12} "
-            f"{'extra':>10} {'ratio':>7} {'no-op call':>11} {'floor':>6}"
+            f"{'extra':>10} {'ratio':>7} {'no-op call':>11} {'floor':>6} "
+            f"{'server calls':>13} {'toolkit own':>12}"
         )
         for scenario, script in SCENARIOS.items():
             for route in ("in process", "stdio"):
                 for size, folder in folders.items():
                     count = runs if route == "in process" else max(20, runs // 4)
-                    off, on, noop = await time_pair(route, folder, count, script)
+                    off, on, noop, searched = await time_pair(route, folder, count, script)
                     floor = f"{(off + noop) / off:>5.2f}x" if route == "in process" else "     -"
+                    own = ""
+                    if route == "in process":
+                        calls = await server_calls(count, searched)
+                        own = f"{calls * 1e3:>11.3f}ms {(on - off - calls) * 1e3:>10.3f}ms"
                     print(
                         f"{scenario:<14} {route:<10} {size:>6} {off * 1e3:>10.3f}ms "
                         f"{on * 1e3:>10.3f}ms {(on - off) * 1e3:>8.3f}ms {on / off:>6.2f}x "
-                        f"{noop * 1e3:>9.3f}ms {floor}"
+                        f"{noop * 1e3:>9.3f}ms {floor} {own}"
                     )
         print(
             "\nfloor: the ratio a run would have if its catalog call cost no more than one "
-            "in-process call of a tool that does nothing"
+            "in-process call of a tool that does nothing\n"
+            "server calls: list_skills (and search_skills when the block cannot show every "
+            "skill) through an SDK client; toolkit own: what injection adds less those calls"
         )
+        print("\ntoolkit's own catalog work per run, in process (parse both answers, choose and")
+        print("render the block within the default budget of 16,000 characters):")
+        for size, folder in folders.items():
+            route_tools("in process", folder)
+            work = await catalog_work(runs * 3)
+            print(f"  {size:>6} skills: {work * 1e3:.3f} ms")
+        print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=200)
-    anyio.run(main, parser.parse_args().runs)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    arguments = parser.parse_args()
+    anyio.run(main, arguments.runs, arguments.sizes)

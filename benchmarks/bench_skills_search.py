@@ -225,8 +225,15 @@ class Distractor:
     body: str
 
 
-def distractors(count: int, taken: set[str], seed: int = SEED) -> list[Distractor]:
-    """`count` generated skills, none named as one in `taken`; the same for a seed."""
+def distractors(
+    count: int, taken: set[str], seed: int = SEED, numbered: bool = False
+) -> list[Distractor]:
+    """`count` generated skills, none named as one in `taken`; the same for a seed.
+
+    The vocabulary makes some tens of thousands of distinct names. A name drawn again is
+    drawn anew, unless `numbered`: then it gets the first free number as a suffix
+    (``-2``, ``-3``, ...), so that any count can be made (the same words again in new
+    combinations with the fields, contexts and "Use when" sentences)."""
     domains, actions, use_when, name_forms = load_vocabulary()
     rng = random.Random(seed)
     made: list[Distractor] = []
@@ -248,7 +255,12 @@ def distractors(count: int, taken: set[str], seed: int = SEED) -> list[Distracto
             )
         )
         if name in names:
-            continue
+            if not numbered:
+                continue
+            number = 2
+            while f"{name}-{number}" in names:
+                number += 1
+            name = f"{name}-{number}"
         names.add(name)
         what = action.pattern.format(fields=fields, fmt=fmt, fmt2=fmt2, obj=obj)
         use = rng.choice(use_when).format(

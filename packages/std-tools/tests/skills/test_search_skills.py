@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +16,9 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import make_composed_server, skills_server
 from doc_processing_std_tools.config import get_settings, reset_settings
+from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog import search as searching
+from doc_processing_std_tools.skills.core.records import Catalog
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -101,8 +106,76 @@ async def test_a_word_finds_a_skill_whose_name_starts_with_it(skills: SkillsFold
     assert invoices["skills"][0]["name"] == "invoice-checker"
 
 
-def test_a_prefix_is_searched_for_long_words_only() -> None:
-    assert searching._match_expression(["slack", "pdf"]) == '"slack" OR "slack"* OR "pdf"'
+def fts5_ranking(catalog: Catalog, query: str) -> list[tuple[str, float]]:
+    """Every skill matching `query`, ranked by SQLite's FTS5 bm25() over the same columns,
+    tokenizer, weights and words (a long word also as a prefix): the reference."""
+    db = sqlite3.connect(":memory:")
+    db.execute(
+        "CREATE VIRTUAL TABLE skills USING fts5(name, description, metadata, body, "
+        "tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    for record in catalog.skills:
+        metadata = " ".join(record.metadata.values()) if record.metadata else ""
+        db.execute(
+            "INSERT INTO skills VALUES (?, ?, ?, ?)",
+            (record.name.replace("-", " "), record.description, metadata, record.excerpt),
+        )
+    terms = []
+    for word in searching.query_words(query):
+        terms.append(f'"{word}"')
+        if len(word) >= searching.MIN_PREFIX:
+            terms.append(f'"{word}"*')
+    rows = db.execute(
+        "SELECT name, bm25(skills, 2.0, 1.0, 0.5, 1.5) AS rank FROM skills "
+        "WHERE skills MATCH ? ORDER BY rank",
+        (" OR ".join(terms),),
+    ).fetchall()
+    db.close()
+    return [(name.replace(" ", "-"), round(-rank, 4)) for name, rank in rows]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "extract the line items of supplier invoices",
+        "slack meeting notes",
+        "review budgets and payroll documents",
+        "PDF forms",
+        "contracts recipes itineraries surveys timesheets",
+    ],
+)
+def test_the_ranking_is_fts5_bm25(skills: SkillsFolder, query: str) -> None:
+    fill(skills, distractors=120)
+    skills.write("slackbot-notes", description="Posts meeting notes to Slack channels.")
+    skills.write(
+        "budget-review",
+        description="Reviews budgets.",
+        body="# Budget\n\nCompare each budget line, payroll totals and budget notes.\n",
+    )
+    settings = get_settings()
+    catalog = actions.scan(settings)
+    expected = fts5_ranking(catalog, query)
+    found = searching.SkillSearch().search(catalog, query, searching.MAX_SEARCH_LIMIT)
+    assert expected, "the reference finds something"
+    assert [(hit.record.name, hit.score) for hit in found] == sorted(
+        expected, key=lambda hit: (-hit[1], hit[0])
+    )[: searching.MAX_SEARCH_LIMIT]
+
+
+def test_the_index_follows_removed_and_changed_skills_like_fts5(skills: SkillsFolder) -> None:
+    fill(skills, distractors=60)
+    settings = get_settings()
+    search = searching.SkillSearch()
+    search.search(actions.scan(settings), "budget", 5)
+    for index in range(0, 60, 2):
+        topic = TOPICS[index % len(TOPICS)]
+        shutil.rmtree(skills.path / f"{topic}-helper-{index:03d}")
+    skills.write("budget-helper-001", description="Plans a budget for a budget review.")
+    time.sleep(0.05)
+    catalog = actions.scan(settings)
+    found = search.search(catalog, "budget review", 50)
+    expected = sorted(fts5_ranking(catalog, "budget review"), key=lambda h: (-h[1], h[0]))
+    assert [(hit.record.name, hit.score) for hit in found] == expected[:50]
 
 
 async def test_limit_bounds_the_answer_and_is_checked(skills: SkillsFolder) -> None:

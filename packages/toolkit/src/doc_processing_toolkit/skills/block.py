@@ -72,6 +72,13 @@ def _hides(skill: SkillEntry) -> bool:
     )
 
 
+def _catalog_hides(catalog: SkillsCatalog) -> tuple[bool, ...]:
+    """`_hides` of every skill of `catalog`, worked out once per catalog."""
+    if not catalog.hides:
+        catalog.hides.append(tuple(_hides(skill) for skill in catalog.skills))
+    return catalog.hides[0]
+
+
 def _hidden_notes(skills: Sequence[SkillEntry], notes: Sequence[str]) -> tuple[str, ...]:
     """`notes`, then the line that says how many of `skills` hide text (if any do)."""
     hiding = sum(_hides(skill) for skill in skills)
@@ -168,12 +175,13 @@ def _fit(
     guide: str,
     budget: int | None,
     notes: _Notes,
+    hides: Sequence[bool],
 ) -> Rendered:
     """The block of `skills` (their lines `full`, and `short` at the shortest description)
     within `budget` characters: descriptions shortened evenly first, then skills left out
-    from the end of the list."""
+    from the end of the list. `hides` says which skills' lines show hidden text."""
     count = len(skills)
-    hiding = [0, *itertools.accumulate(_hides(skill) for skill in skills)]
+    hiding = [0, *itertools.accumulate(hides)]
 
     def told(shortened: int, shown: int) -> tuple[str, ...]:
         found = notes(shortened, shown)
@@ -267,6 +275,7 @@ def _render_with(
         guide,
         budget,
         _Notes(notices, len(catalog.skills), finder),
+        _catalog_hides(catalog),
     )
 
 
@@ -340,6 +349,7 @@ def render_selected(
     else:
         finder = source.traits.finder_cut if unlisted != 0 else source.traits.finder
     notices = () if notice is None else (notice,)
+    hides = (*_catalog_hides(catalog), *(_hides(skill) for skill in extra))
     rendered = _fit(
         tuple(known[index] for index in order),
         [full[index] for index in order],
@@ -347,6 +357,7 @@ def render_selected(
         _guide(source, server),
         budget,
         _Notes(notices, total, finder, picked=True),
+        [hides[index] for index in order],
     )
     shown = len(known) - len(rendered.left_out)
     left_out_count = len(rendered.left_out) if total is None else total - shown

@@ -118,6 +118,8 @@ class SkillsCatalog:
             (a catalog read again unchanged is rendered once).
         lines: each skill's ``<skill>`` line, by the description limit it was rendered
             with (0: in full), aligned with `skills`.
+        hides: whether each skill's line shows hidden text escaped, aligned with
+            `skills`: empty until a block is first rendered from this catalog.
         index: the full-text index over the skills, built the first time it ranks.
         requires: skill name -> the tools it needs, for every skill of the server that
             declares any (std-tools' top-level ``requires``, kept when the list is cut,
@@ -132,6 +134,7 @@ class SkillsCatalog:
     requires: Mapping[str, Needs] = field(default_factory=dict, compare=False, repr=False)
     rendered: dict[Any, Rendered] = field(default_factory=dict, compare=False, repr=False)
     lines: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    hides: list[tuple[bool, ...]] = field(default_factory=list, compare=False, repr=False)
     index: SkillIndex = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -405,7 +405,7 @@ class SkillsToolset:
             return held[2], out_of_scope, missing
         kept = tuple(s for s in catalog.skills if s.name not in removed)
         count = None if catalog.count is None else max(catalog.count - len(removed), len(kept))
-        filtered = replace(catalog, skills=kept, count=count, rendered={}, lines={})
+        filtered = replace(catalog, skills=kept, count=count, rendered={}, lines={}, hides=[])
         self._kept[server] = (catalog, removed, filtered)
         return filtered, out_of_scope, missing
 
@@ -470,7 +470,7 @@ class SkillsToolset:
             refused = rejections.start_run(fetched.extension, options.lock, name)
             if refused:  # a rejected skill is not offered until its entry changes
                 kept = tuple(s for s in catalog.skills if s.uri not in refused)
-                catalog = replace(catalog, skills=kept, rendered={}, lines={})
+                catalog = replace(catalog, skills=kept, rendered={}, lines={}, hides=[])
             rejected = rejections.this_run
             offer = offer_with_skill_tools(
                 source,
