@@ -31,6 +31,7 @@ from doc_processing_std_tools.config import Settings, load_settings
 from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.paths import confine
 from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 from doc_processing_std_tools.workspace import Workspace
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
@@ -132,7 +133,9 @@ def main() -> None:
             case(
                 f"load_skill_resource {resource}",
                 lambda r=resource: old_load_skill_resource(settings, "bench-skill", r),
-                lambda r=resource: actions.load_skill_resource(settings, "bench-skill", r),
+                lambda r=resource: actions.load_skill_resource(
+                    skills_state, settings, "bench-skill", r
+                ),
             )
         for path in ("notes.md", "a/b/c/notes.md"):
             case(

@@ -41,9 +41,9 @@ import anyio
 from mcp import Client
 
 from doc_processing_std_tools.config import load_settings, reset_settings
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
@@ -147,7 +147,7 @@ async def ours_mcp(folders: list[Path], repeat: int) -> tuple[float, float]:
                 return await client.call_tool("list_skills", {})
 
             async def cold() -> object:
-                actions.clear_cache()
+                skills_state.clear()
                 return await call()
 
             await call()

@@ -33,6 +33,7 @@ from doc_processing_std_tools.config import get_settings, reset_settings
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.cli import main
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 
 def generate(root: Path, size: int) -> None:
@@ -51,7 +52,7 @@ def generate(root: Path, size: int) -> None:
 
 
 async def session_median(repeat: int) -> float:
-    actions.clear_cache()
+    skills_state.clear()
     arguments = {"skill_name": "big-reference", "resource_path": "references/glossary.md"}
     async with Client(skills_server) as client:
         result = await client.call_tool("load_skill_resource", arguments)
@@ -74,16 +75,16 @@ def library_interleaved(repeat: int, lock: Path) -> tuple[list[float], ...]:
     os.environ["DPTTOOLS_SKILLS_LOCK"] = str(lock)
     reset_settings()
     pinned = get_settings()
-    actions.clear_cache()
+    skills_state.clear()
     arguments = ("big-reference", "references/glossary.md")
     for settings in (free, pinned):
-        actions.load_skill_resource(settings, *arguments)
+        actions.load_skill_resource(skills_state, settings, *arguments)
     times: tuple[list[float], ...] = ([], [], [], [])
     for index in range(repeat):
         order = [(free, 0), (pinned, 1)]
         for settings, at in order if index % 2 == 0 else reversed(order):
             wall, cpu = time.perf_counter(), time.process_time()
-            actions.load_skill_resource(settings, *arguments)
+            actions.load_skill_resource(skills_state, settings, *arguments)
             times[at].append(time.perf_counter() - wall)
             times[at + 2].append(time.process_time() - cpu)
     return times

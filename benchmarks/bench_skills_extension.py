@@ -80,9 +80,9 @@ from mcp import Client, StdioServerParameters
 from pydantic import ConfigDict
 
 from doc_processing_std_tools.config import get_settings, reset_settings
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog.scan import scan_once
 from doc_processing_std_tools.skills.server import new_skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
@@ -252,9 +252,9 @@ def catalog_cold(skills_dir: Path) -> float:
     os.environ["DPTTOOLS_SKILLS_DIR"] = str(skills_dir)
     os.environ["DPTTOOLS_CACHE_DIR"] = "off"
     reset_settings()
-    actions.clear_cache()
+    skills_state.clear()
     started = time.perf_counter()
-    actions.scan(get_settings())
+    skills_state.scan(get_settings())
     return (time.perf_counter() - started) * 1000
 
 
@@ -265,7 +265,7 @@ async def ours(skills_dir: Path, repeat: int) -> tuple[Row, float, float]:
     os.environ["DPTTOOLS_SKILLS_DIR"] = str(skills_dir)
     os.environ["DPTTOOLS_CACHE_DIR"] = "off"  # cold means no persistent index
     reset_settings()
-    actions.clear_cache()
+    skills_state.clear()
     async with Client(new_skills_server()) as client:
         started = time.perf_counter()
         skills = await listing(client.session)

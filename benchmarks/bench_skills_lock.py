@@ -24,14 +24,14 @@ from bench_list_skills import amedian_ms, generate
 from mcp import Client
 
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.cli import main
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 
 async def list_skills(repeat: int) -> tuple[float, float]:
     """(cold ms, warm median ms) of list_skills over one MCP session."""
-    actions.clear_cache()
+    skills_state.clear()
     async with Client(skills_server) as client:
 
         async def call() -> object:

@@ -89,6 +89,7 @@ from mcp import Client
 
 from doc_processing_std_tools.config import Settings, load_settings, reset_settings
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
@@ -365,11 +366,8 @@ def search_in_process(
     settings: Settings, queries: Sequence[Query], rounds: int
 ) -> tuple[float, list[float]]:
     """The first call's time (it may build an index) and every later call's, in ms."""
-    from doc_processing_std_tools.skills import actions
-    from doc_processing_std_tools.skills.catalog import search as searching
-
-    search = searching.search_skills
-    actions.clear_cache()
+    search = skills_state.search_skills
+    skills_state.clear()
     started = time.perf_counter()
     search(settings, "warm up", TOP)
     first = (time.perf_counter() - started) * 1000

@@ -48,9 +48,9 @@ from bench_skills_search import (
 )
 
 from doc_processing_std_tools.config import Settings, load_settings, reset_settings
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog import search as searching
 from doc_processing_std_tools.skills.core.records import EXCERPT_LENGTH, Catalog
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 SIZES = (10_000, 100_000)
 TOP = 10
@@ -108,7 +108,7 @@ class Fts5:
 
 
 def ours(settings: Settings, query: str) -> list[str]:
-    answer = json.loads(searching.search_skills(settings, query, TOP))
+    answer = json.loads(skills_state.search_skills(settings, query, TOP))
     return [skill["name"] for skill in answer["skills"]]
 
 
@@ -123,10 +123,9 @@ def measure(size: int, folder: Path, queries: Sequence[Query], rounds: int) -> N
         {"DPTTOOLS_SKILLS_DIR": str(folder), "DPTTOOLS_CACHE_DIR": str(folder.parent / "cache")}
     )
     reset_settings(settings)
-    actions.clear_cache()
-    searching._search = None
+    skills_state.clear()
     started = time.perf_counter()
-    catalog = actions.scan(settings)
+    catalog = skills_state.scan(settings)
     scanned = time.perf_counter() - started
     started = time.perf_counter()
     ours(settings, "warm up")

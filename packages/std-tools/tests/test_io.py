@@ -25,6 +25,7 @@ from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog.scan import scan_once
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 LIMIT = 1024 * 1024
 
@@ -158,7 +159,7 @@ def test_every_reader_words_too_large_and_not_regular_the_same_way(tmp_path: Pat
         for call in (
             lambda name: ops.read_file(ws, name),
             lambda name: api.read_document(ws, name),
-            lambda name: actions.load_skill_resource(settings, "big", name),
+            lambda name: actions.load_skill_resource(skills_state, settings, "big", name),
         ):
             with pytest.raises(FileTooLargeError) as too_large:
                 call("big.md")

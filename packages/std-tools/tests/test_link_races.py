@@ -24,6 +24,7 @@ from doc_processing_std_tools.filesystem import operations as ops
 from doc_processing_std_tools.filesystem.operations import Workspace
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog.scan import scan_once
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 SECRET = "outside secret: never shown"
 
@@ -106,7 +107,9 @@ def test_load_skill_resource_never_reads_through_a_swapped_link(
     victim = folder / "references" / "guide.md"
     with swapping(victim, outside / "secret.txt"):
         calls, refused, leaks = hammer(
-            lambda: actions.load_skill_resource(settings, "res", "references/guide.md")
+            lambda: actions.load_skill_resource(
+                skills_state, settings, "res", "references/guide.md"
+            )
         )
     assert leaks == [], f"{len(leaks)} of {calls} calls read outside content"
     assert refused < calls

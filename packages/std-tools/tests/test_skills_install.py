@@ -25,9 +25,9 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools.config import reset_settings
 from doc_processing_std_tools.errors import InvalidArgumentError
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.cli import main
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 from doc_processing_std_tools.skills.supply.install import parse_source
 from doc_processing_std_tools.skills.supply.unpack import Limits, download
 
@@ -72,7 +72,7 @@ def check_lock(skills: SkillsFolder, lock: Path) -> int:
 
 
 async def _listed() -> list[str]:
-    actions.clear_cache()
+    skills_state.clear()
     async with Client(skills_server) as client:
         result = await client.call_tool("list_skills", {})
     block = result.content[0]

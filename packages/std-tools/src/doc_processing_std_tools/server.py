@@ -57,11 +57,14 @@ def make_composed_server(
     from .documents.tools import register_docs_tools
     from .filesystem.tools import register_filesystem_tools
     from .scoped_server import ScopedServer, restrict_tools
+    from .skills.extension.publisher import SkillPublisher
     from .skills.extension.serving import SkillsExtension, register_skill_resources
+    from .skills.state import SkillsState
     from .skills.tools import register_skills_tools
 
     kept = select_tools(COMPOSED_TOOLS, tools, read_only=read_only)
-    skills_extension = SkillsExtension(settings=settings)
+    skills = SkillsState()
+    skills_extension = SkillsExtension(SkillPublisher(skills), settings=settings)
     server = new_server(
         ScopedServer,
         COMPOSED_SERVER_NAME,
@@ -71,7 +74,7 @@ def make_composed_server(
         token_verifier=token_verifier,
         auth=auth,
     )
-    register_skills_tools(server, settings)
+    register_skills_tools(server, settings, skills)
     register_skill_resources(server, skills_extension)
     register_filesystem_tools(server, settings)
     register_docs_tools(server, settings)

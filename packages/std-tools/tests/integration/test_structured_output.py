@@ -26,7 +26,7 @@ from doc_processing_std_tools.config import get_settings, load_settings, reset_s
 from doc_processing_std_tools.documents import api
 from doc_processing_std_tools.filesystem import operations
 from doc_processing_std_tools.filesystem.operations import Workspace
-from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 pytestmark = pytest.mark.anyio
 
@@ -241,7 +241,7 @@ async def test_the_text_block_is_what_the_tools_wrote_before(
     settings = get_settings()
     ws = Workspace.from_settings(settings)
     expected = {
-        ("list_skills", "{}"): actions.scan(settings).json,
+        ("list_skills", "{}"): skills_state.scan(settings).json,
         ("get_file_info", '{"path": "people.csv"}'): operations.get_file_info(ws, "people.csv"),
         ("get_file_overview", '{"path": "book.xlsx"}'): api.get_file_overview(ws, "book.xlsx"),
         ("search_document", '{"path": "report.pdf", "query": "total"}'): (

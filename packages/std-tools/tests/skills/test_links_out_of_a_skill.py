@@ -13,6 +13,7 @@ from doc_processing_std_tools.config import get_settings
 from doc_processing_std_tools.errors import PathOutsideRootError
 from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog.scan import scan_once
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -53,17 +54,17 @@ def test_a_link_out_of_a_skill_is_marked_in_load_skill_and_warned_in_list_skills
     assert "scripts/helper.py" in warning.message and "keys" in warning.message
     _assert_names_no_target(catalog.json)
 
-    text = actions.load_skill(get_settings(), "trojan")
+    text = actions.load_skill(skills_state, get_settings(), "trojan")
     assert "<file>scripts/run.py</file>" in text
     assert "scripts/helper.py (a link leading outside the skills folder, not readable)" in text
     assert "keys (a link leading outside the skills folder, not readable)" in text
     _assert_names_no_target(text)
 
     with pytest.raises(PathOutsideRootError) as caught:
-        actions.load_skill_resource(get_settings(), "trojan", "scripts/helper.py")
+        actions.load_skill_resource(skills_state, get_settings(), "trojan", "scripts/helper.py")
     _assert_names_no_target(str(caught.value))
     with pytest.raises(PathOutsideRootError) as caught:
-        actions.load_skill_resource(get_settings(), "trojan", "keys/notes.txt")
+        actions.load_skill_resource(skills_state, get_settings(), "trojan", "keys/notes.txt")
     _assert_names_no_target(str(caught.value))
 
 
@@ -74,7 +75,7 @@ def test_a_link_to_another_skill_inside_the_folder_is_no_warning(skills: SkillsF
     (folder / "notes.md").symlink_to(shared / "notes.md")
     catalog = scan_once(skills.path, max_bytes=MAX)
     assert catalog.diagnostics == ()
-    assert "<file>notes.md</file>" in actions.load_skill(get_settings(), "user")
+    assert "<file>notes.md</file>" in actions.load_skill(skills_state, get_settings(), "user")
 
 
 def test_a_skill_md_linked_outside_is_refused_without_naming_the_target(

@@ -17,6 +17,7 @@ from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools._text import TRUNCATED_KEY, fit_json, limit_output, truncate
 from doc_processing_std_tools.config import get_settings, reset_settings
 from doc_processing_std_tools.skills import actions
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 LIMIT = 300
 WIDE_FRONTMATTER = "name: wide\ndescription: d\n" + "".join(f"k{n}: a: b\n" for n in range(3000))
@@ -116,7 +117,7 @@ def test_list_skills_of_a_huge_frontmatter_fits_and_stays_valid_json(
     monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "50000")
     reset_settings()
     try:
-        catalog = actions.scan(get_settings())
+        catalog = skills_state.scan(get_settings())
         text = catalog.json_within(50_000)
     finally:
         reset_settings()
@@ -145,7 +146,7 @@ def test_load_skill_with_many_long_file_names_fits_a_small_limit(
     monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", "2000")
     reset_settings()
     try:
-        text = actions.load_skill(get_settings(), "many-files")
+        text = actions.load_skill(skills_state, get_settings(), "many-files")
     finally:
         reset_settings()
     assert len(text) <= 2000
@@ -202,10 +203,10 @@ def oversized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", str(LIMIT))
     monkeypatch.setenv("DPTTOOLS_SANDBOX_TIMEOUT", "30")
     reset_settings()
-    actions.clear_cache()
+    skills_state.clear()
     yield tmp_path
     reset_settings()
-    actions.clear_cache()
+    skills_state.clear()
 
 
 CALLS: dict[str, dict[str, Any]] = {

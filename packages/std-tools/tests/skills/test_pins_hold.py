@@ -25,6 +25,7 @@ from doc_processing_std_tools.skills.catalog.index import index_file, open_index
 from doc_processing_std_tools.skills.catalog.scan import SkillCatalog
 from doc_processing_std_tools.skills.cli import main
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -66,7 +67,7 @@ def helper_skill(skills: SkillsFolder, tmp_path: Path, monkeypatch: pytest.Monke
     assert lock(skills, lock_file) == 0
     monkeypatch.setenv("DPTTOOLS_SKILLS_LOCK", str(lock_file))
     reset_settings()
-    actions.clear_cache()
+    skills_state.clear()
     time.sleep(0.25)  # past the moments within which a stamp is not trusted
     return folder
 
@@ -145,10 +146,11 @@ def test_bytes_read_from_a_pinned_file_are_checked_on_the_read(
     assert lock(skills, lock_file) == 0
     monkeypatch.setenv("DPTTOOLS_SKILLS_LOCK", str(lock_file))
     settings = reset_settings_and_get()
-    actions.clear_cache()
-    record = actions.find_skill(settings, "big")
+    skills_state.clear()
+    record = actions.find_skill(skills_state, settings, "big")
     read = functools.partial(
         actions._read_file,
+        skills_state,
         settings,
         skills.path,
         "big/refs/table.md",
@@ -211,7 +213,7 @@ async def test_a_cut_list_keeps_the_lock_errors(
     monkeypatch.setenv("DPTTOOLS_SKILLS_LOCK", str(lock_file))
     monkeypatch.setenv("DPTTOOLS_OUTPUT_TRUNCATION_LIMIT", str(limit))
     reset_settings()
-    actions.clear_cache()
+    skills_state.clear()
     async with Client(skills_server) as client:
         text, error = await call(client, "list_skills")
     assert not error and len(text) <= limit
@@ -275,8 +277,8 @@ def test_a_forged_index_entry_never_reaches_a_pinned_listing(
     monkeypatch.setenv("DPTTOOLS_CACHE_DIR", str(cache))
     monkeypatch.setenv("DPTTOOLS_SKILLS_LOCK", str(lock_file))
     reset_settings()
-    actions.clear_cache()
-    listed = actions.scan(reset_settings_and_get())
+    skills_state.clear()
+    listed = skills_state.scan(reset_settings_and_get())
     assert "Forged" not in listed.json
     assert [d.code for d in listed.diagnostics] == ["lock_mismatch"]
 

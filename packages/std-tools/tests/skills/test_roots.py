@@ -27,8 +27,8 @@ from mcp.types import TextContent
 from skill_collections import HOW_TO_GET, corpora
 
 from doc_processing_std_tools.config import ConfigError, load_settings, reset_settings
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 pytestmark = pytest.mark.anyio
 
@@ -272,11 +272,11 @@ def test_an_unchanged_set_of_roots_gives_the_same_catalog_object(
     old = time.time() - 60  # written long ago: no stamp is too recent to trust
     for path in tmp_path.rglob("*"):
         os.utime(path, (old, old))
-    first = actions.scan(settings)
-    assert actions.scan(settings) is first
-    assert actions.cached(settings) in (first, None)
+    first = skills_state.scan(settings)
+    assert skills_state.scan(settings) is first
+    assert skills_state.cached(settings) in (first, None)
     write_skill(tmp_path / "b" / "three")
-    assert [s.name for s in actions.scan(settings).skills] == ["one", "three", "two"]
+    assert [s.name for s in skills_state.scan(settings).skills] == ["one", "three", "two"]
 
 
 async def test_collections_pointed_at_whole_list_then_load_every_skill(

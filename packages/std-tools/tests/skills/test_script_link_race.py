@@ -38,6 +38,7 @@ from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.scripts.policy import OpenFolder, ScriptFile, ScriptPolicy
 from doc_processing_std_tools.skills.scripts.run import run_script
 from doc_processing_std_tools.skills.scripts.sandbox import INSTALL_HINT, sandbox_status
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 pytestmark = pytest.mark.anyio
 
@@ -113,7 +114,9 @@ async def hammer(settings: Settings) -> Outcome:
     ):
         outcome.calls += 1
         try:
-            text = await actions.execute_skill_script(settings, "race", "scripts/run.py")
+            text = await actions.execute_skill_script(
+                skills_state, settings, "race", "scripts/run.py"
+            )
         except StdToolsError as exc:
             outcome.refusals.append(str(exc))
             continue

@@ -16,9 +16,9 @@ from mcp.types import TextContent
 
 from doc_processing_std_tools import make_composed_server, skills_server
 from doc_processing_std_tools.config import get_settings, reset_settings
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.catalog import search as searching
 from doc_processing_std_tools.skills.core.records import Catalog
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -153,7 +153,7 @@ def test_the_ranking_is_fts5_bm25(skills: SkillsFolder, query: str) -> None:
         body="# Budget\n\nCompare each budget line, payroll totals and budget notes.\n",
     )
     settings = get_settings()
-    catalog = actions.scan(settings)
+    catalog = skills_state.scan(settings)
     expected = fts5_ranking(catalog, query)
     found = searching.SkillSearch().search(catalog, query, searching.MAX_SEARCH_LIMIT)
     assert expected, "the reference finds something"
@@ -166,13 +166,13 @@ def test_the_index_follows_removed_and_changed_skills_like_fts5(skills: SkillsFo
     fill(skills, distractors=60)
     settings = get_settings()
     search = searching.SkillSearch()
-    search.search(actions.scan(settings), "budget", 5)
+    search.search(skills_state.scan(settings), "budget", 5)
     for index in range(0, 60, 2):
         topic = TOPICS[index % len(TOPICS)]
         shutil.rmtree(skills.path / f"{topic}-helper-{index:03d}")
     skills.write("budget-helper-001", description="Plans a budget for a budget review.")
     time.sleep(0.05)
-    catalog = actions.scan(settings)
+    catalog = skills_state.scan(settings)
     found = search.search(catalog, "budget review", 50)
     expected = sorted(fts5_ranking(catalog, "budget review"), key=lambda h: (-h[1], h[0]))
     assert [(hit.record.name, hit.score) for hit in found] == expected[:50]
@@ -294,8 +294,8 @@ async def test_a_cut_listing_names_search_skills_and_search_reaches_the_rest(
 def test_the_search_follows_each_new_catalog_by_difference(skills: SkillsFolder) -> None:
     fill(skills, distractors=30)
     settings = get_settings()
-    first = searching.search_skills(settings, "invoices", 5)
+    first = skills_state.search_skills(settings, "invoices", 5)
     skills.write("invoice-archive", description="Archives paid invoices by year.")
-    second = json.loads(searching.search_skills(settings, "invoices archive", 5))
+    second = json.loads(skills_state.search_skills(settings, "invoices archive", 5))
     assert second["skills"][0]["name"] == "invoice-archive"
     assert json.loads(first)["skills"][0]["name"] == "invoice-extraction"

@@ -24,6 +24,7 @@ from doc_processing_std_tools.errors import (
     NotRegularFileError,
 )
 from doc_processing_std_tools.skills import actions, register_skills_tools
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -584,7 +585,7 @@ def test_a_resource_of_exactly_the_size_limit_is_read_whole(skills: SkillsFolder
             "DPTTOOLS_OUTPUT_TRUNCATION_LIMIT": str(2 * limit),
         }
     )
-    text = actions.load_skill_resource(settings, "res", "exact.txt")
+    text = actions.load_skill_resource(skills_state, settings, "res", "exact.txt")
     assert len(text) == limit and text.startswith("abab")
 
 
@@ -598,7 +599,7 @@ def test_a_named_pipe_resource_is_refused_without_waiting_for_a_writer(
     # Called directly, on the test's own thread, so that a regression that waits for a
     # writer is stopped by the timeout instead of hanging a worker thread.
     with pytest.raises(NotRegularFileError, match="resource_path 'pipe' is not a regular file"):
-        actions.load_skill_resource(get_settings(), "res", "pipe")
+        actions.load_skill_resource(skills_state, get_settings(), "res", "pipe")
 
 
 async def test_a_long_resource_is_cut_with_a_marker(skills: SkillsFolder) -> None:
@@ -740,7 +741,7 @@ def test_racing_create_skill_calls_publish_one_whole_file_and_overwrite_nothing(
     def create(index: int) -> None:
         start.wait()
         try:
-            actions.create_skill(settings, "raced", f"Written by caller {index}.")
+            actions.create_skill(skills_state, settings, "raced", f"Written by caller {index}.")
             outcomes[index] = "created"
         except AlreadyExistsError as exc:
             outcomes[index] = str(exc)

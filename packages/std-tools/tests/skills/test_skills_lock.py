@@ -14,9 +14,9 @@ from mcp import Client
 from mcp.types import TextContent
 
 from doc_processing_std_tools.config import reset_settings
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.cli import main
 from doc_processing_std_tools.skills.server import skills_server
+from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 
 if TYPE_CHECKING:
     from conftest import SkillsFolder
@@ -40,7 +40,7 @@ def two(skills: SkillsFolder) -> SkillsFolder:
     # Past the moments within which a file's stamp is not trusted: the catalog read next
     # stays the same object until something it read changes.
     time.sleep(0.3)
-    actions.clear_cache()
+    skills_state.clear()
     return skills
 
 
@@ -134,7 +134,7 @@ def pinned(two: SkillsFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert lock(two, lock_file) == 0
     monkeypatch.setenv("DPTTOOLS_SKILLS_LOCK", str(lock_file))
     reset_settings()
-    actions.clear_cache()
+    skills_state.clear()
     return two
 
 

@@ -27,6 +27,7 @@ from doc_processing_std_tools.skills.extension.serving import (
     register_skill_resources,
 )
 from doc_processing_std_tools.skills.server import new_skills_server
+from doc_processing_std_tools.skills.state import SkillsState
 from doc_processing_std_tools.skills.tools import register_skills_tools
 
 from .support import EXTENSION, expected_files, list_all, manifest, raw
@@ -47,7 +48,7 @@ SERVERS: dict[str, Callable[[], MCPServer]] = {
 def watched_server(watch: bool) -> MCPServer:
     """A skills server whose publisher learns of changes from the kernel (watch) or from
     ``stat`` stamps alone (as on a network file system)."""
-    extension = SkillsExtension(SkillPublisher(watch=watch))
+    extension = SkillsExtension(SkillPublisher(SkillsState(), watch=watch))
     server = MCPServer(
         "skills-under-test", extensions=[extension], middleware=[extension.mime_types]
     )
@@ -366,7 +367,9 @@ async def test_pages_hold_every_skill_exactly_once_and_bad_cursors_are_refused(
     for index in range(10):
         folder = skills.write(f"s-{index:02d}")
         (folder / "notes.md").write_text("notes\n", "utf-8")  # two files per skill
-    publisher = SkillPublisher(page_skills=page_skills, page_resources=page_resources)
+    publisher = SkillPublisher(
+        SkillsState(), page_skills=page_skills, page_resources=page_resources
+    )
     extension = SkillsExtension(publisher)
     server = MCPServer("paged", extensions=[extension], middleware=[extension.mime_types])
     async with Client(server) as client:
@@ -496,7 +499,7 @@ def test_results_are_json_all_the_way_down(skills: SkillsFolder) -> None:
     from doc_processing_std_tools.skills.extension.publisher import SkillPublisher
 
     rich_skill(skills)
-    page = SkillPublisher().page(get_settings())
+    page = SkillPublisher(SkillsState()).page(get_settings())
     assert json.loads(json.dumps(page.entries)) == page.entries
 
 

@@ -24,6 +24,7 @@ from doc_processing_std_tools.skills.extension.serving import (
     SkillsExtension,
     register_skill_resources,
 )
+from doc_processing_std_tools.skills.state import SkillsState
 from doc_processing_std_tools.skills.tools import register_skills_tools
 
 from .support import list_all, raw
@@ -38,7 +39,7 @@ INVALID_PARAMS = -32602
 
 def paged_server(page_skills: int, *, watch: bool = True) -> MCPServer:
     """A skills server whose pages hold at most `page_skills` skills."""
-    extension = SkillsExtension(SkillPublisher(watch=watch, page_skills=page_skills))
+    extension = SkillsExtension(SkillPublisher(SkillsState(), watch=watch, page_skills=page_skills))
     server = MCPServer("paged", extensions=[extension], middleware=[extension.mime_types])
     register_skills_tools(server)
     register_skill_resources(server, extension)
@@ -184,7 +185,7 @@ async def test_a_second_walk_of_a_long_listing_is_answered_from_kept_pages(
     catalog over 16 pages build each page again)."""
     write_skills(skills, 90)
     await anyio.sleep(0.3)  # past the moments when a fresh stamp is not trusted
-    publisher = SkillPublisher(page_skills=2)
+    publisher = SkillPublisher(SkillsState(), page_skills=2)
     extension = SkillsExtension(publisher)
     server = MCPServer("paged", extensions=[extension], middleware=[extension.mime_types])
     async with Client(server) as client:

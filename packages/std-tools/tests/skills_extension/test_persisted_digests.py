@@ -21,6 +21,7 @@ from doc_processing_std_tools.skills.extension.serving import (
     SkillsExtension,
     register_skill_resources,
 )
+from doc_processing_std_tools.skills.state import SkillsState
 
 from .support import list_all
 
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.anyio
 
 def fresh_server() -> MCPServer:
     """A server with a publisher that remembers nothing, as in a new process."""
-    extension = SkillsExtension(SkillPublisher())
+    extension = SkillsExtension(SkillPublisher(SkillsState()))
     server = MCPServer("fresh", extensions=[extension], middleware=[extension.mime_types])
     register_skill_resources(server, extension)
     return server

@@ -29,20 +29,18 @@ from ..errors import (
 )
 from ..paths import check_relative, confine, is_inside, names_nothing
 from .catalog.reading import resource_files
-from .catalog.scan import SKILL_FILE, Catalog, SkillCatalog, SkillRecord
+from .catalog.scan import SKILL_FILE, Catalog, SkillRecord
 from .core.audience import MODEL, Voice
 from .core.frontmatter import NAME_RULE, is_valid_name, suggest_name
 from .core.images import MAX_IMAGE_BYTES, SkillImage, image_type, is_whole_image
 from .core.template import render_template, template_content
 from .scripts.policy import OpenFolder, ScriptFile, ScriptPolicy
 from .scripts.run import run_script, split_args
-from .supply.lock import Pinning
+from .state import SkillsState
 
 __all__ = [
     "MAX_LISTED_RESOURCES",
-    "cached",
     "check_skill_name",
-    "clear_cache",
     "create_skill",
     "execute_skill_script",
     "find_skill",
@@ -50,59 +48,13 @@ __all__ = [
     "load_skill",
     "load_skill_resource",
     "render_template",
-    "scan",
 ]
 
 MAX_LISTED_RESOURCES: Final = 50
 """At most this many files are named in load_skill's resource list."""
 
-# The process-wide, stamp-keyed catalogs, one per persistent index folder (None: none).
-_catalogs: dict[Path | None, SkillCatalog] = {}
-# The pinning to each skills lock in use (DPTTOOLS_SKILLS_LOCK), by its path.
-_pinnings: dict[Path, Pinning] = {}
 
-
-def _catalog(settings: Settings) -> SkillCatalog:
-    found = _catalogs.get(settings.cache_dir)
-    if found is None:
-        found = _catalogs.setdefault(
-            settings.cache_dir, SkillCatalog(cache_dir=settings.cache_dir, watch=True)
-        )
-    return found
-
-
-def _pinning(lock: Path) -> Pinning:
-    found = _pinnings.get(lock)
-    return found if found is not None else _pinnings.setdefault(lock, Pinning(lock))
-
-
-def scan(settings: Settings) -> Catalog:
-    """The catalog of every skills folder (``settings.skill_roots``, searched
-    ``settings.skills_depth`` levels down) from the process-wide, stamp-keyed cache, which
-    starts from the persistent index under ``settings.cache_dir`` (see `index`). With
-    ``settings.skills_lock``, only the skills the lock allows are listed (`lock.Pinning`)."""
-    catalog = _catalog(settings).scan_roots(
-        settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
-    )
-    if settings.skills_lock is None:
-        return catalog
-    return _pinning(settings.skills_lock).pin(catalog, settings.max_file_size_bytes)
-
-
-def cached(settings: Settings) -> Catalog | None:
-    """The catalog `scan` gives when it is known to be unchanged, else None.
-
-    Costs only ``stat`` calls; see `SkillCatalog.peek` and `lock.Pinning.peek`.
-    """
-    catalog = _catalog(settings).peek_roots(
-        settings.skill_roots, max_bytes=settings.max_file_size_bytes, depth=settings.skills_depth
-    )
-    if catalog is None or settings.skills_lock is None:
-        return catalog
-    return _pinning(settings.skills_lock).peek(catalog)
-
-
-def find_skill(settings: Settings, skill_name: str) -> SkillRecord:
+def find_skill(state: SkillsState, settings: Settings, skill_name: str) -> SkillRecord:
     """The listed skill named `skill_name`: tool calls reach exactly what list_skills lists.
 
     Raises:
@@ -110,7 +62,7 @@ def find_skill(settings: Settings, skill_name: str) -> SkillRecord:
         NotFoundError: no listed skill has that name; the message says why when the
             catalog left a skill of that name out.
     """
-    catalog = cached(settings) or scan(settings)
+    catalog = state.current(settings)
     if isinstance(skill_name, str) and not is_valid_name(skill_name):
         listed = catalog.get(skill_name)
         if listed is not None:
@@ -125,12 +77,6 @@ def find_skill(settings: Settings, skill_name: str) -> SkillRecord:
     if record is None or record.root is None:
         raise _no_skill(settings, skill_name, catalog)
     return record
-
-
-def clear_cache() -> None:
-    """Forget every catalog read so far; the next `scan` reads every SKILL.md again."""
-    for catalog in list(_catalogs.values()):
-        catalog.clear()
 
 
 def check_skill_name(skill_name: str, voice: Voice = MODEL) -> str:
@@ -154,8 +100,8 @@ def _attr(value: str) -> str:
     return '"' + escape(value, {'"': "&quot;"}) + '"'
 
 
-def _skill_folder(settings: Settings, skill_name: str) -> SkillRecord:
-    record = find_skill(settings, skill_name)
+def _skill_folder(state: SkillsState, settings: Settings, skill_name: str) -> SkillRecord:
+    record = find_skill(state, settings, skill_name)
     root = _root(record)
     if not (record.directory / SKILL_FILE).is_file():
         raise _no_skill(settings, skill_name, None)
@@ -212,6 +158,7 @@ def _skill_md_text(data: bytes, what: str) -> str:
 
 
 def _read_file(
+    state: SkillsState,
     settings: Settings,
     root: Path,
     relative: str,
@@ -244,7 +191,7 @@ def _read_file(
     )
     if record is not None and settings.skills_lock is not None:
         in_skill = relative.removeprefix(record.folder + "/")
-        _pinning(settings.skills_lock).check_bytes(record, in_skill, data)
+        state.pinning(settings.skills_lock).check_bytes(record, in_skill, data)
     return data
 
 
@@ -288,14 +235,15 @@ def list_resources(folder: Path, skills_dir: Path) -> list[str]:
     return resource_files(folder, skills_dir)[0]
 
 
-def load_skill(settings: Settings, skill_name: str) -> str:
+def load_skill(state: SkillsState, settings: Settings, skill_name: str) -> str:
     """The skill's SKILL.md wrapped in ``<skill_content>``, with its resource list."""
-    record = _skill_folder(settings, skill_name)
+    record = _skill_folder(state, settings, skill_name)
     folder = record.directory
     # The SKILL.md itself may be a symbolic link; it too must stay inside the skills folder.
     absent = _no_skill(settings, skill_name, None)
     what = f"The SKILL.md of '{skill_name}'"
     data = _read_file(
+        state,
         settings,
         _root(record),
         f"{record.folder}/{SKILL_FILE}",
@@ -384,7 +332,7 @@ def _resources_tail(
 
 
 def load_skill_resource(
-    settings: Settings, skill_name: str, resource_path: str
+    state: SkillsState, settings: Settings, skill_name: str, resource_path: str
 ) -> str | SkillImage:
     """One file inside the skill's folder: its text, or the image itself for a PNG, JPEG,
     GIF or WebP file of at most `MAX_IMAGE_BYTES`.
@@ -395,7 +343,7 @@ def load_skill_resource(
         FileTooLargeError: an image over `MAX_IMAGE_BYTES`, or any file over
             DPTTOOLS_MAX_FILE_SIZE_MB.
     """
-    record = _skill_folder(settings, skill_name)
+    record = _skill_folder(state, settings, skill_name)
     relative = _skill_relative(record, resource_path, "resource_path")
     what = f"resource_path {resource_path!r}"
     folder = InvalidArgumentError(
@@ -407,7 +355,14 @@ def load_skill_resource(
         "files, with paths relative to its folder."
     )
     data = _read_file(
-        settings, _root(record), relative, what, missing=missing, folder=folder, record=record
+        state,
+        settings,
+        _root(record),
+        relative,
+        what,
+        missing=missing,
+        folder=folder,
+        record=record,
     )
     mime_type = image_type(data)
     if mime_type is not None:
@@ -443,7 +398,7 @@ def load_skill_resource(
 
 
 async def execute_skill_script(
-    settings: Settings, skill_name: str, script_path: str, args: str = ""
+    state: SkillsState, settings: Settings, skill_name: str, script_path: str, args: str = ""
 ) -> str:
     """Run a ``.py`` file of the skill and return ``{stdout, stderr, exit_code}`` (and
     ``changes``, when it changed the workspace under bubblewrap) as JSON
@@ -454,10 +409,10 @@ async def execute_skill_script(
     skills folder), and what runs is the code of the file that walk opened, in the folder
     it opened (see `scripts.ScriptFile`): a link swapped in meanwhile changes nothing.
     """
-    record = _skill_folder(settings, skill_name)
+    record = _skill_folder(state, settings, skill_name)
     argv = split_args(args)
     with ExitStack() as held:
-        script = _open_script(held, settings, record, script_path)
+        script = _open_script(held, state, settings, record, script_path)
         result = await run_script(
             script,
             argv,
@@ -476,7 +431,7 @@ async def execute_skill_script(
 
 
 def _open_script(
-    held: ExitStack, settings: Settings, record: SkillRecord, script_path: str
+    held: ExitStack, state: SkillsState, settings: Settings, record: SkillRecord, script_path: str
 ) -> ScriptFile:
     """Walk to `script_path` in the skill through `_io`, check it and read it; the
     descriptors of its folder and of the skill's folder stay open in `held`."""
@@ -511,7 +466,7 @@ def _open_script(
     if settings.skills_lock is not None:
         # Right before it runs: the bytes that will run are the bytes the lock holds.
         in_skill = relative.removeprefix(record.folder + "/")
-        _pinning(settings.skills_lock).check_script(record, in_skill, source)
+        state.pinning(settings.skills_lock).check_script(record, in_skill, source)
     real_root = Path(os.path.realpath(root))
     return ScriptFile(
         real_root.joinpath(*location.folders, location.name),
@@ -532,7 +487,7 @@ def _open_skill_dir(held: ExitStack, record: SkillRecord) -> OpenFolder:
 
 
 def create_skill(
-    settings: Settings, skill_name: str, description: str, voice: Voice = MODEL
+    state: SkillsState, settings: Settings, skill_name: str, description: str, voice: Voice = MODEL
 ) -> str:
     """Create ``<skills_dir>/<skill_name>/SKILL.md`` from the template; never overwrite.
 
@@ -545,7 +500,7 @@ def create_skill(
     skills_dir = settings.skills_dir
     folder = skills_dir / skill_name
     target = folder / SKILL_FILE
-    elsewhere = scan(settings).get(skill_name) if len(settings.skill_roots) > 1 else None
+    elsewhere = state.scan(settings).get(skill_name) if len(settings.skill_roots) > 1 else None
     if elsewhere is not None:
         raise AlreadyExistsError(
             f"A skill named '{skill_name}' already exists in {elsewhere.directory}; nothing "

@@ -40,6 +40,7 @@ from .cli_install import run_install
 from .cli_report import finding_lines, summary_lines, terminal_safe
 from .core.audience import person
 from .core.diagnostics import CODES
+from .state import SkillsState
 from .supply.install import ALL
 from .supply.lock import LOCAL, build_lock, compare, read_lock, write_lock
 from .supply.unpack import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES
@@ -79,7 +80,7 @@ def _print_diagnostic(where: str, diagnostic: SkillDiagnostic) -> None:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir, args.skills_depth)
-    catalog = actions.scan(settings)
+    catalog = SkillsState().scan(settings)
     if args.json:
         print(catalog.json)
         return 0
@@ -277,7 +278,11 @@ def _cmd_install(args: argparse.Namespace) -> int:
 
 def _cmd_new(args: argparse.Namespace) -> int:
     settings = _settings(args.skills_dir)
-    print(actions.create_skill(settings, args.name, args.description, person(args.skills_dir)))
+    print(
+        actions.create_skill(
+            SkillsState(), settings, args.name, args.description, person(args.skills_dir)
+        )
+    )
     return 0
 
 

@@ -19,8 +19,9 @@ from .._notices import enable_client_logging
 from ..access import SKILLS_TOOLS
 from ..config import Settings, get_settings
 from ..scoped_server import restrict_tools
-from . import actions
+from .extension.publisher import SkillPublisher
 from .extension.serving import SkillsExtension, register_skill_resources
+from .state import SkillsState
 from .tools import register_skills_tools
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "new_skills_server",
     "register_skills_tools",
     "skills_server",
+    "skills_server_state",
 ]
 
 logger = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ SKILLS_SERVER_NAME: Final = "skills-tools"
 def new_skills_server(
     *,
     settings: Settings | None = None,
+    state: SkillsState | None = None,
     tools: Sequence[str] | None = None,
     read_only: bool = False,
 ) -> MCPServer:
@@ -48,13 +51,16 @@ def new_skills_server(
     folder holds, and serving the MCP Skills extension over the same skills.
 
     With `settings`, every call uses them; without, the process-wide settings
-    (`config.get_settings`) as they are when each call comes.
+    (`config.get_settings`) as they are when each call comes. The tools and the
+    extension share one `SkillsState` (`state`, or a new one): the server's own catalog,
+    pinning and search.
 
     Raises:
         ConfigError: `tools` names a tool the skills server does not have, or a tool that
             changes something together with `read_only`.
     """
-    extension = SkillsExtension(settings=settings)
+    skills = state if state is not None else SkillsState()
+    extension = SkillsExtension(SkillPublisher(skills), settings=settings)
     server = new_server(
         MCPServer,
         SKILLS_SERVER_NAME,
@@ -66,7 +72,7 @@ def new_skills_server(
             "for the files it refers to."
         ),
     )
-    register_skills_tools(server, settings)
+    register_skills_tools(server, settings, skills)
     register_skill_resources(server, extension)
     restrict_tools(server, SKILLS_TOOLS, tools, read_only=read_only)
     enable_client_logging(server)
@@ -80,13 +86,18 @@ def make_skills_server(settings: Settings | None = None) -> MCPServer | None:
     later in the session.
     """
     current = settings if settings is not None else get_settings()
-    catalog = actions.scan(current)
+    state = SkillsState()
+    catalog = state.scan(current)
     if catalog.count == 0:
         logger.info("no skills in %s; not creating a skills server", catalog.skills_dir)
         return None
-    return new_skills_server(settings=settings)
+    return new_skills_server(settings=settings, state=state)
 
 
-skills_server: MCPServer = new_skills_server()
+skills_server_state: SkillsState = SkillsState()
+"""The catalog, pinning and search of `skills_server` (its `clear` makes the next listing
+read every SKILL.md again)."""
+
+skills_server: MCPServer = new_skills_server(state=skills_server_state)
 """The skills server, named "skills-tools", with exactly the five skills tools and the MCP
 Skills extension over the same skills."""

@@ -15,6 +15,7 @@ image as MCP image content (`image_answer`).
 from __future__ import annotations
 
 import base64
+import functools
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -28,8 +29,8 @@ from .._tooling import ToolCalls, answer_config, json_answer, mcp_tool
 from .._tracing import note_skill
 from ..config import Settings, settings_source
 from . import actions
-from .catalog import search
 from .core.images import SkillImage
+from .state import SkillsState
 
 __all__ = ["ScriptRun", "SkillsFound", "SkillsListing", "image_answer", "register_skills_tools"]
 
@@ -126,19 +127,23 @@ def image_answer(resource_path: str, image: SkillImage) -> CallToolResult:
     )
 
 
-def register_skills_tools(server: MCPServer, settings: Settings | None = None) -> None:
+def register_skills_tools(
+    server: MCPServer, settings: Settings | None = None, state: SkillsState | None = None
+) -> None:
     """Add the skills tools to `server` (any `MCPServer`, such as a composed one).
 
     The tools are list_skills, search_skills, load_skill, load_skill_resource,
-    execute_skill_script and create_skill. Each reads the settings at call time.
-    Anticipated failures reach the client as a `ToolError` carrying a message that says
-    how to fix the call. Every answer fits DPTTOOLS_OUTPUT_TRUNCATION_LIMIT and says what
-    was cut.
+    execute_skill_script and create_skill. Anticipated failures reach the client as a
+    `ToolError` carrying a message that says how to fix the call. Every answer fits
+    DPTTOOLS_OUTPUT_TRUNCATION_LIMIT and says what was cut.
 
     `settings`: what every call uses; None (the default) for the process-wide settings
-    (`config.get_settings`) as they are when each tool is called.
+    (`config.get_settings`) as they are when each tool is called. `state`: the catalog,
+    pinning and search the tools keep between calls (`SkillsState`); pass the one the
+    server's `SkillsExtension` has, so both read the same catalog (default: a new one).
     """
     calls = ToolCalls(settings_source(settings))
+    skills = state if state is not None else SkillsState()
 
     @mcp_tool(server)
     async def list_skills() -> Annotated[CallToolResult, SkillsListing]:
@@ -152,9 +157,9 @@ def register_skills_tools(server: MCPServer, settings: Settings | None = None) -
             settings = calls.settings()
             # An unchanged folder is answered from the cache right here; reading files
             # happens in a worker thread so the event loop never waits on the disk.
-            catalog = actions.cached(settings)
+            catalog = skills.cached(settings)
             if catalog is None:
-                catalog = await anyio.to_thread.run_sync(actions.scan, settings)
+                catalog = await anyio.to_thread.run_sync(skills.scan, settings)
             if catalog.note is not None and settings.skills_dir_refusal is not None:
                 # The default folder is missing, and create_skill would not make it there.
                 catalog = replace(catalog, note=settings.skills_dir_refusal)
@@ -171,12 +176,11 @@ def register_skills_tools(server: MCPServer, settings: Settings | None = None) -
         """
         with calls.errors():
             settings = calls.settings()
-            if actions.cached(settings) is None:
+            answer = functools.partial(skills.search_skills, settings, query, limit)
+            if skills.cached(settings) is None:
                 # Reading changed skills (and a first search's index) off the event loop.
-                return json_answer(
-                    await anyio.to_thread.run_sync(search.search_skills, settings, query, limit)
-                )
-            return json_answer(search.search_skills(settings, query, limit))
+                return json_answer(await anyio.to_thread.run_sync(answer))
+            return json_answer(answer())
 
     @mcp_tool(server, structured_output=False)
     def load_skill(skill_name: str) -> str:
@@ -189,7 +193,7 @@ def register_skills_tools(server: MCPServer, settings: Settings | None = None) -
         note_skill(skill_name)
         with calls.errors():
             return calls.limited(
-                actions.load_skill(calls.settings(), skill_name),
+                actions.load_skill(skills, calls.settings(), skill_name),
                 hint=f"read SKILL.md whole with load_skill_resource('{skill_name}', 'SKILL.md')",
             )
 
@@ -202,7 +206,7 @@ def register_skills_tools(server: MCPServer, settings: Settings | None = None) -
         """
         note_skill(skill_name)
         with calls.errors():
-            found = actions.load_skill_resource(calls.settings(), skill_name, resource_path)
+            found = actions.load_skill_resource(skills, calls.settings(), skill_name, resource_path)
             if isinstance(found, SkillImage):
                 return image_answer(resource_path, found)
             return calls.limited(found)
@@ -226,7 +230,9 @@ def register_skills_tools(server: MCPServer, settings: Settings | None = None) -
             settings = calls.settings()
             return json_answer(
                 calls.limited(
-                    await actions.execute_skill_script(settings, skill_name, script_path, args)
+                    await actions.execute_skill_script(
+                        skills, settings, skill_name, script_path, args
+                    )
                 )
             )
 
@@ -239,4 +245,6 @@ def register_skills_tools(server: MCPServer, settings: Settings | None = None) -
         can be filled in; list_skills shows the new skill from its next call.
         """
         with calls.errors():
-            return calls.limited(actions.create_skill(calls.settings(), skill_name, description))
+            return calls.limited(
+                actions.create_skill(skills, calls.settings(), skill_name, description)
+            )

@@ -45,14 +45,12 @@ import sqlite3
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
 from ..._text import fit_json, wire_safe
-from ...config import Settings
 from ...errors import InvalidArgumentError
-from .. import actions
 from ..core.records import EXCERPT_LENGTH, Catalog, SkillRecord, shown
 
 __all__ = [
@@ -471,21 +469,26 @@ class SkillSearch:
 MAX_SEARCH_LIMIT: Final = 50
 """search_skills returns at most this many skills."""
 
-_search: SkillSearch | None = None
 
-
-def search_skills(settings: Settings, query: str, limit: int = 10) -> str:
+def search_skills(
+    search: SkillSearch,
+    catalog_now: Callable[[], Catalog],
+    query: str,
+    limit: int = 10,
+    *,
+    output_limit: int,
+) -> str:
     """The search_skills JSON: the listed skills that best match `query`, best first.
 
     The answer is ``{"query", "skills": [{"name", "description", "path", "score"}],
     "count"}`` (``score``: higher is better), plus a ``note`` when nothing matched, held
-    to the output limit. Reads the catalog as list_skills does, so it sees the same
-    changes and finds only listed skills.
+    to `output_limit`. `search` is the server's index; `catalog_now` gives the catalog
+    as list_skills reads it (called once the arguments are known to be good), so the
+    search sees the same changes and finds only listed skills.
 
     Raises:
         InvalidArgumentError: `query` has no word, or `limit` is not 1 to 50.
     """
-    global _search
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgumentError(
             "query is empty; pass a few words that describe the task, such as "
@@ -496,10 +499,8 @@ def search_skills(settings: Settings, query: str, limit: int = 10) -> str:
             f"limit {limit!r} is out of range; pass a whole number from 1 to "
             f"{MAX_SEARCH_LIMIT} (default 10)."
         )
-    catalog = actions.cached(settings) or actions.scan(settings)
-    if _search is None:
-        _search = SkillSearch()
-    hits = _search.search(catalog, query, limit)
+    catalog = catalog_now()
+    hits = search.search(catalog, query, limit)
     payload: dict[str, object] = {
         "query": query,
         "skills": [
@@ -521,7 +522,7 @@ def search_skills(settings: Settings, query: str, limit: int = 10) -> str:
         )
     text = wire_safe(json.dumps(payload, ensure_ascii=False, indent=2))
     return (
-        fit_json(payload, settings.output_truncation_limit, hint="Ask for fewer skills with limit.")
-        if len(text) > settings.output_truncation_limit
+        fit_json(payload, output_limit, hint="Ask for fewer skills with limit.")
+        if len(text) > output_limit
         else text
     )

@@ -2,12 +2,12 @@
 
 The extension (``io.modelcontextprotocol/skills``) describes each skill by the URI of its
 SKILL.md, its frontmatter verbatim as JSON, and every file it holds with a SHA-256 digest
-and a size. `SkillPublisher` turns the catalog the five tools use (`actions`) into
+and a size. `SkillPublisher` turns the catalog the five tools use (its `CatalogSource`) into
 those descriptions, a `Page` of ``skills/list`` at a time, and locates the file behind a
 ``skill://`` URI for a read.
 
 Data flow of a listing: the first page takes the catalog as list_skills does
-(`actions.cached`, else `actions.scan`) and sorts it by URI into a listing (`listings`);
+(`CatalogSource.cached`, else `current`) and sorts it by URI into a listing (`listings`);
 each page then publishes its range of that listing: per skill, the walk of its folder and
 the digests of its files (`skill_files`), after the extension's rules (`publishable`) ->
 `Page`, whose ``nextCursor`` names the listing and the last skill listed. The pages after
@@ -33,11 +33,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ...config import Settings
 from ...errors import StdToolsError
-from .. import actions
 from ..catalog.index import RootIndex, open_index
 from ..catalog.scan import SKILL_FILE, Catalog, SkillDiagnostic, SkillRecord
 from ..catalog.skill_files import (
@@ -182,10 +181,18 @@ class _Stored:
             self.removed = []
 
 
-def _catalog(settings: Settings) -> Catalog:
-    """The catalog list_skills would answer with now: the remembered one while nothing
-    changed (`actions.cached`), else a scan that reads what changed."""
-    return actions.cached(settings) or actions.scan(settings)
+class CatalogSource(Protocol):
+    """Where the publisher gets the catalog the five tools list (a `skills.state.
+    SkillsState`): the remembered one while nothing changed (`cached`), else a scan that
+    reads what changed (`current`)."""
+
+    def cached(self, settings: Settings) -> Catalog | None:
+        """The catalog when it is known to be unchanged, else None (``stat`` calls only)."""
+        ...
+
+    def current(self, settings: Settings) -> Catalog:
+        """The catalog as it is now."""
+        ...
 
 
 class SkillPublisher:
@@ -197,15 +204,18 @@ class SkillPublisher:
 
     def __init__(
         self,
+        catalogs: CatalogSource,
         *,
         watch: bool = True,
         page_skills: int = MAX_PAGE_SKILLS,
         page_resources: int = MAX_PAGE_RESOURCES,
     ) -> None:
-        """Start with nothing remembered. With `watch` (the default), the kernel reports
-        changes where it can (see `watch`); without, every call compares ``stat`` stamps.
+        """Publish what `catalogs` lists, starting with nothing remembered. With `watch`
+        (the default), the kernel reports changes where it can (see `watch`); without,
+        every call compares ``stat`` stamps.
         A page holds at most `page_skills` skills and stops growing at `page_resources`
         files (it always holds one skill)."""
+        self._catalogs = catalogs
         self._page_skills = page_skills
         self._page_resources = page_resources
         self._lock = threading.Lock()
@@ -240,7 +250,7 @@ class SkillPublisher:
             key = listing_key(settings)
             listing = None if cursor is None else self._listings.get(number, key)
             if listing is None:
-                listing, new = self._listings.of(_catalog(settings), key)
+                listing, new = self._listings.of(self._catalogs.current(settings), key)
                 if new:
                     self._forget_folders_not_in(listing.catalog)
             known = listing.page(after) if quiet else None
@@ -254,7 +264,7 @@ class SkillPublisher:
 
     def cached_page(self, settings: Settings, cursor: str | None = None) -> Page | None:
         """The page `page` would answer, when it is known unchanged without reading or
-        waiting: the kernel reported nothing, the catalog is unchanged (`actions.cached`)
+        waiting: the kernel reported nothing, the catalog is unchanged (`CatalogSource.cached`)
         and the page was answered before. None otherwise (call `page`, in a worker
         thread). Cheap enough for an event loop, as list_skills' own check.
 
@@ -271,7 +281,7 @@ class SkillPublisher:
             if cursor is not None:
                 listing = self._listings.get(number, key)
             else:
-                catalog = actions.cached(settings)
+                catalog = self._catalogs.cached(settings)
                 listing = None if catalog is None else self._listings.newest(catalog, key)
             return None if listing is None else listing.page(after)
         finally:
@@ -453,7 +463,7 @@ class SkillPublisher:
     def _record(
         self, settings: Settings, name: str
     ) -> tuple[SkillRecord | None, SkillDiagnostic | None]:
-        catalog = _catalog(settings)
+        catalog = self._catalogs.current(settings)
         record = catalog.get(name)
         if record is None:
             return None, None

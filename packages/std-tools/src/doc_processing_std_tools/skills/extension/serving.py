@@ -98,12 +98,11 @@ class SkillsExtension(Extension):
 
     identifier = EXTENSION_ID
 
-    def __init__(
-        self, publisher: SkillPublisher | None = None, settings: Settings | None = None
-    ) -> None:
-        """Serve from `publisher` (default: a new one for this extension) under `settings`
-        (None: the process-wide settings as they are at each request)."""
-        self.publisher = publisher if publisher is not None else SkillPublisher()
+    def __init__(self, publisher: SkillPublisher, settings: Settings | None = None) -> None:
+        """Serve from `publisher` (made over the server's `SkillsState`, so that the
+        extension and the tools read one catalog) under `settings` (None: the
+        process-wide settings as they are at each request)."""
+        self.publisher = publisher
         self._source = settings_source(settings)
 
     def current_settings(self) -> Settings:
