@@ -19,6 +19,7 @@ machine.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -96,7 +97,9 @@ def main() -> None:
         first_ms = (time.perf_counter() - started) * 1000
         again_ms = fastest_ms(lambda: catalog.json_within(LIMIT), 300)
         print()
+        listed = len(json.loads(first)["skills"])
         print(f"list_skills JSON of {whole} characters held to {LIMIT}: {len(first)} characters")
+        print(f"| skills listed in the cut answer | {listed} of {COUNT} |")
         print(f"| first answer | {first_ms:.1f} ms |")
         print(f"| same catalog again | {again_ms * 1000:.1f} us (remembered per limit) |")
 
