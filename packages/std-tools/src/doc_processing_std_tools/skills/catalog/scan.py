@@ -23,13 +23,10 @@ event queue. Any event, or a folder the kernel cannot watch, falls back to the s
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import stat
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -159,7 +156,7 @@ class SkillCatalog:
         are searched (1: only direct subfolders). A missing folder gives an empty catalog
         with a note; no input makes this raise.
         """
-        with self._lock, _collector_paused():
+        with self._lock:
             return self._scan(skills_dir, max_bytes, depth)
 
     def scan_roots(self, roots: tuple[Path, ...], *, max_bytes: int, depth: int = 1) -> Catalog:
@@ -167,7 +164,7 @@ class SkillCatalog:
 
         The same object comes back while no root changed; with one root this is `scan`.
         """
-        with self._lock, _collector_paused():
+        with self._lock:
             self._room = max(self._room, len(roots) + _MAX_CACHED_FOLDERS)
             return self._merge(tuple(self._scan(root, max_bytes, depth) for root in roots))
 
@@ -495,22 +492,6 @@ class SkillCatalog:
         while len(self._folders) >= self._room:
             self._folders.pop(next(iter(self._folders)))
         self._folders[key] = cache
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection during a scan: the records, entries and stamps it
-    makes (tens of thousands on a first scan) all live on, and each collection their
-    allocations would trigger walks all made so far. Collection resumes, if it was on,
-    when the scan ends. Nothing is frozen (`gc.freeze`): the skills server may run inside
-    an application's own process, whose objects are not ours to pin."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class _Arming:
