@@ -29,7 +29,6 @@ from doc_processing_std_tools import make_composed_server
 from doc_processing_std_tools._building import new_server
 from doc_processing_std_tools.config import get_settings, load_settings, reset_settings
 from doc_processing_std_tools.filesystem import operations
-from doc_processing_std_tools.skills import actions
 from doc_processing_std_tools.skills.server import skills_server_state as skills_state
 from doc_processing_std_tools.workspace import Workspace
 
@@ -60,7 +59,7 @@ def text_only_server() -> MCPServer:
         settings = get_settings()
         catalog = skills_state.cached(settings)
         if catalog is None:
-            catalog = await anyio.to_thread.run_sync(actions.scan, settings)
+            catalog = await anyio.to_thread.run_sync(skills_state.scan, settings)
         return catalog.json_within(settings.output_truncation_limit)
 
     @server.tool(structured_output=False)

@@ -28,8 +28,8 @@ def test_the_skills_index_goes_to_the_runs_own_folder(tmp_path: Path) -> None:
     (skill / "SKILL.md").write_text("---\nname: demo\ndescription: Demo things.\n---\nBody\n")
     code = (
         "from doc_processing_std_tools.config import load_settings\n"
-        "from doc_processing_std_tools.skills.actions import scan\n"
-        "print(sorted(scan(load_settings()).skills))\n"
+        "from doc_processing_std_tools.skills.state import SkillsState\n"
+        "print(sorted(SkillsState().scan(load_settings()).skills))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
