@@ -1,30 +1,16 @@
 """Fixtures of the skill eval tests: skill folders with eval files, served by std-tools'
-real skills server in process (helpers in support.py)."""
+real skills server in process (helpers in eval_support.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import eval_support as support
 import pytest
 
 pytest.importorskip("doc_processing_std_tools", reason="install packages/std-tools")
-
-
-def load_support() -> Any:
-    """support.py of this folder, as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "evals_support", Path(__file__).with_name("support.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-support = load_support()
 
 
 @pytest.fixture

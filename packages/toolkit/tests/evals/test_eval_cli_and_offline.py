@@ -4,7 +4,6 @@ budget and the search rank), on std-tools' real skills server."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -15,25 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import eval_support as support
 import pytest
 import yaml
 
 from doc_processing_toolkit import Agent
 from doc_processing_toolkit.cli import main
 from doc_processing_toolkit.evals import evaluate_triggers
-
-
-def _support() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "evals_support", Path(__file__).with_name("support.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _support()
 
 ALL_POSITIVE = [
     {"query": "Redact the phone numbers", "should_trigger": True},

@@ -4,7 +4,6 @@ which the screenshot's pixels show, with no network and no script."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -15,23 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import eval_support as support
 import pytest
 
 from doc_processing_toolkit import Agent, TestModel
 from doc_processing_toolkit.evals import TriggerReport, evaluate_triggers, render_html
-
-
-def _support() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "evals_support", Path(__file__).with_name("support.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _support()
 
 # The colours of html.py's marks: query bars by label, a failing pass-rate bar.
 POSITIVE = (0x15, 0x65, 0xC0)

@@ -4,7 +4,6 @@ report's numbers, the split, and clear errors for bad eval files."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections import Counter
@@ -12,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import eval_support as support
 import pytest
 
 from doc_processing_toolkit import Agent, TestModel
@@ -30,17 +30,6 @@ from doc_processing_toolkit.tools.local import tool
 pytestmark = pytest.mark.anyio
 
 
-def _support() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "evals_support", Path(__file__).with_name("support.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _support()
 INVOICE_QUERIES, Picker = support.INVOICE_QUERIES, support.Picker
 stdio_skills, write_skill = support.stdio_skills, support.write_skill
 
