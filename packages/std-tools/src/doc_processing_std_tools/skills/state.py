@@ -88,12 +88,14 @@ class SkillsState:
                     self._search = SkillSearch()
         return self._search
 
-    def search_skills(self, settings: Settings, query: str, limit: int = 10) -> str:
-        """The search_skills answer for `query` over the catalog as it is now
-        (`catalog.search.search_skills`)."""
+    def search_skills(
+        self, settings: Settings, query: str, limit: int = 10, *, catalog: Catalog | None = None
+    ) -> str:
+        """The search_skills answer for `query` over the catalog as it is now, or over
+        `catalog` when the caller has just checked it (`catalog.search.search_skills`)."""
         return search_skills(
             self.search,
-            functools.partial(self.current, settings),
+            (lambda: catalog) if catalog is not None else functools.partial(self.current, settings),
             query,
             limit,
             output_limit=settings.output_truncation_limit,

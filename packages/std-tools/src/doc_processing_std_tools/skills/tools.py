@@ -176,11 +176,12 @@ def register_skills_tools(
         """
         with calls.errors():
             settings = calls.settings()
-            answer = functools.partial(skills.search_skills, settings, query, limit)
-            if skills.cached(settings) is None:
+            catalog = skills.cached(settings)
+            if catalog is None:
                 # Reading changed skills (and a first search's index) off the event loop.
+                answer = functools.partial(skills.search_skills, settings, query, limit)
                 return json_answer(await anyio.to_thread.run_sync(answer))
-            return json_answer(answer())
+            return json_answer(skills.search_skills(settings, query, limit, catalog=catalog))
 
     @mcp_tool(server, structured_output=False)
     def load_skill(skill_name: str) -> str:
